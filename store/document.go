@@ -1,0 +1,156 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+)
+
+// Normalize returns a deep copy of v in the form encoding/json decodes into: string, float64,
+// bool, nil, []any and map[string]any. Values of other types (other numeric types, structs,
+// time.Time, types with MarshalJSON) go through a JSON round trip. Stores use it so that a
+// document reads back the same from every store and so that callers never share a map with
+// the store.
+func Normalize(v any) (any, error) {
+	switch x := v.(type) {
+	case nil, string, bool:
+		return x, nil
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("%w: %v is not a JSON number", ErrInvalid, x)
+		}
+		return x, nil
+	case int:
+		return float64(x), nil
+	case int64:
+		return float64(x), nil
+	case uint64:
+		return float64(x), nil
+	case int32:
+		return float64(x), nil
+	case uint32:
+		return float64(x), nil
+	case float32:
+		return Normalize(float64(x))
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q is not a JSON number", ErrInvalid, x)
+		}
+		return f, nil
+	case map[string]any:
+		return normalizeMap(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			n, err := Normalize(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = n
+		}
+		return out, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return out, nil
+}
+
+func normalizeMap(m map[string]any) (map[string]any, error) {
+	out := make(map[string]any, len(m))
+	for k, e := range m {
+		n, err := Normalize(e)
+		if err != nil {
+			return nil, fmt.Errorf("field %q: %w", k, err)
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
+// NormalizeDoc is Normalize for a whole document; a nil document is ErrInvalid.
+func NormalizeDoc(doc map[string]any) (map[string]any, error) {
+	if doc == nil {
+		return nil, fmt.Errorf("%w: nil document", ErrInvalid)
+	}
+	return normalizeMap(doc)
+}
+
+// CopyDoc returns a deep copy of a normalized document.
+func CopyDoc(doc map[string]any) map[string]any {
+	out := make(map[string]any, len(doc))
+	for k, v := range doc {
+		out[k] = copyValue(v)
+	}
+	return out
+}
+
+func copyValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return CopyDoc(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = copyValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// JSONEqual reports whether a and b are equal as JSON values: 1 == 1.0, "1" != 1, objects are
+// equal when they have the same keys with equal values.
+func JSONEqual(a, b any) bool {
+	na, err := Normalize(a)
+	if err != nil {
+		return false
+	}
+	nb, err := Normalize(b)
+	if err != nil {
+		return false
+	}
+	return reflect.DeepEqual(na, nb)
+}
+
+// CheckKey returns ErrInvalid for an empty key.
+func CheckKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalid)
+	}
+	return nil
+}
+
+// CheckCondition returns ErrInvalid for a non-nil condition without a field or whose value
+// does not encode to JSON, and the condition's value in normalized form.
+func CheckCondition(cond *Condition) (any, error) {
+	if cond == nil {
+		return nil, nil
+	}
+	if cond.Field == "" {
+		return nil, fmt.Errorf("%w: condition without a field", ErrInvalid)
+	}
+	v, err := Normalize(cond.Value)
+	if err != nil {
+		return nil, fmt.Errorf("condition on %q: %w", cond.Field, err)
+	}
+	return v, nil
+}
+
+// Matches reports whether the normalized document doc meets cond, whose value want is already
+// normalized (as returned by CheckCondition). A missing field matches no value, not even nil:
+// JSON's null is a value, and absence is not.
+func Matches(doc map[string]any, cond *Condition, want any) bool {
+	if cond == nil {
+		return true
+	}
+	got, ok := doc[cond.Field]
+	return ok && reflect.DeepEqual(got, want)
+}
