@@ -1,0 +1,209 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+)
+
+// callbacks runs the WhenLeader registrations of one Cluster. Each registration has a queue
+// of events drained by a goroutine of its own, started when the queue gets an event and ended
+// when it is empty, so calls of one registration run in order and never overlap (W4), while
+// registrations never wait for each other. No goroutine is left once every queue is drained.
+type callbacks struct {
+	log *slog.Logger
+
+	mu     sync.Mutex
+	regs   map[*registration]struct{}
+	lead   context.Context // current leadership, nil when not leading
+	active int             // registrations whose goroutine runs
+	idle   chan struct{}   // closed when active drops to 0; nil while active == 0
+}
+
+type registration struct {
+	c            *callbacks
+	fn           LeaderFunc
+	deregistered func()
+
+	// Guarded by c.mu.
+	queue    []context.Context // a leadership context to run fn for, or nil to run deregistered
+	running  bool
+	removed  bool
+	drained  chan struct{}      // closed when the goroutine exits
+	cancelFn context.CancelFunc // cancels the context of the fn that ran last
+
+	// Owned by the registration's goroutine.
+	fnRan bool
+}
+
+func newCallbacks(log *slog.Logger) *callbacks {
+	return &callbacks{log: log, regs: map[*registration]struct{}{}}
+}
+
+// add registers fn and deregistered; while leading, fn is queued at once (W2).
+func (c *callbacks) add(fn LeaderFunc, deregistered func()) (remove func()) {
+	r := &registration{c: c, fn: fn, deregistered: deregistered}
+	c.mu.Lock()
+	c.regs[r] = struct{}{}
+	if c.lead != nil {
+		c.enqueueLocked(r, c.lead)
+	}
+	c.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(r.remove) }
+}
+
+// startLeading queues fn of every registration with ctx, the new leadership's context.
+func (c *callbacks) startLeading(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lead = ctx
+	for r := range c.regs {
+		c.enqueueLocked(r, ctx)
+	}
+}
+
+// stopLeading queues deregistered of every registration. The caller cancels the leadership's
+// context first, so running fns see it end before their deregistered is called.
+func (c *callbacks) stopLeading() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lead == nil {
+		return
+	}
+	c.lead = nil
+	for r := range c.regs {
+		c.enqueueLocked(r, nil)
+	}
+}
+
+// wait returns when no registration has calls pending or running, or with ctx's error.
+func (c *callbacks) wait(ctx context.Context) error {
+	c.mu.Lock()
+	idle := c.idle
+	c.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *callbacks) enqueueLocked(r *registration, ev context.Context) {
+	if r.removed {
+		return
+	}
+	r.queue = append(r.queue, ev)
+	if r.running {
+		return
+	}
+	r.running = true
+	r.drained = make(chan struct{})
+	if c.active == 0 {
+		c.idle = make(chan struct{})
+	}
+	c.active++
+	go r.drain()
+}
+
+func (r *registration) drain() {
+	c := r.c
+	for {
+		c.mu.Lock()
+		if len(r.queue) == 0 {
+			r.running = false
+			close(r.drained)
+			c.active--
+			if c.active == 0 {
+				close(c.idle)
+				c.idle = nil
+			}
+			c.mu.Unlock()
+			return
+		}
+		ev := r.queue[0]
+		r.queue = r.queue[1:]
+		c.mu.Unlock()
+		if ev != nil {
+			r.runFn(ev)
+		} else {
+			r.runDeregistered()
+		}
+	}
+}
+
+func (r *registration) runFn(lead context.Context) {
+	if lead.Err() != nil {
+		// That leadership ended before its turn came: fn would only see a cancelled context,
+		// and skipping it spares the deregistered call that would follow.
+		return
+	}
+	if r.fnRan {
+		// A second leadership with no deregistered in between cannot happen (stopLeading
+		// always queues one), but keep the pairing if it ever does.
+		r.runDeregistered()
+	}
+	ctx, cancel := context.WithCancel(lead)
+	r.c.mu.Lock()
+	r.cancelFn = cancel
+	r.c.mu.Unlock()
+	r.fnRan = true // W5: fn counts as having run even if it fails
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				r.c.log.Error("leasehold: leader callback panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			}
+		}()
+		if err := r.fn(ctx); err != nil {
+			r.c.log.Error("leasehold: leader callback failed", "error", err)
+		}
+	}()
+}
+
+func (r *registration) runDeregistered() {
+	r.c.mu.Lock()
+	cancel := r.cancelFn
+	r.cancelFn = nil
+	r.c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	if !r.fnRan {
+		return
+	}
+	r.fnRan = false
+	if r.deregistered == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.c.log.Error("leasehold: deregistered callback panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		}
+	}()
+	r.deregistered()
+}
+
+// remove ends the registration (W6): its fn's context is cancelled, deregistered runs if fn
+// ran since the last deregistered, and remove returns once that is done.
+func (r *registration) remove() {
+	c := r.c
+	c.mu.Lock()
+	// Drop pending fn calls: the registration is ending, so only the closing deregistered
+	// matters, and it runs after any fn already started has returned.
+	r.queue = r.queue[:0]
+	c.enqueueLocked(r, nil)
+	r.removed = true
+	delete(c.regs, r)
+	drained, cancel := r.drained, r.cancelFn
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	<-drained
+}

@@ -1,0 +1,304 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// attempt is one read-then-write of the lease (E2), running on a goroutine of its own so that
+// the election goroutine keeps its deadlines while the backend is slow.
+type attempt struct {
+	start  time.Time
+	cancel context.CancelFunc
+	done   chan outcome // buffered: the attempt never blocks on sending
+	failed bool         // declared failed by its timeout (E3); its outcome is ignored
+}
+
+type outcomeKind int
+
+const (
+	held     outcomeKind = iota + 1 // this instance holds the lease (created, renewed, took over)
+	followed                        // another instance holds it and it has not expired
+	failed                          // error, lost race or timeout
+)
+
+type outcome struct {
+	kind outcomeKind
+	rec  Record    // the record held (held) or seen (followed)
+	at   time.Time // when the answer came
+	err  error     // for failed
+}
+
+// observation is the last revision of another holder's record seen by this instance, and when
+// it was first seen, on this instance's monotonic clock (E6).
+type observation struct {
+	rev    string
+	holder string
+	term   uint64
+	seenAt time.Time
+}
+
+// run is the election goroutine: it starts attempts, keeps the leadership deadline and
+// handles Stop. All election state lives in its local variables.
+func (e *Elector) run(startCtx context.Context) {
+	defer close(e.done)
+	base := context.WithoutCancel(startCtx)
+	var (
+		next    = time.Now() // when the next attempt may start (E1)
+		pending *attempt     // the attempt in flight, if any
+		obs     observation
+		own     Record // the record as this instance last wrote it; Revision "" when none
+		timer   = time.NewTimer(time.Hour)
+	)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		lead := e.leading.Load()
+		if lead != nil && !now.Before(lead.deadline) {
+			// E5: no attempt succeeded within (L+R)/2 of the start of the last successful
+			// one; IsLeader already says false, now the callbacks learn it too.
+			e.stopLeading(ReasonDeadline, nil)
+			lead = nil
+		}
+		if pending != nil && !pending.failed && !now.Before(pending.start.Add(e.l-e.r)) {
+			// E3: no answer within L-R. The attempt stays in flight until it returns (attempts
+			// never overlap), but it has failed, and a leader stops leading at once (E4).
+			pending.failed = true
+			pending.cancel()
+			err := fmt.Errorf("cluster: lease %q: no answer within %v", e.name, e.l-e.r)
+			e.attemptFailed(ReasonTimeout, err, now.Sub(pending.start))
+			if lead != nil {
+				e.stopLeading(ReasonTimeout, err)
+				lead = nil
+			}
+		}
+		if pending == nil && !now.Before(next) {
+			pending = e.startAttempt(base, now, obs)
+			next = now.Add(e.r)
+		}
+
+		// Sleep until the earliest of: the leadership deadline, the attempt's timeout, the
+		// next attempt.
+		var wake time.Time
+		consider := func(t time.Time) {
+			if wake.IsZero() || t.Before(wake) {
+				wake = t
+			}
+		}
+		if lead != nil {
+			consider(lead.deadline)
+		}
+		if pending != nil && !pending.failed {
+			consider(pending.start.Add(e.l - e.r))
+		}
+		if pending == nil {
+			consider(next)
+		}
+		var tc <-chan time.Time
+		if !wake.IsZero() {
+			timer.Reset(wake.Sub(now))
+			tc = timer.C
+		}
+		var pc <-chan outcome
+		if pending != nil {
+			pc = pending.done
+		}
+
+		select {
+		case <-tc:
+		case out := <-pc:
+			a := pending
+			pending = nil
+			a.cancel()
+			if a.failed {
+				continue // already counted as failed by its timeout
+			}
+			switch out.kind {
+			case held:
+				own = out.rec
+				obs = observation{}
+				e.held(base, a, out)
+			case followed:
+				own = Record{}
+				if lead := e.leading.Load(); lead != nil {
+					e.stopLeading(ReasonTakenBy, nil)
+				}
+				e.emit(Event{Kind: AttemptSucceeded, Term: out.rec.Term, Duration: out.at.Sub(a.start)})
+				if out.rec.Revision != obs.rev {
+					if out.rec.Holder != obs.holder || out.rec.Term != obs.term {
+						e.log.Info("leasehold: observed leader", "holder", out.rec.Holder, "term", out.rec.Term)
+						e.emit(Event{Kind: ObservedLeader, Holder: out.rec.Holder, Term: out.rec.Term})
+					}
+					obs = observation{rev: out.rec.Revision, holder: out.rec.Holder, term: out.rec.Term, seenAt: out.at}
+				}
+				// E6: attempt again the moment that revision expires, if before the next
+				// regular attempt.
+				if exp := obs.seenAt.Add(e.l); exp.Before(next) {
+					next = exp
+				}
+			case failed:
+				reason := ReasonError
+				if errors.Is(out.err, ErrConflict) {
+					reason = ReasonConflict
+				}
+				e.attemptFailed(reason, out.err, out.at.Sub(a.start))
+				if e.leading.Load() != nil {
+					e.stopLeading(reason, out.err) // E4
+				}
+			}
+		case ctx := <-e.stopReq:
+			e.stopErr <- e.shutdown(ctx, pending, own)
+			return
+		case <-startCtx.Done():
+			ctx, cancel := context.WithTimeout(base, e.l-e.r)
+			err := e.shutdown(ctx, pending, own)
+			cancel()
+			if err != nil {
+				e.log.Warn("leasehold: election ended by its context", "error", err)
+			}
+			return
+		case <-e.halt:
+			if l := e.leading.Load(); l != nil {
+				l.cancel()
+			}
+			return
+		}
+	}
+}
+
+// held handles an attempt that left this instance holding the lease.
+func (e *Elector) held(base context.Context, a *attempt, out outcome) {
+	deadline := a.start.Add((e.l + e.r) / 2)
+	e.emit(Event{Kind: AttemptSucceeded, Term: out.rec.Term, Duration: out.at.Sub(a.start)})
+	lead := e.leading.Load()
+	if !out.at.Before(deadline) {
+		// E5: the answer came too late to lead on: the lease may have expired for the others
+		// before it arrived.
+		err := fmt.Errorf("cluster: lease %q: attempt succeeded after its deadline", e.name)
+		e.attemptFailed(ReasonLate, err, out.at.Sub(a.start))
+		if lead != nil {
+			e.stopLeading(ReasonLate, err)
+		}
+		return
+	}
+	if lead != nil && lead.term == out.rec.Term {
+		e.leading.Store(&leadership{term: lead.term, deadline: deadline, ctx: lead.ctx, cancel: lead.cancel})
+		e.log.Debug("leasehold: renewed", "term", out.rec.Term)
+		return
+	}
+	if lead != nil {
+		e.stopLeading(ReasonTakenBy, nil)
+	}
+	ctx, cancel := context.WithCancel(WithTerm(base, out.rec.Term))
+	e.leading.Store(&leadership{term: out.rec.Term, deadline: deadline, ctx: ctx, cancel: cancel})
+	e.log.Info("leasehold: became leader", "term", out.rec.Term)
+	e.emit(Event{Kind: ObservedLeader, Holder: e.id, Term: out.rec.Term, Time: out.at})
+	e.emit(Event{Kind: BecameLeader, Term: out.rec.Term, Time: out.at})
+	e.cb.startLeading(ctx)
+}
+
+func (e *Elector) stopLeading(reason string, err error) {
+	l := e.leading.Swap(nil)
+	if l == nil {
+		return
+	}
+	l.cancel()
+	e.cb.stopLeading()
+	if err != nil {
+		e.log.Info("leasehold: stopped leading", "term", l.term, "reason", reason, "error", err)
+	} else {
+		e.log.Info("leasehold: stopped leading", "term", l.term, "reason", reason)
+	}
+	e.emit(Event{Kind: StoppedLeading, Term: l.term, Reason: reason, Err: err})
+}
+
+func (e *Elector) attemptFailed(reason string, err error, d time.Duration) {
+	e.log.Warn("leasehold: attempt failed", "reason", reason, "error", err) // E8
+	e.emit(Event{Kind: AttemptFailed, Reason: reason, Err: err, Duration: d})
+}
+
+func (e *Elector) startAttempt(base context.Context, now time.Time, obs observation) *attempt {
+	ctx, cancel := context.WithTimeout(base, e.l-e.r)
+	a := &attempt{start: now, cancel: cancel, done: make(chan outcome, 1)}
+	go func() { a.done <- e.try(ctx, obs) }()
+	return a
+}
+
+// try reads the record and acts on it (E2). Every write is a compare-and-swap; a lost race
+// is a failed attempt, and the next one will follow.
+func (e *Elector) try(ctx context.Context, obs observation) (out outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			// E8: a Lock that panics must not take the process down.
+			out = outcome{kind: failed, err: fmt.Errorf("cluster: lease %q: lock panicked: %v", e.name, p), at: time.Now()}
+		}
+	}()
+	fail := func(err error) outcome { return outcome{kind: failed, err: err, at: time.Now()} }
+	rec, err := e.lock.Get(ctx, e.name)
+	now := time.Now()
+	wall := now.Round(0).UTC()
+	switch {
+	case errors.Is(err, ErrNotFound):
+		created, err := e.lock.Create(ctx, e.name, Record{
+			Holder: e.id, Term: 1, AcquiredAt: wall, RenewedAt: wall, Duration: e.l,
+		})
+		if err != nil {
+			return fail(err)
+		}
+		return outcome{kind: held, rec: created, at: time.Now()}
+	case err != nil:
+		return fail(err)
+	case rec.Holder == e.id:
+		rec.RenewedAt, rec.Duration = wall, e.l
+	case rec.Holder == "" || (rec.Revision == obs.rev && now.Sub(obs.seenAt) >= e.l):
+		// Released, or expired on this instance's own clock (E6): take over.
+		rec.Holder, rec.Term, rec.AcquiredAt, rec.RenewedAt, rec.Duration = e.id, rec.Term+1, wall, wall, e.l
+	default:
+		return outcome{kind: followed, rec: rec, at: now}
+	}
+	updated, err := e.lock.Update(ctx, e.name, rec)
+	if err != nil {
+		return fail(err)
+	}
+	return outcome{kind: held, rec: updated, at: time.Now()}
+}
+
+// shutdown ends the election (E7): stop leading, wait for the attempt in flight and for the
+// callbacks, then release the lease if this instance holds it.
+func (e *Elector) shutdown(ctx context.Context, pending *attempt, own Record) error {
+	e.stopLeading(ReasonStop, nil)
+	if pending != nil {
+		pending.cancel()
+		select {
+		case out := <-pending.done:
+			if out.kind == held {
+				own = out.rec // it holds the lease, and no callback ran for it: release it
+			} else if out.kind == followed {
+				own = Record{}
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: lease %q: stop: an attempt is still waiting for the lock, lease not released: %w", e.name, ctx.Err())
+		}
+	}
+	if err := e.cb.wait(ctx); err != nil {
+		return fmt.Errorf("cluster: lease %q: stop: leader callbacks have not returned, lease not released (it expires by itself): %w", e.name, err)
+	}
+	if own.Revision == "" || own.Holder != e.id {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, e.l-e.r)
+	defer cancel()
+	released := own
+	released.Holder = ""
+	released.RenewedAt = time.Now().Round(0).UTC()
+	if _, err := e.lock.Update(rctx, e.name, released); err != nil {
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+			return nil // another instance already took it over
+		}
+		return fmt.Errorf("cluster: lease %q: release: %w", e.name, err)
+	}
+	e.log.Info("leasehold: released lease", "term", own.Term)
+	return nil
+}

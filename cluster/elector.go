@@ -1,0 +1,225 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of ElectorConfig, those of Webda's cluster services.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewInterval = 5 * time.Second
+	DefaultLeaseName     = "leader"
+)
+
+// ElectorConfig configures an Elector. Zero values take the defaults above; InstanceID
+// defaults to DefaultInstanceID() and Logger to slog.Default().
+type ElectorConfig struct {
+	Lock          Lock
+	LeaseName     string
+	LeaseDuration time.Duration // L: how long a lease is valid without renewal
+	RenewInterval time.Duration // R: time between two attempts, lower than L
+	InstanceID    string
+	Logger        *slog.Logger
+
+	// Observer, when set, receives every Event of the election, in order, on the election's
+	// goroutine: it must return quickly (hand the event to a channel or a counter) and must
+	// not call the Elector's Stop.
+	Observer func(Event)
+}
+
+// Elector elects a leader among the instances sharing a lease, and runs the WhenLeader
+// callbacks of this instance. It implements Cluster. Create it with NewElector, then Start it;
+// Stop releases the lease.
+type Elector struct {
+	lock     Lock
+	name     string
+	id       string
+	l, r     time.Duration
+	log      *slog.Logger
+	observer func(Event)
+	cb       *callbacks
+
+	leading atomic.Pointer[leadership] // non-nil while this instance leads
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	stopReq chan context.Context // Stop hands its context to the election goroutine
+	stopErr chan error           // and gets the result back
+	halt    chan struct{}        // tests: end the goroutine as a crash would
+	done    chan struct{}        // closed when the election goroutine has returned
+}
+
+var _ Cluster = (*Elector)(nil)
+
+// leadership is one term of this instance's leadership.
+type leadership struct {
+	term     uint64
+	deadline time.Time // IsLeader is false from this instant on (E5, W7)
+	ctx      context.Context
+	cancel   context.CancelFunc
+}
+
+// NewElector checks cfg and returns an Elector that has not started (E0).
+func NewElector(cfg ElectorConfig) (*Elector, error) {
+	if cfg.Lock == nil {
+		return nil, errors.New("cluster: ElectorConfig.Lock is nil")
+	}
+	if cfg.LeaseName == "" {
+		cfg.LeaseName = DefaultLeaseName
+	}
+	if cfg.InstanceID == "" {
+		cfg.InstanceID = DefaultInstanceID()
+	}
+	if cfg.LeaseDuration == 0 {
+		cfg.LeaseDuration = DefaultLeaseDuration
+	}
+	if cfg.RenewInterval == 0 {
+		cfg.RenewInterval = DefaultRenewInterval
+	}
+	if cfg.LeaseDuration < 0 {
+		return nil, fmt.Errorf("cluster: lease %q: LeaseDuration %v must be positive", cfg.LeaseName, cfg.LeaseDuration)
+	}
+	if cfg.RenewInterval < 0 || cfg.RenewInterval >= cfg.LeaseDuration {
+		return nil, fmt.Errorf("cluster: lease %q: RenewInterval %v must be positive and less than LeaseDuration %v",
+			cfg.LeaseName, cfg.RenewInterval, cfg.LeaseDuration)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("lease", cfg.LeaseName, "instance", cfg.InstanceID)
+	return &Elector{
+		lock:     cfg.Lock,
+		name:     cfg.LeaseName,
+		id:       cfg.InstanceID,
+		l:        cfg.LeaseDuration,
+		r:        cfg.RenewInterval,
+		log:      log,
+		observer: cfg.Observer,
+		cb:       newCallbacks(log),
+		stopReq:  make(chan context.Context),
+		stopErr:  make(chan error, 1),
+		halt:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}, nil
+}
+
+// InstanceID returns this instance's identity in the election.
+func (e *Elector) InstanceID() string { return e.id }
+
+// LeaseName returns the name of the lease.
+func (e *Elector) LeaseName() string { return e.name }
+
+// LeaseDuration returns L.
+func (e *Elector) LeaseDuration() time.Duration { return e.l }
+
+// RenewInterval returns R.
+func (e *Elector) RenewInterval() time.Duration { return e.r }
+
+// IsLeader reports whether this instance leads: it holds a lease that cannot have expired for
+// the others. It is checked against the leadership's deadline at the time of the call, so it
+// turns false the instant the deadline passes, before the election goroutine has noticed
+// (W7). It takes no lock.
+func (e *Elector) IsLeader() bool {
+	l := e.leading.Load()
+	return l != nil && time.Now().Before(l.deadline)
+}
+
+// Term returns the term of the current leadership, and whether this instance leads.
+func (e *Elector) Term() (uint64, bool) {
+	l := e.leading.Load()
+	if l == nil || !time.Now().Before(l.deadline) {
+		return 0, false
+	}
+	return l.term, true
+}
+
+// WhenLeader registers fn, to run each time this instance becomes the leader, and
+// deregistered (which may be nil), to run each time that leadership ends and when the Elector
+// stops. It may be called before Start, while running, or after Stop (W1); registering while
+// leading runs fn at once (W2).
+//
+// The calls of one registration run in order on a goroutine of their own and never overlap:
+// deregistered starts only after the fn before it has returned (W4). fn's context is
+// cancelled when its leadership ends, and carries the term (TermOf). An error or panic from
+// fn is logged and counts as fn having run (W5). deregistered runs only after a fn has run,
+// so the two calls always come in pairs.
+//
+// The returned remove ends the registration: it cancels fn's context, calls deregistered if
+// fn ran since the last deregistered, and returns once that call has returned (W6). Calling it
+// again does nothing. It must not be called from the registration's own callbacks.
+func (e *Elector) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
+	if fn == nil {
+		fn = func(context.Context) error { return nil }
+	}
+	return e.cb.add(fn, deregistered)
+}
+
+// Start starts the election in the background and returns at once: an attempt runs now,
+// then every RenewInterval. Cancelling ctx ends the election as Stop does, with the release
+// bounded by LeaseDuration - RenewInterval; ctx's values are kept for the callbacks' contexts.
+// Start returns an error if the Elector was already started or stopped.
+func (e *Elector) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.stopped:
+		return fmt.Errorf("cluster: lease %q: Start after Stop", e.name)
+	case e.started:
+		return fmt.Errorf("cluster: lease %q: Start called twice", e.name)
+	}
+	e.started = true
+	go e.run(ctx)
+	return nil
+}
+
+// Stop ends the election (E7). If this instance leads, it stops leading at once: the fn
+// contexts are cancelled and Stop waits for every deregistered callback to return, then
+// releases the lease so that another instance takes over at its next attempt. When ctx ends
+// before the callbacks have returned, Stop does not release the lease (it expires by itself,
+// so the next leader's fn never overlaps this one's) and returns an error. Stop returns when
+// the election goroutine has ended; calling it again returns nil.
+func (e *Elector) Stop(ctx context.Context) error {
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		<-e.done
+		return nil
+	}
+	e.stopped = true
+	started := e.started
+	e.mu.Unlock()
+	if !started {
+		close(e.done)
+		return nil
+	}
+	select {
+	case e.stopReq <- ctx:
+		return <-e.stopErr
+	case <-e.done:
+		// The election already ended (its Start context was cancelled).
+		return nil
+	}
+}
+
+// Done returns a channel closed once the election has ended, by Stop or by the cancellation
+// of Start's context.
+func (e *Elector) Done() <-chan struct{} { return e.done }
+
+func (e *Elector) emit(ev Event) {
+	if e.observer == nil {
+		return
+	}
+	ev.Lease, ev.Instance = e.name, e.id
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	e.observer(ev)
+}

@@ -1,0 +1,63 @@
+package cluster
+
+import "time"
+
+// EventKind says what an [Event] reports.
+type EventKind int
+
+const (
+	// BecameLeader: this instance leads, from now on, for Event.Term.
+	BecameLeader EventKind = iota + 1
+	// StoppedLeading: this instance no longer leads; Event.Reason says why.
+	StoppedLeading
+	// AttemptSucceeded: an attempt finished with an answer (this instance holds the lease, or
+	// another holder was observed); Event.Duration is how long it took.
+	AttemptSucceeded
+	// AttemptFailed: an attempt failed (backend error, lost race, timeout); Event.Reason
+	// classifies it and Event.Err holds the error.
+	AttemptFailed
+	// ObservedLeader: this instance saw a new holder of the lease (Event.Holder, Event.Term),
+	// which may be itself.
+	ObservedLeader
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case BecameLeader:
+		return "became_leader"
+	case StoppedLeading:
+		return "stopped_leading"
+	case AttemptSucceeded:
+		return "attempt_succeeded"
+	case AttemptFailed:
+		return "attempt_failed"
+	case ObservedLeader:
+		return "observed_leader"
+	}
+	return "unknown"
+}
+
+// Reasons given in Event.Reason.
+const (
+	ReasonError    = "error"    // the backend returned an error
+	ReasonConflict = "conflict" // a compare-and-swap write lost a race
+	ReasonTimeout  = "timeout"  // no answer within LeaseDuration - RenewInterval (E3)
+	ReasonDeadline = "deadline" // no successful attempt within (L+R)/2 of the last one (E5)
+	ReasonTakenBy  = "taken"    // the record is held by another instance
+	ReasonLate     = "late"     // an attempt succeeded after its own deadline
+	ReasonStop     = "stop"     // the elector is stopping
+)
+
+// Event is something that happened in an election. Observers get them in order, from the
+// election's goroutine.
+type Event struct {
+	Kind     EventKind
+	Time     time.Time     // when it happened, on this instance's clock
+	Lease    string        // the lease name
+	Instance string        // this instance's ID
+	Term     uint64        // the lease term, when known
+	Holder   string        // the holder seen, for ObservedLeader
+	Reason   string        // for StoppedLeading and AttemptFailed
+	Err      error         // for AttemptFailed, and StoppedLeading caused by an error
+	Duration time.Duration // for AttemptSucceeded and AttemptFailed: the attempt's duration
+}

@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+const (
+	testL = 15 * time.Second
+	testR = 5 * time.Second
+)
+
+// node is one instance in a test: an Elector over its own faultStore, with the events it
+// emitted and the times its callbacks ran, on the bubble's fake clock.
+type node struct {
+	t      *testing.T
+	e      *Elector
+	faults *faultStore
+
+	mu     sync.Mutex
+	events []Event
+	fnAt   []time.Time
+	deAt   []time.Time
+}
+
+type world struct {
+	t     *testing.T
+	mem   *memory.Store
+	start time.Time
+}
+
+func newWorld(t *testing.T) *world {
+	return &world{t: t, mem: memory.New(), start: time.Now()}
+}
+
+// since returns the fake time elapsed since the world began.
+func (w *world) since() time.Duration { return time.Since(w.start) }
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// node creates an elector named id with L and R (0 for the test defaults), and registers one
+// callback that records when fn and deregistered run.
+func (w *world) node(id string, l, r time.Duration) *node {
+	w.t.Helper()
+	if l == 0 {
+		l, r = testL, testR
+	}
+	n := &node{t: w.t, faults: newFaultStore(w.mem)}
+	e, err := NewElector(ElectorConfig{
+		Lock: NewStoreLock(n.faults), LeaseName: "leader", LeaseDuration: l, RenewInterval: r,
+		InstanceID: id, Logger: quietLogger(),
+		Observer: func(ev Event) {
+			n.mu.Lock()
+			n.events = append(n.events, ev)
+			n.mu.Unlock()
+		},
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	n.e = e
+	e.WhenLeader(func(ctx context.Context) error {
+		n.mu.Lock()
+		n.fnAt = append(n.fnAt, time.Now())
+		n.mu.Unlock()
+		return nil
+	}, func() {
+		n.mu.Lock()
+		n.deAt = append(n.deAt, time.Now())
+		n.mu.Unlock()
+	})
+	return n
+}
+
+func (n *node) start() *node {
+	n.t.Helper()
+	if err := n.e.Start(context.Background()); err != nil {
+		n.t.Fatal(err)
+	}
+	n.t.Cleanup(func() { _ = n.e.Stop(context.Background()) })
+	return n
+}
+
+// crash ends the elector as a killed process would: no callback, no release.
+func (n *node) crash() {
+	close(n.e.halt)
+	<-n.e.done
+	n.e.mu.Lock()
+	n.e.stopped = true
+	n.e.mu.Unlock()
+}
+
+// firstEvent returns the time of the first event of kind, and whether there was one.
+func (n *node) firstEvent(kind EventKind) (time.Time, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, ev := range n.events {
+		if ev.Kind == kind {
+			return ev.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (n *node) eventsOf(kind EventKind) []Event {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []Event
+	for _, ev := range n.events {
+		if ev.Kind == kind {
+			out = append(out, ev)
+		}
+	}
+	return out
+}

@@ -1,0 +1,129 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// StoreKeyPrefix prefixes a lease's name to make its key in the store: the lease "leader" is
+// the Registry entry "cluster:leader" (S1).
+const StoreKeyPrefix = "cluster:"
+
+// NewStoreLock returns a Lock that keeps lease records in s, as Webda's StoreClusterService
+// does (S1): the record of lease NAME is the document "cluster:NAME", created with the
+// store's atomic create-if-absent and updated with a Patch conditioned on its "revision"
+// field. The document's fields are holder, term, acquiredAt and renewedAt (RFC 3339 times),
+// leaseDuration (milliseconds) and revision.
+func NewStoreLock(s store.Store) Lock { return storeLock{s} }
+
+type storeLock struct{ s store.Store }
+
+var _ Lock = storeLock{}
+
+func (l storeLock) Get(ctx context.Context, name string) (Record, error) {
+	doc, err := l.s.Get(ctx, StoreKeyPrefix+name)
+	if errors.Is(err, store.ErrNotFound) {
+		return Record{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	if err != nil {
+		return Record{}, err
+	}
+	return decodeRecord(StoreKeyPrefix+name, doc)
+}
+
+func (l storeLock) Create(ctx context.Context, name string, r Record) (Record, error) {
+	r.Revision = newRevision()
+	err := l.s.Create(ctx, StoreKeyPrefix+name, encodeRecord(r))
+	if errors.Is(err, store.ErrExists) {
+		return Record{}, fmt.Errorf("%w: %w", ErrConflict, err)
+	}
+	if err != nil {
+		return Record{}, err
+	}
+	return r, nil
+}
+
+func (l storeLock) Update(ctx context.Context, name string, r Record) (Record, error) {
+	if r.Revision == "" {
+		return Record{}, fmt.Errorf("cluster: update of lease %q without a revision", name)
+	}
+	cond := &store.Condition{Field: "revision", Value: r.Revision}
+	r.Revision = newRevision()
+	err := l.s.Patch(ctx, StoreKeyPrefix+name, encodeRecord(r), cond)
+	switch {
+	case errors.Is(err, store.ErrConditionFailed):
+		return Record{}, fmt.Errorf("%w: %w", ErrConflict, err)
+	case errors.Is(err, store.ErrNotFound):
+		return Record{}, fmt.Errorf("%w: %w", ErrNotFound, err)
+	case err != nil:
+		return Record{}, err
+	}
+	return r, nil
+}
+
+// newRevision returns a random token: unique without coordination, so a deleted and
+// recreated record never repeats a revision a follower may remember (E6).
+func newRevision() string { return rand.Text() }
+
+func encodeRecord(r Record) map[string]any {
+	return map[string]any{
+		"holder":        r.Holder,
+		"term":          float64(r.Term),
+		"acquiredAt":    formatTime(r.AcquiredAt),
+		"renewedAt":     formatTime(r.RenewedAt),
+		"leaseDuration": float64(r.Duration.Milliseconds()),
+		"revision":      r.Revision,
+	}
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// decodeRecord reads a lease document; a malformed one is an error naming the key and the
+// field, so that it is reported and never silently taken over.
+func decodeRecord(key string, doc map[string]any) (Record, error) {
+	bad := func(field, want string) (Record, error) {
+		return Record{}, fmt.Errorf("cluster: lease record %q: field %q is %v, want %s", key, field, doc[field], want)
+	}
+	var r Record
+	var ok bool
+	if r.Holder, ok = doc["holder"].(string); !ok {
+		return bad("holder", "a string")
+	}
+	if r.Revision, ok = doc["revision"].(string); !ok || r.Revision == "" {
+		return bad("revision", "a non-empty string")
+	}
+	term, ok := doc["term"].(float64)
+	if !ok || term < 0 || term != math.Trunc(term) {
+		return bad("term", "a non-negative integer")
+	}
+	r.Term = uint64(term)
+	for _, f := range []struct {
+		name string
+		t    *time.Time
+	}{{"acquiredAt", &r.AcquiredAt}, {"renewedAt", &r.RenewedAt}} {
+		s, _ := doc[f.name].(string)
+		if s == "" {
+			continue // informative only
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return bad(f.name, "an RFC 3339 time")
+		}
+		*f.t = t
+	}
+	if ms, ok := doc["leaseDuration"].(float64); ok {
+		r.Duration = time.Duration(ms) * time.Millisecond
+	}
+	return r, nil
+}
