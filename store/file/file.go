@@ -1,0 +1,266 @@
+// Package file is a [store.Store] kept in one JSON file, shared safely by the processes of one
+// host (DESIGN rule T6).
+//
+// # Format
+//
+// The file holds one JSON object mapping each key to its document, one key per line, keys
+// sorted:
+//
+//	{
+//	"cluster:leader": {"holder":"web-1","revision":"42"},
+//	"other": {"n":1}
+//	}
+//
+// # Safety
+//
+// Every operation runs under an advisory lock (flock) on the sidecar file "<path>.lock": a
+// shared lock for Get, an exclusive one around each read-check-write, so Create and conditional
+// Patch and Delete are atomic across processes and goroutines. The lock lives on the sidecar,
+// not on the data file, because writes replace the data file: each write goes to a temporary
+// file "<path>.tmp-*" in the same directory, which is fsynced, renamed over the data file, and
+// the directory is fsynced. A crash at any moment leaves either the old or the new file, never a
+// mix; the temporary file of a crashed writer is ignored, and removed by the next Open.
+//
+// A data file that is not valid JSON (corrupt or truncated, or empty), or not an object of
+// objects, is an error wrapping [ErrCorrupt] that names the file (and for syntax errors the byte
+// offset); the store never writes over it. Repair or remove the file by hand.
+//
+// The lock file is created by Open and never removed: do not delete it while stores are open
+// (a store that finds its lock file replaced moves to the new one, but a lock held on the old
+// one at that moment excludes nobody). Locks are advisory: programs that write the data file
+// without taking the lock are not excluded.
+//
+// Get does not re-read the file when no writer has changed it since this store last read it:
+// writers bump a generation counter kept in the lock file, and the store compares it, with the
+// data file's identity, size and modification time, to those of the copy it holds.
+//
+// # Platforms
+//
+// The store needs flock(2): it works on Unix systems (Linux is the target). Elsewhere Open
+// returns an error.
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// ErrClosed is returned by operations on a closed store.
+var ErrClosed = errors.New("file store: closed")
+
+// Store is a store.Store kept in one JSON file. It is safe for concurrent use by goroutines and
+// by processes on the same host.
+type Store struct {
+	path     string // absolute path of the data file
+	lockPath string
+
+	// sem is a one-slot semaphore that serializes the store's operations within the process:
+	// flock locks belong to the open file, so goroutines sharing it are not excluded by flock.
+	// Unlike a sync.Mutex, waiting on it honours the operation's context.
+	sem chan struct{}
+
+	// Guarded by sem.
+	lock   *os.File // the open lock file
+	closed bool
+	cache  snapshot
+	mode   os.FileMode // the data file's permissions at the last load (0: no file), kept by rewrites
+}
+
+var _ store.Store = (*Store)(nil)
+
+// docs maps keys to documents. Documents in a snapshot are never modified in place: writes
+// build new maps, so a snapshot can be kept while the next write is prepared.
+type docs map[string]map[string]any
+
+// snapshot is the parsed content of the data file, with the identity of the version it was
+// read from.
+type snapshot struct {
+	valid bool
+	id    version
+	docs  docs
+}
+
+// Open opens the store kept in the file at path, creating the lock file "<path>.lock" beside
+// it. The directory must exist. The data file is created by the first write; until then the
+// store is empty. A relative path is made absolute at Open. Open fails when the data file
+// exists and is not valid (see [ErrCorrupt]), and removes the temporary files left by writers
+// that crashed.
+//
+// Close the store to release the lock file's descriptor.
+func Open(path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("file store: empty path")
+	}
+	if !supported {
+		return nil, errUnsupported
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("file store %s: %w", path, err)
+	}
+	dir := filepath.Dir(abs)
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("file store %s: directory: %w", abs, err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("file store %s: %s is not a directory", abs, dir)
+	}
+	if fi, err := os.Stat(abs); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("file store %s: not a regular file (%s)", abs, fi.Mode().Type())
+	}
+	s := &Store{path: abs, lockPath: abs + ".lock", sem: make(chan struct{}, 1)}
+	if s.lock, err = openLockFile(s.lockPath); err != nil {
+		return nil, fmt.Errorf("file store %s: lock file: %w", abs, err)
+	}
+	// Validate the file and remove crashed writers' temporary files under the exclusive lock:
+	// no live writer has a temporary file then.
+	err = s.exclusive(context.Background(), func(d docs) (docs, error) {
+		removeStaleTemps(s.path)
+		return nil, nil
+	})
+	if err != nil {
+		s.lock.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path returns the absolute path of the data file.
+func (s *Store) Path() string { return s.path }
+
+// Close releases the store's lock file descriptor, after any operation in progress. Operations
+// on a closed store return ErrClosed; closing again does nothing.
+func (s *Store) Close() error {
+	s.sem <- struct{}{}
+	defer func() { <-s.sem }()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.cache = snapshot{}
+	if err := s.lock.Close(); err != nil {
+		return fmt.Errorf("file store %s: close lock file: %w", s.path, err)
+	}
+	return nil
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
+	if err := check(ctx, key); err != nil {
+		return nil, store.WrapKey("get", key, err)
+	}
+	var out map[string]any
+	err := s.shared(ctx, func(d docs) error {
+		doc, ok := d[key]
+		if !ok {
+			return store.ErrNotFound
+		}
+		out = store.CopyDoc(doc)
+		return nil
+	})
+	if err != nil {
+		return nil, store.WrapKey("get", key, err)
+	}
+	return out, nil
+}
+
+// Create implements store.Store.
+func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
+	if err := check(ctx, key); err != nil {
+		return store.WrapKey("create", key, err)
+	}
+	n, err := store.NormalizeDoc(doc)
+	if err != nil {
+		return store.WrapKey("create", key, err)
+	}
+	err = s.exclusive(ctx, func(d docs) (docs, error) {
+		if _, ok := d[key]; ok {
+			return nil, store.ErrExists
+		}
+		return d.with(key, n), nil
+	})
+	return store.WrapKey("create", key, err)
+}
+
+// Patch implements store.Store.
+func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
+	if err := check(ctx, key); err != nil {
+		return store.WrapKey("patch", key, err)
+	}
+	n, err := store.NormalizeDoc(fields)
+	if err != nil {
+		return store.WrapKey("patch", key, err)
+	}
+	want, err := store.CheckCondition(cond)
+	if err != nil {
+		return store.WrapKey("patch", key, err)
+	}
+	err = s.exclusive(ctx, func(d docs) (docs, error) {
+		doc, ok := d[key]
+		if !ok {
+			return nil, store.ErrNotFound
+		}
+		if !store.Matches(doc, cond, want) {
+			return nil, store.ErrConditionFailed
+		}
+		// A shallow copy is enough: stored values are never modified in place.
+		patched := make(map[string]any, len(doc)+len(n))
+		for k, v := range doc {
+			patched[k] = v
+		}
+		for k, v := range n {
+			patched[k] = v
+		}
+		return d.with(key, patched), nil
+	})
+	return store.WrapKey("patch", key, err)
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
+	if err := check(ctx, key); err != nil {
+		return store.WrapKey("delete", key, err)
+	}
+	want, err := store.CheckCondition(cond)
+	if err != nil {
+		return store.WrapKey("delete", key, err)
+	}
+	err = s.exclusive(ctx, func(d docs) (docs, error) {
+		doc, ok := d[key]
+		if !ok {
+			return nil, store.ErrNotFound
+		}
+		if !store.Matches(doc, cond, want) {
+			return nil, store.ErrConditionFailed
+		}
+		out := make(docs, len(d))
+		for k, v := range d {
+			if k != key {
+				out[k] = v
+			}
+		}
+		return out, nil
+	})
+	return store.WrapKey("delete", key, err)
+}
+
+// with returns a copy of d (sharing its documents) with doc stored under key.
+func (d docs) with(key string, doc map[string]any) docs {
+	out := make(docs, len(d)+1)
+	for k, v := range d {
+		out[k] = v
+	}
+	out[key] = doc
+	return out
+}
+
+func check(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return store.CheckKey(key)
+}
