@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"unicode/utf8"
 )
 
 // Normalize returns a deep copy of v in the form encoding/json decodes into: string, float64,
@@ -14,8 +15,10 @@ import (
 // the store.
 func Normalize(v any) (any, error) {
 	switch x := v.(type) {
-	case nil, string, bool:
+	case nil, bool:
 		return x, nil
+	case string:
+		return validString(x), nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, fmt.Errorf("%w: %v is not a JSON number", ErrInvalid, x)
@@ -40,8 +43,14 @@ func Normalize(v any) (any, error) {
 		}
 		return f, nil
 	case map[string]any:
+		if x == nil {
+			return nil, nil // encoding/json writes a nil map as null
+		}
 		return normalizeMap(x)
 	case []any:
+		if x == nil {
+			return nil, nil // encoding/json writes a nil slice as null
+		}
 		out := make([]any, len(x))
 		for i, e := range x {
 			n, err := Normalize(e)
@@ -70,9 +79,28 @@ func normalizeMap(m map[string]any) (map[string]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("field %q: %w", k, err)
 		}
-		out[k] = n
+		out[validString(k)] = n
 	}
 	return out, nil
+}
+
+// validString returns s as encoding/json reads it back: each byte of an invalid UTF-8
+// sequence becomes U+FFFD.
+func validString(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	b := make([]byte, 0, len(s)+8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = utf8.AppendRune(b, utf8.RuneError)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return string(b)
 }
 
 // NormalizeDoc is Normalize for a whole document; a nil document is ErrInvalid.
