@@ -1,16 +1,227 @@
 package leasehold
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 
+	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/store"
 )
 
-// Application is a configured set of services, started and stopped together.
+// RegistryName is the name of the service holding the application's Registry store.
+const RegistryName = "Registry"
+
+// Application is a configured set of services, started and stopped together, with one
+// cluster: the first configured service implementing cluster.Cluster, or a local cluster that
+// always leads.
 type Application struct {
+	entries []*entry // Registry first, then the configuration's order
+	cluster cluster.Cluster
+	local   *cluster.Local // the cluster when none is configured
+	log     atomic.Pointer[slog.Logger]
+
 	mu       sync.Mutex
-	services map[string]Service
+	state    appState
+	services map[string]Service // initialized services
 	registry store.Store
+}
+
+type entry struct {
+	name, typ string
+	svc       Service
+	started   bool
+}
+
+type appState int
+
+const (
+	created appState = iota
+	starting
+	running
+	stopped
+)
+
+// New creates the configuration's services and decodes their parameters, without starting
+// anything. An unknown type is an error listing the known ones; an unknown parameter, or one
+// of the wrong type, is an error naming the service and the parameter (A2). When no service is
+// named Registry, the Registry is a memory store (A4).
+func New(cfg *Config) (*Application, error) {
+	if cfg == nil {
+		return nil, errors.New("leasehold: New with a nil *Config")
+	}
+	a := &Application{services: map[string]Service{}}
+	var registry *entry
+	var rest []*entry
+	for _, sc := range cfg.Services {
+		factory, ok := lookupType(sc.Type)
+		if !ok {
+			return nil, fmt.Errorf("leasehold: service %q: unknown type %q (known types: %v)", sc.Name, sc.Type, ServiceTypes())
+		}
+		svc := factory()
+		if svc == nil {
+			return nil, fmt.Errorf("leasehold: service %q: the factory of type %q returned nil", sc.Name, sc.Type)
+		}
+		if err := decodeParams(svc, sc.Params); err != nil {
+			return nil, fmt.Errorf("leasehold: service %q (%s): %w", sc.Name, namespace+typeKey(sc.Type), err)
+		}
+		e := &entry{name: sc.Name, typ: namespace + typeKey(sc.Type), svc: svc}
+		if sc.Name == RegistryName {
+			if _, ok := svc.(store.Store); !ok {
+				return nil, fmt.Errorf("leasehold: service %q (%s) is not a store: the Registry must be one", sc.Name, e.typ)
+			}
+			registry = e
+			continue
+		}
+		rest = append(rest, e)
+	}
+	if registry == nil {
+		registry = &entry{name: RegistryName, typ: namespace + "MemoryStore", svc: &MemoryStore{}}
+	}
+	// The Registry starts first, whatever its place: every other service may use it.
+	a.entries = append([]*entry{registry}, rest...)
+	for _, e := range a.entries {
+		if c, ok := e.svc.(cluster.Cluster); ok {
+			a.cluster = c // A5: the first configured cluster service
+			break
+		}
+	}
+	if a.cluster == nil {
+		a.local = cluster.NewLocal("")
+		a.cluster = a.local
+	}
+	return a, nil
+}
+
+// Logger returns the application's logger: slog.Default() unless SetLogger was called.
+func (a *Application) Logger() *slog.Logger {
+	if l := a.log.Load(); l != nil {
+		return l
+	}
+	return slog.Default()
+}
+
+// SetLogger sets the logger services get from Logger. Call it before Start.
+func (a *Application) SetLogger(l *slog.Logger) { a.log.Store(l) }
+
+// Start initializes the services: the Registry first, then the others in configuration order
+// (A1, A4). Each service's Init may look up the services before it with Service. If one
+// fails, the services already started are stopped in reverse order and the error names the
+// failing service (A3). The application becomes the default one of the package-level
+// UseCluster and WhenLeader as Start begins (A7), so services may call them from Init.
+func (a *Application) Start(ctx context.Context) error {
+	a.mu.Lock()
+	if a.state != created {
+		a.mu.Unlock()
+		return errors.New("leasehold: Start called twice")
+	}
+	a.state = starting
+	a.mu.Unlock()
+	defaultApp.Store(a)
+
+	for _, e := range a.entries {
+		if err := e.svc.Init(ctx, a); err != nil {
+			err = fmt.Errorf("leasehold: start service %q (%s): %w", e.name, e.typ, err)
+			if serr := a.stopServices(ctx); serr != nil {
+				err = errors.Join(err, serr)
+			}
+			a.mu.Lock()
+			a.state = stopped
+			a.mu.Unlock()
+			defaultApp.CompareAndSwap(a, nil)
+			return err
+		}
+		a.mu.Lock()
+		e.started = true
+		a.services[e.name] = e.svc
+		if e.name == RegistryName {
+			a.registry = e.svc.(store.Store)
+			if pl, ok := e.svc.(interface{ ProcessLocal() bool }); ok && pl.ProcessLocal() {
+				if _, isStoreCluster := a.cluster.(*StoreClusterService); isStoreCluster {
+					a.Logger().Warn("leasehold: the Registry is a process-local store: every process will elect itself; configure a shared store as the Registry",
+						"registry", e.typ)
+				}
+			}
+		}
+		a.mu.Unlock()
+	}
+	a.mu.Lock()
+	a.state = running
+	a.mu.Unlock()
+	return nil
+}
+
+// Stop first ends leadership: the cluster stops, every deregistered callback has run and the
+// lease is released, while all other services still run. Then it stops the services in
+// reverse order, best effort, and returns their errors joined (A3).
+func (a *Application) Stop(ctx context.Context) error {
+	a.mu.Lock()
+	if a.state == stopped || a.state == created {
+		a.state = stopped
+		a.mu.Unlock()
+		return nil
+	}
+	a.state = stopped
+	a.mu.Unlock()
+	err := a.stopServices(ctx)
+	defaultApp.CompareAndSwap(a, nil)
+	return err
+}
+
+func (a *Application) stopServices(ctx context.Context) error {
+	var errs []error
+	stoppedCluster := a.stopCluster(ctx, &errs)
+	for i := len(a.entries) - 1; i >= 0; i-- {
+		e := a.entries[i]
+		a.mu.Lock()
+		started := e.started
+		e.started = false
+		delete(a.services, e.name)
+		a.mu.Unlock()
+		if !started || e.svc == stoppedCluster {
+			continue
+		}
+		if s, ok := e.svc.(Stopper); ok {
+			if err := s.Stop(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("leasehold: stop service %q (%s): %w", e.name, e.typ, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stopCluster ends leadership before any other service stops, and returns the cluster
+// service it stopped, if any.
+func (a *Application) stopCluster(ctx context.Context, errs *[]error) Service {
+	if a.local != nil {
+		if err := a.local.Stop(ctx); err != nil {
+			*errs = append(*errs, fmt.Errorf("leasehold: stop local cluster: %w", err))
+		}
+		return nil
+	}
+	for _, e := range a.entries {
+		if any(e.svc) != any(a.cluster) {
+			continue
+		}
+		a.mu.Lock()
+		started := e.started
+		e.started = false
+		delete(a.services, e.name)
+		a.mu.Unlock()
+		if !started {
+			return nil
+		}
+		if s, ok := e.svc.(Stopper); ok {
+			if err := s.Stop(ctx); err != nil {
+				*errs = append(*errs, fmt.Errorf("leasehold: stop service %q (%s): %w", e.name, e.typ, err))
+			}
+		}
+		return e.svc
+	}
+	return nil
 }
 
 // Service returns the service of that name once it has been initialized.
@@ -22,9 +233,40 @@ func (a *Application) Service(name string) (Service, bool) {
 }
 
 // Registry returns the application's Registry store: the service named Registry, or a memory
-// store when none is configured. It is nil before Start.
+// store when none is configured. It is nil until the Registry has been initialized.
 func (a *Application) Registry() store.Store {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.registry
+}
+
+// Cluster returns the application's cluster (A5): the first configured service implementing
+// cluster.Cluster, even before it has started (it then reports no leadership, and queues
+// WhenLeader registrations until it starts, A6), or a local cluster that always leads.
+func (a *Application) Cluster() cluster.Cluster { return a.cluster }
+
+// WhenLeader registers fn and deregistered on the application's cluster (A6, A7): see
+// cluster.Elector.WhenLeader for the guarantees. Without a cluster service, fn runs at once.
+func (a *Application) WhenLeader(fn cluster.LeaderFunc, deregistered func()) (remove func()) {
+	return a.cluster.WhenLeader(fn, deregistered)
+}
+
+var (
+	defaultApp   atomic.Pointer[Application]
+	packageLocal = sync.OnceValue(func() *cluster.Local { return cluster.NewLocal("") })
+)
+
+// UseCluster returns the cluster of the default application (the one started last, A7), or,
+// with no application, a local cluster that always leads.
+func UseCluster() cluster.Cluster {
+	if a := defaultApp.Load(); a != nil {
+		return a.Cluster()
+	}
+	return packageLocal()
+}
+
+// WhenLeader registers fn and deregistered on UseCluster()'s cluster (A7). Without an
+// application, or without a cluster service, fn runs at once.
+func WhenLeader(fn cluster.LeaderFunc, deregistered func()) (remove func()) {
+	return UseCluster().WhenLeader(fn, deregistered)
 }

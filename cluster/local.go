@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+)
+
+// Local is the cluster of a single instance: it leads from its creation until Stop, so fn
+// runs at once. Applications without a cluster service use one.
+type Local struct {
+	id string
+	cb *callbacks
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	stopped bool
+}
+
+var _ Cluster = (*Local)(nil)
+
+// NewLocal returns a leading local cluster; id defaults to DefaultInstanceID().
+func NewLocal(id string) *Local {
+	if id == "" {
+		id = DefaultInstanceID()
+	}
+	l := &Local{id: id, cb: newCallbacks(slog.Default().With("instance", id))}
+	ctx, cancel := context.WithCancel(WithTerm(context.Background(), 1))
+	l.cancel = cancel
+	l.cb.startLeading(ctx)
+	return l
+}
+
+// IsLeader reports true until Stop.
+func (l *Local) IsLeader() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.stopped
+}
+
+// InstanceID returns the instance's identity.
+func (l *Local) InstanceID() string { return l.id }
+
+// WhenLeader registers fn and deregistered, with the guarantees of Elector.WhenLeader: fn runs
+// at once (its context carries term 1), deregistered when the registration is removed or the
+// cluster stops.
+func (l *Local) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
+	if fn == nil {
+		fn = func(context.Context) error { return nil }
+	}
+	return l.cb.add(fn, deregistered)
+}
+
+// Stop ends the leadership: fn contexts are cancelled and Stop waits for every deregistered
+// callback to return, or for ctx to end (then it returns an error).
+func (l *Local) Stop(ctx context.Context) error {
+	l.mu.Lock()
+	l.stopped = true
+	l.mu.Unlock()
+	l.cancel()
+	l.cb.stopLeading()
+	if err := l.cb.wait(ctx); err != nil {
+		return fmt.Errorf("cluster: local: stop: leader callbacks have not returned: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package leasehold
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/leasehold/leasehold/cluster"
+)
+
+// ElectionService holds what every cluster service shares: the seed's parameters and an
+// Elector, started by the service's Init over the service's Lock. It implements
+// cluster.Cluster from its creation: WhenLeader called before Init (from a service configured
+// before the cluster service) is kept and attached when the election starts (A6).
+// StoreClusterService and the kubernetes module's KubernetesClusterService embed it.
+type ElectionService struct {
+	LeaseDuration Duration `json:"leaseDuration"` // default 15000 ms
+	RenewInterval Duration `json:"renewInterval"` // default 5000 ms, less than leaseDuration
+	ID            string   `json:"instanceId"`    // default <HOSTNAME>-<pid>-<random>
+	LeaseName     string   `json:"leaseName"`     // default "leader"
+
+	mu      sync.Mutex
+	elector *cluster.Elector
+	pending []*pendingRegistration
+}
+
+type pendingRegistration struct {
+	fn           cluster.LeaderFunc
+	deregistered func()
+	remove       func() // set once attached
+	removed      bool
+}
+
+var _ cluster.Cluster = (*ElectionService)(nil)
+
+// Validate checks the parameters, naming the one at fault (E0).
+func (s *ElectionService) Validate() error {
+	l, r := s.LeaseDuration.D(), s.RenewInterval.D()
+	if l == 0 {
+		l = cluster.DefaultLeaseDuration
+	}
+	if r == 0 {
+		r = cluster.DefaultRenewInterval
+	}
+	if r >= l {
+		return fmt.Errorf("parameter \"renewInterval\" (%v) must be less than \"leaseDuration\" (%v)", r, l)
+	}
+	return nil
+}
+
+// StartElection creates the Elector over lock and starts it; registrations made before are
+// attached to it. ctx's values are kept; its cancellation does not stop the election (Stop
+// does).
+func (s *ElectionService) StartElection(ctx context.Context, lock cluster.Lock, log *slog.Logger, observer func(cluster.Event)) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	e, err := cluster.NewElector(cluster.ElectorConfig{
+		Lock:          lock,
+		LeaseName:     s.LeaseName,
+		LeaseDuration: s.LeaseDuration.D(),
+		RenewInterval: s.RenewInterval.D(),
+		InstanceID:    s.InstanceID(),
+		Logger:        log,
+		Observer:      observer,
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.elector != nil {
+		s.mu.Unlock()
+		return fmt.Errorf("leasehold: lease %q: election started twice", s.LeaseName)
+	}
+	s.elector = e
+	for _, p := range s.pending {
+		if !p.removed {
+			p.remove = e.WhenLeader(p.fn, p.deregistered)
+		}
+	}
+	s.pending = nil
+	s.mu.Unlock()
+	return e.Start(context.WithoutCancel(ctx))
+}
+
+// Elector returns the running Elector, or nil before StartElection.
+func (s *ElectionService) Elector() *cluster.Elector {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.elector
+}
+
+// IsLeader implements cluster.Cluster; false before the election starts.
+func (s *ElectionService) IsLeader() bool {
+	e := s.Elector()
+	return e != nil && e.IsLeader()
+}
+
+// InstanceID implements cluster.Cluster: the instanceId parameter, or a default generated
+// once.
+func (s *ElectionService) InstanceID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ID == "" {
+		s.ID = cluster.DefaultInstanceID()
+	}
+	return s.ID
+}
+
+// WhenLeader implements cluster.Cluster (see cluster.Elector.WhenLeader). Before the
+// election starts, the registration waits for it.
+func (s *ElectionService) WhenLeader(fn cluster.LeaderFunc, deregistered func()) (remove func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.elector != nil {
+		return s.elector.WhenLeader(fn, deregistered)
+	}
+	p := &pendingRegistration{fn: fn, deregistered: deregistered}
+	s.pending = append(s.pending, p)
+	return func() {
+		s.mu.Lock()
+		p.removed = true
+		remove := p.remove
+		s.mu.Unlock()
+		if remove != nil {
+			remove()
+		}
+	}
+}
+
+// Stop ends the election (E7): leadership ends, deregistered callbacks run, the lease is
+// released. It implements Stopper.
+func (s *ElectionService) Stop(ctx context.Context) error {
+	if e := s.Elector(); e != nil {
+		return e.Stop(ctx)
+	}
+	return nil
+}
