@@ -81,20 +81,54 @@ func testConcurrentPatch(t *testing.T, st store.Store, key string) {
 	}
 }
 
-// testConcurrentDelete checks T2 for Delete: exactly one conditional delete wins; the others
-// find the condition failed or the document gone.
+// testConcurrentDelete checks T2 for Delete: half the racers delete and half patch, all on the
+// same condition, so exactly one of them wins; losers find the condition failed or the document
+// gone. A delete that checked the condition apart from the write would let a patch and a delete
+// both win.
 func testConcurrentDelete(t *testing.T, st store.Store, key string) {
 	mustCreate(t, st, key, map[string]any{"rev": "r0"})
 	cond := &store.Condition{Field: "rev", Value: "r0"}
-	errs := race(func(int) error { return st.Delete(t.Context(), key, cond) })
-	oneWinner(t, "T2", "delete", key, errs, store.ErrConditionFailed, store.ErrNotFound)
-	wantMissing(t, st, key)
+	op := func(i int) string {
+		if i%2 == 0 {
+			return "delete"
+		}
+		return "patch"
+	}
+	errs := race(func(i int) error {
+		if op(i) == "delete" {
+			return st.Delete(t.Context(), key, cond)
+		}
+		return st.Patch(t.Context(), key, map[string]any{"rev": fmt.Sprintf("r1-%d", i)}, cond)
+	})
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Errorf("T2: %s and %s %q racer %d and %d both won", op(winner), op(i), key, winner, i)
+		case err == nil:
+			winner = i
+		case errors.Is(err, store.ErrConditionFailed), errors.Is(err, store.ErrNotFound):
+			checkKeyError(t, err, op(i), key)
+		default:
+			t.Errorf("T2: %s %q racer %d: %v, want ErrConditionFailed or ErrNotFound", op(i), key, i, err)
+		}
+	}
+	switch {
+	case winner < 0:
+		t.Errorf("T2: no racer won on %q", key)
+	case op(winner) == "delete":
+		wantMissing(t, st, key)
+	default:
+		wantDoc(t, st, key, map[string]any{"rev": fmt.Sprintf("r1-%d", winner)})
+	}
 }
 
 // testLostUpdate checks T2 as the election uses it: rounds of N goroutines that each read the
 // document and write an increment conditioned on the revision they read. Every successful
 // patch must be counted once, and every round must let at least one through (the first patch
-// to land read the current revision).
+// to land read the current revision). In even rounds every racer reads before any writes, so
+// all hold the same revision and exactly one may win; odd rounds interleave reads and writes
+// freely.
 func testLostUpdate(t *testing.T, st store.Store, key string) {
 	const rounds = 6
 	mustCreate(t, st, key, map[string]any{"rev": 0, "counter": 0})
@@ -103,9 +137,16 @@ func testLostUpdate(t *testing.T, st store.Store, key string) {
 		var (
 			mu        sync.Mutex
 			roundWins int
+			read      sync.WaitGroup
 		)
+		lockstep := round%2 == 0
+		read.Add(racers)
 		errs := race(func(i int) error {
 			doc, err := st.Get(t.Context(), key)
+			if lockstep {
+				read.Done()
+				read.Wait()
+			}
 			if err != nil {
 				return fmt.Errorf("get: %w", err)
 			}
@@ -133,8 +174,11 @@ func testLostUpdate(t *testing.T, st store.Store, key string) {
 				t.Errorf("T2: round %d, racer %d: %v", round, i, err)
 			}
 		}
-		if roundWins == 0 {
+		switch {
+		case roundWins == 0:
 			t.Errorf("T2: round %d: no conditional patch succeeded", round)
+		case lockstep && roundWins != 1:
+			t.Errorf("T2: round %d: %d racers holding the same revision all won", round, roundWins)
 		}
 		wins += roundWins
 	}
