@@ -69,6 +69,9 @@ func (s *Store) load() (docs, error) {
 // write replaces the data file with d: temporary file, fsync, rename, fsync of the directory.
 // The caller holds the exclusive lock and has just called load.
 func (s *Store) write(d docs) error {
+	if !s.writable {
+		return fmt.Errorf("file store %s: lock file %s is read-only for this process: %w", s.path, s.lockPath, fs.ErrPermission)
+	}
 	data, err := encode(d)
 	if err != nil {
 		return fmt.Errorf("file store %s: encode: %w", s.path, err)

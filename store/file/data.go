@@ -31,7 +31,8 @@ func decode(path string, data []byte) (docs, error) {
 	if err := json.Unmarshal(data, &top); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			return nil, fmt.Errorf("%w: %s: invalid JSON at byte offset %d of %d: %w", ErrCorrupt, path, se.Offset, len(data), err)
+			line := 1 + bytes.Count(data[:min(se.Offset, int64(len(data)))], []byte("\n"))
+			return nil, fmt.Errorf("%w: %s: invalid JSON after byte %d of %d (line %d): %w", ErrCorrupt, path, se.Offset, len(data), line, err)
 		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, path, err)
 	}

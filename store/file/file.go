@@ -65,10 +65,11 @@ type Store struct {
 	sem chan struct{}
 
 	// Guarded by sem.
-	lock   *os.File // the open lock file
-	closed bool
-	cache  snapshot
-	mode   os.FileMode // the data file's permissions at the last load (0: no file), kept by rewrites
+	lock     *os.File // the open lock file
+	writable bool     // whether lock was opened for writing (writes need it)
+	closed   bool
+	cache    snapshot
+	mode     os.FileMode // the data file's permissions at the last load (0: no file), kept by rewrites
 }
 
 var _ store.Store = (*Store)(nil)
@@ -90,6 +91,9 @@ type snapshot struct {
 // store is empty. A relative path is made absolute at Open. Open fails when the data file
 // exists and is not valid (see [ErrCorrupt]), and removes the temporary files left by writers
 // that crashed.
+//
+// A process that may read the lock file but not write it gets a store that can be read: its
+// writes fail with an error wrapping fs.ErrPermission.
 //
 // Close the store to release the lock file's descriptor.
 func Open(path string) (*Store, error) {
@@ -113,7 +117,7 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("file store %s: not a regular file (%s)", abs, fi.Mode().Type())
 	}
 	s := &Store{path: abs, lockPath: abs + ".lock", sem: make(chan struct{}, 1)}
-	if s.lock, err = openLockFile(s.lockPath); err != nil {
+	if s.lock, s.writable, err = openLockFile(s.lockPath); err != nil {
 		return nil, fmt.Errorf("file store %s: lock file: %w", abs, err)
 	}
 	// Validate the file and remove crashed writers' temporary files under the exclusive lock:

@@ -75,11 +75,11 @@ func (s *Store) leave() { <-s.sem }
 func (s *Store) lockFile(ctx context.Context, exclusive bool) error {
 	for {
 		if s.lock == nil {
-			f, err := openLockFile(s.lockPath)
+			f, writable, err := openLockFile(s.lockPath)
 			if err != nil {
 				return fmt.Errorf("file store %s: lock file: %w", s.path, err)
 			}
-			s.lock = f
+			s.lock, s.writable = f, writable
 		}
 		if err := lockWait(ctx, s.lock, exclusive); err != nil {
 			return fmt.Errorf("file store %s: lock %s: %w", s.path, s.lockPath, err)

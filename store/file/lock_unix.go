@@ -4,6 +4,7 @@ package file
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -12,8 +13,16 @@ const supported = true
 
 var errUnsupported error
 
-func openLockFile(path string) (*os.File, error) {
-	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+// openLockFile opens the lock file, creating it if needed. A lock file that this process may
+// read but not write is opened read-only: flock works on it, so the store can still be read.
+func openLockFile(path string) (f *os.File, writable bool, err error) {
+	f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+	if errors.Is(err, fs.ErrPermission) {
+		if ro, roErr := os.Open(path); roErr == nil {
+			return ro, false, nil
+		}
+	}
+	return f, err == nil, err
 }
 
 func how(exclusive bool) int {
