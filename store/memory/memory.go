@@ -5,7 +5,8 @@
 // never see each other.
 //
 // URL: "mem://" opens a new empty store; "mem://NAME" opens the process-wide store of that name,
-// shared by every Open of the same URL.
+// shared by every Open of the same name ("mem://NAME", "mem:///NAME" and "mem:NAME" are the same
+// name; NAME may contain slashes).
 package memory
 
 import (
@@ -19,7 +20,7 @@ import (
 
 func init() {
 	store.RegisterOpener("mem", func(_ context.Context, u *url.URL) (store.Store, error) {
-		name := u.Host + strings.TrimPrefix(u.Path, "/")
+		name := storeName(u)
 		if name == "" {
 			return New(), nil
 		}
@@ -32,6 +33,15 @@ func init() {
 		}
 		return s, nil
 	})
+}
+
+// storeName is the name a mem URL gives its store: "mem://a/b", "mem:///a/b/" and "mem:a/b" all
+// name "a/b" (the slash is kept, so "mem://a/b" and "mem://ab" are different stores).
+func storeName(u *url.URL) string {
+	if u.Opaque != "" {
+		return strings.Trim(u.Opaque, "/")
+	}
+	return strings.Trim(u.Host+u.Path, "/")
 }
 
 var (

@@ -16,6 +16,9 @@ func TestConformance(t *testing.T) {
 // TestConformanceShared runs it again on one store shared by every subtest, as networked stores
 // run it against one table: the suite's keys must not collide.
 func TestConformanceShared(t *testing.T) {
-	s := memory.New()
+	storetestRun(t, memory.New())
+}
+
+func storetestRun(t *testing.T, s store.Store) {
 	storetest.Run(t, func(t *testing.T) store.Store { return s })
 }
