@@ -25,6 +25,9 @@ type faultStore struct {
 	// writeThenHang: the next write is applied, then the call hangs as with hang: the
 	// answer of a successful write is lost.
 	writeThenHang bool
+	// beforeWrite, when set, runs before each write reaches the store: a test uses it to
+	// change the record between an attempt's read and its write (a lost race).
+	beforeWrite func()
 }
 
 var errInjected = errors.New("injected fault")
@@ -73,6 +76,15 @@ func (f *faultStore) before(ctx context.Context) error {
 	return err
 }
 
+func (f *faultStore) runBeforeWrite() {
+	f.mu.Lock()
+	hook := f.beforeWrite
+	f.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+}
+
 func (f *faultStore) afterWrite(ctx context.Context, err error) error {
 	f.mu.Lock()
 	wth := f.writeThenHang
@@ -96,6 +108,7 @@ func (f *faultStore) Create(ctx context.Context, key string, doc map[string]any)
 	if err := f.before(ctx); err != nil {
 		return err
 	}
+	f.runBeforeWrite()
 	return f.afterWrite(ctx, f.inner.Create(ctx, key, doc))
 }
 
@@ -103,6 +116,7 @@ func (f *faultStore) Patch(ctx context.Context, key string, fields map[string]an
 	if err := f.before(ctx); err != nil {
 		return err
 	}
+	f.runBeforeWrite()
 	return f.afterWrite(ctx, f.inner.Patch(ctx, key, fields, cond))
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/leasehold/leasehold/store/memory"
@@ -119,3 +120,50 @@ func (n *node) eventsOf(kind EventKind) []Event {
 	}
 	return out
 }
+
+// at sleeps until d after the world began (fake time inside a bubble) and waits for every
+// goroutine of the bubble to block.
+func (w *world) at(d time.Duration) {
+	w.t.Helper()
+	if wait := w.start.Add(d).Sub(time.Now()); wait > 0 {
+		time.Sleep(wait)
+	}
+	synctest.Wait()
+}
+
+// rel returns t as a duration since the world began.
+func (w *world) rel(t time.Time) time.Duration { return t.Sub(w.start) }
+
+// times returns the times of the events of kind, relative to the world's start.
+func (w *world) times(n *node, kind EventKind) []time.Duration {
+	var out []time.Duration
+	for _, ev := range n.eventsOf(kind) {
+		out = append(out, w.rel(ev.Time))
+	}
+	return out
+}
+
+// record returns the lease document as stored, or nil.
+func (w *world) record() map[string]any {
+	doc, err := w.mem.Get(context.Background(), "cluster:leader")
+	if err != nil {
+		return nil
+	}
+	return doc
+}
+
+func (n *node) fnTimes() []time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]time.Time(nil), n.fnAt...)
+}
+
+func (n *node) deTimes() []time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]time.Time(nil), n.deAt...)
+}
+
+func ds(v ...time.Duration) []time.Duration { return v }
+
+func sec(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
