@@ -1,0 +1,144 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/store"
+)
+
+// TestNotJSON checks that a key holding something this store did not write is an error naming
+// the key, for every operation, and is left as it is.
+func TestNotJSON(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	for i, raw := range []string{"not json", "[1,2]", "null", `"text"`, `{"a":1} trailing`, `{"a":}`, "42"} {
+		key := fmt.Sprintf("bad:%d", i)
+		if err := s.client.Set(t.Context(), s.prefix+key, raw, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		cond := &store.Condition{Field: "a", Value: 1}
+		for op, err := range map[string]error{
+			"get":                func() error { _, err := s.Get(t.Context(), key); return err }(),
+			"patch":              s.Patch(t.Context(), key, map[string]any{"a": 2}, nil),
+			"conditional patch":  s.Patch(t.Context(), key, map[string]any{"a": 2}, cond),
+			"delete":             s.Delete(t.Context(), key, nil),
+			"conditional delete": s.Delete(t.Context(), key, cond),
+			"create":             s.Create(t.Context(), key, map[string]any{"a": 2}),
+		} {
+			want := ErrNotJSON
+			if op == "create" {
+				want = store.ErrExists
+			}
+			if !errors.Is(err, want) || !strings.Contains(err.Error(), key) {
+				t.Errorf("%s of %q holding %q: %v, want %v naming the key", op, key, raw, err, want)
+			}
+		}
+		if got, err := s.client.Get(t.Context(), s.prefix+key).Result(); err != nil || got != raw {
+			t.Errorf("%q holding %q now holds %q (%v)", key, raw, got, err)
+		}
+	}
+}
+
+// TestWrongType checks that a key holding another Redis type is an error, not a crash.
+func TestWrongType(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	if err := s.client.HSet(t.Context(), s.prefix+"h", "a", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(t.Context(), "h"); err == nil || !strings.Contains(err.Error(), `"h"`) {
+		t.Errorf("Get of a hash: %v", err)
+	}
+	if err := s.Patch(t.Context(), "h", map[string]any{"a": 2}, nil); err == nil || !strings.Contains(err.Error(), `"h"`) {
+		t.Errorf("Patch of a hash: %v", err)
+	}
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// TestUnreachable checks that Open fails promptly on a closed port, naming the URL without its
+// password (T4).
+func TestUnreachable(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := store.Open(ctx, "redis://user:hunter2secret@"+closedPort(t)+"/0")
+	if err == nil {
+		t.Fatal("Open on a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), "hunter2secret") {
+		t.Errorf("T4: the error shows the password: %v", err)
+	}
+	if !strings.Contains(err.Error(), "xxxxx@127.0.0.1") {
+		t.Errorf("the error does not name the server: %v", err)
+	}
+	if d := time.Since(start); d > 8*time.Second {
+		t.Errorf("Open on a closed port took %v", d)
+	}
+}
+
+// TestCredentialsNotShown opens the real server with a user it does not know (its default user
+// takes any password, so the user must be unknown for the handshake to fail): the error must not
+// show the password, nor may anything go-redis logs (T4).
+func TestCredentialsNotShown(t *testing.T) {
+	logs := captureLogs(t)
+	u, err := url.Parse(testenv.Redis.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, protocol := range []string{"2", "3"} {
+		u.User = url.UserPassword("nosuchuser", "pw-hunter2secret")
+		u.RawQuery = "protocol=" + protocol
+		_, err := store.Open(t.Context(), u.String())
+		if err == nil {
+			t.Fatalf("Open with credentials the server does not know succeeded")
+		}
+		if strings.Contains(err.Error(), "hunter2secret") {
+			t.Errorf("T4: the error shows the password: %v", err)
+		}
+		t.Logf("error: %v", err)
+		var svc Service
+		svc.URL = u.String()
+		if err := svc.Init(t.Context(), nil); err == nil || strings.Contains(err.Error(), "hunter2secret") {
+			t.Errorf("T4: Service.Init: %v", err)
+		}
+	}
+	if strings.Contains(logs.String(), "hunter2secret") {
+		t.Errorf("T4: go-redis logged the password: %s", logs.String())
+	}
+}
+
+// TestBadURL checks the errors for malformed URLs and unknown parameters: they name the problem
+// and never the password.
+func TestBadURL(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ url, want string }{
+		{"redis://:pw-hunter2secret@127.0.0.1:6379/0?bogus=1", "bogus"},
+		{"redis://:pw-hunter2secret@127.0.0.1:6379/notanumber", "database"},
+		{"redis://:pw-hunter2secret@127.0.0.1:6379/0?dial_timeout=soon", "dial_timeout"},
+	} {
+		_, err := Open(t.Context(), c.url)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "hunter2secret") {
+			t.Errorf("Open(%s): %v, want an error naming %q without the password", store.RedactString(c.url), err, c.want)
+		}
+	}
+}

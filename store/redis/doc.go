@@ -1,0 +1,32 @@
+// Package redis is a [store.Store] on Redis: each document is a JSON object held as a Redis
+// string under a key prefix, so several applications (or tests) can share one database.
+//
+// Create is SET NX. A conditional Patch or Delete is one Lua script (EVALSHA, loaded on first
+// use) that reads the document, compares the condition's field as a JSON value (1 == 1.0,
+// "1" != 1, objects and arrays by value, a missing field never matches) and writes, atomically:
+// of N writers holding the same condition exactly one wins. The script keeps the members it does
+// not patch byte for byte, so numbers keep their full precision. A key that holds something
+// other than a JSON object is an error naming the key ([ErrNotJSON]); it is never overwritten or
+// deleted.
+//
+// # URL
+//
+//	redis://[[user]:password@]host[:port][/db][?param=value&...]
+//	rediss://...   (TLS)
+//
+// Parameters read by this package:
+//
+//   - prefix: prepended to every key (default "leasehold:"; empty for none).
+//
+// Every other parameter goes to go-redis (github.com/redis/go-redis/v9, ParseURL), among them
+// dial_timeout, read_timeout and write_timeout (Go durations such as "2s", or seconds),
+// max_retries, pool_size, protocol, client_name and skip_verify.
+//
+// Operations honour their context's deadline on the wire (go-redis ContextTimeoutEnabled), so a
+// cut connection fails by the deadline even when read_timeout is longer. Open pings the server.
+//
+// Importing the package registers the redis and rediss URL schemes with [store.RegisterOpener]
+// and the service type Webda/RedisStore (see [Service]) with [leasehold.RegisterServiceType].
+//
+// Credentials in the URL never appear in an error returned by this package.
+package redis

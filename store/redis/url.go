@@ -1,0 +1,58 @@
+package redis
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// parseOptions turns a store URL into go-redis options and the key prefix. Its errors never
+// hold the URL's password.
+func parseOptions(u *url.URL) (*goredis.Options, string, error) {
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "redis" && scheme != "rediss" {
+		return nil, "", fmt.Errorf("store/redis: URL scheme %q is not redis or rediss", u.Scheme)
+	}
+	q := u.Query()
+	prefix := DefaultPrefix
+	if q.Has("prefix") {
+		prefix = q.Get("prefix")
+		q.Del("prefix")
+	}
+	c := *u
+	c.Scheme = scheme
+	c.RawQuery = q.Encode()
+	opts, err := goredis.ParseURL(c.String())
+	if err != nil {
+		return nil, "", fmt.Errorf("store/redis: %w", scrub(err, u))
+	}
+	// A lease's deadline must bound every call, including the time spent on a dead connection.
+	opts.ContextTimeoutEnabled = true
+	// The handshake for maintenance notifications fails on servers without them and go-redis
+	// logs that; nothing here uses them.
+	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if opts.DialTimeout == 0 {
+		opts.DialTimeout = 5 * time.Second
+	}
+	return opts, prefix, nil
+}
+
+// scrub returns err, or a copy of its text without the URL's password if it quotes it.
+func scrub(err error, u *url.URL) error {
+	if err == nil || u.User == nil {
+		return err
+	}
+	pw, ok := u.User.Password()
+	if !ok || pw == "" {
+		return err
+	}
+	if msg := err.Error(); strings.Contains(msg, pw) {
+		return errors.New(strings.ReplaceAll(msg, pw, "xxxxx"))
+	}
+	return err
+}
