@@ -20,11 +20,11 @@
 //
 // What it checks, with the rule each subtest name cites:
 //
-//   - RoundTrip: strings (unicode, empty, control characters), numbers (integers, floats,
-//     negative, ±2^53, large exponents), booleans, null, nested objects and arrays, empty
-//     objects and arrays, Go values (structs, typed slices and maps, time.Time) all read back in
-//     the form encoding/json decodes them into; Get returns a copy, and Create and Patch copy
-//     their input.
+//   - RoundTrip: strings (unicode, empty, control characters, NUL, invalid UTF-8), numbers
+//     (integers, floats, negative, ±2^53, large exponents), booleans, null, nested objects and
+//     arrays, empty objects and arrays, Go values (structs, typed slices and maps, time.Time)
+//     all read back in the form encoding/json decodes them into, through Create and through
+//     Patch; Get returns a copy, and Create and Patch copy their input.
 //   - Keys: keys with separators, spaces and non-ASCII characters work, and keys that differ
 //     only by case, accent or trailing space are different keys.
 //   - T3/NotFound: Get, Patch and Delete of a missing key return ErrNotFound.
@@ -44,8 +44,15 @@
 //   - Context: a cancelled or expired context makes every operation fail with an error that
 //     errors.Is finds context.Canceled (or context.DeadlineExceeded) in, and changes nothing.
 //   - T1/ConcurrentCreate, T2/ConcurrentPatch, T2/ConcurrentDelete: of 16 goroutines racing on
-//     one key with the same precondition, exactly one wins. T2/LostUpdate: rounds of 16
-//     read-then-conditional-patch increments lose no update.
+//     one key with the same precondition (creates; conditional patches; conditional deletes
+//     mixed with conditional patches), exactly one wins and its write is the one stored.
+//     T2/LostUpdate: rounds of 16 read-then-conditional-patch increments lose no update and
+//     apply none twice; in every other round all racers read before any writes, so exactly one
+//     may win.
+//
+// The races catch a store that ignores conditions whatever the scheduling; a store that checks
+// a condition apart from its write is caught only when the racers interleave, which a
+// networked store makes likely and a fast in-process one does not.
 //
 // A failure message names the rule, the operation and the key.
 package storetest
