@@ -25,6 +25,15 @@
 // objects, is an error wrapping [ErrCorrupt] that names the file (and for syntax errors the byte
 // offset); the store never writes over it. Repair or remove the file by hand.
 //
+// The operations of one Store run one at a time; those of different processes (or of different
+// Stores on one file) take turns through the lock, readers together. An operation waiting for
+// another process's lock ends when its context does: with a context that can be cancelled, the
+// wait polls the lock at growing intervals of at most 2 ms (flock(2) cannot be interrupted);
+// with one that cannot (context.Background), it blocks in flock(2).
+//
+// The data file is created by the first write, with mode 0666 less the umask; rewrites keep
+// the mode it has.
+//
 // The lock file is created by Open and never removed: do not delete it while stores are open
 // (a store that finds its lock file replaced moves to the new one, but a lock held on the old
 // one at that moment excludes nobody). Locks are advisory: programs that write the data file
@@ -33,6 +42,12 @@
 // Get does not re-read the file when no writer has changed it since this store last read it:
 // writers bump a generation counter kept in the lock file, and the store compares it, with the
 // data file's identity, size and modification time, to those of the copy it holds.
+//
+// # URL
+//
+// Importing the package registers the scheme "file" with [store.Open]:
+// "file:///absolute/path/to/file.json" (or "file://localhost/absolute/path..."). A relative
+// path, another host, user information, query parameters or a fragment are errors.
 //
 // # Platforms
 //
@@ -44,6 +59,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -90,7 +106,8 @@ type snapshot struct {
 // it. The directory must exist. The data file is created by the first write; until then the
 // store is empty. A relative path is made absolute at Open. Open fails when the data file
 // exists and is not valid (see [ErrCorrupt]), and removes the temporary files left by writers
-// that crashed.
+// that crashed. When path is a symbolic link, the store is the file it points to (and the lock
+// file sits beside that file).
 //
 // A process that may read the lock file but not write it gets a store that can be read: its
 // writes fail with an error wrapping fs.ErrPermission.
@@ -106,6 +123,13 @@ func Open(path string) (*Store, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("file store %s: %w", path, err)
+	}
+	// Writes replace the data file: through a symbolic link, they would replace the link
+	// with a file. Resolve it, so that the link's target is the store's file.
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		if abs, err = filepath.EvalSymlinks(abs); err != nil {
+			return nil, fmt.Errorf("file store %s: %w", path, err)
+		}
 	}
 	dir := filepath.Dir(abs)
 	if fi, err := os.Stat(dir); err != nil {

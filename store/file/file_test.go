@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -297,5 +298,30 @@ func TestOpenRemovesStaleTemporaryFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(other); err != nil {
 		t.Errorf("another store's temporary file was removed: %v", err)
+	}
+}
+
+// A data file reached through a symbolic link stays a link: writes go to its target.
+func TestSymlinkedDataFile(t *testing.T) {
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "target.json"), filepath.Join(dir, "link.json")
+	if err := os.WriteFile(target, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	s := mustOpen(t, link)
+	if err := s.Create(t.Context(), "k", map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("link after a write: %v, %v", fi, err)
+	}
+	if got := fileDocs(t, target); got["k"]["n"] != 1.0 {
+		t.Fatalf("target holds %v", got)
+	}
+	if s.Path() != target {
+		t.Errorf("Path() = %q, want %q", s.Path(), target)
 	}
 }
