@@ -1,0 +1,147 @@
+package postgres
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+const secret = "s3cr3t-Passw0rd"
+
+// closedPort returns a local address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestUnreachableServer: Open fails with an error naming the address and not the password (T4).
+func TestUnreachableServer(t *testing.T) {
+	t.Parallel()
+	addr := closedPort(t)
+	for _, open := range []struct {
+		name string
+		do   func(raw string) error
+	}{
+		{"Open", func(raw string) error { _, err := Open(t.Context(), raw); return err }},
+		{"store.Open", func(raw string) error { _, err := store.Open(t.Context(), raw); return err }},
+	} {
+		err := open.do("postgres://leasehold:" + secret + "@" + addr + "/test?sslmode=disable")
+		if err == nil {
+			t.Fatalf("%s with nothing listening at %s succeeded", open.name, addr)
+		}
+		msg := err.Error()
+		t.Logf("%s: %v", open.name, err)
+		if strings.Contains(msg, secret) {
+			t.Errorf("%s: error reveals the password: %s", open.name, msg)
+		}
+		if !strings.Contains(msg, addr) {
+			t.Errorf("%s: error does not name the address %s: %s", open.name, addr, msg)
+		}
+	}
+}
+
+// TestWrongCredentials: a user the server does not know (the test server trusts every password
+// of a known user, so a wrong password alone would be accepted) is refused with an error that
+// names the user and not the password.
+func TestWrongCredentials(t *testing.T) {
+	t.Parallel()
+	u := mustParse(t, serverURL(t))
+	raw := "postgres://no_such_user_lh:" + secret + "@" + u.Host + u.Path + "?sslmode=disable"
+	_, err := Open(t.Context(), raw)
+	if err == nil {
+		t.Fatal("Open as a nonexistent user succeeded")
+	}
+	msg := err.Error()
+	t.Log(err)
+	if strings.Contains(msg, secret) {
+		t.Errorf("error reveals the password: %s", msg)
+	}
+	if !strings.Contains(msg, "no_such_user_lh") {
+		t.Errorf("error does not name the user: %s", msg)
+	}
+	// The password in a query parameter is hidden too.
+	_, err = Open(t.Context(), "postgres://no_such_user_lh@"+u.Host+u.Path+"?sslmode=disable&password="+secret)
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("Open with password= as a parameter: %v", err)
+	}
+}
+
+// TestBadURL: parameters are checked, and errors name them without quoting the password.
+func TestBadURL(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ url, want string }{
+		{"postgres://u:" + secret + "@127.0.0.1:1/db?table=bad-name", "table"},
+		{"postgres://u:" + secret + "@127.0.0.1:1/db?table=", "table"},
+		{"postgres://u:" + secret + "@127.0.0.1:1/db?pool_max_conns=zero", "pool_max_conns"},
+		{"postgres://u:" + secret + "@127.0.0.1:1/db?connect_timeout=soon", "connect_timeout"},
+		{"mysql://u:" + secret + "@127.0.0.1:1/db", "scheme"},
+	} {
+		_, err := Open(t.Context(), c.url)
+		if err == nil {
+			t.Errorf("Open(%s) succeeded", store.RedactString(c.url))
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("Open(%s): error reveals the password: %v", store.RedactString(c.url), err)
+		}
+		t.Log(err)
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open(%s): error %q does not name %q", store.RedactString(c.url), err, c.want)
+		}
+	}
+}
+
+// TestRowNotAnObject: a row written by another program that is not a JSON object gives errors
+// naming the key, and no operation but an unconditional Delete changes it (jsonb || would
+// otherwise turn it into an array).
+func TestRowNotAnObject(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	ctx := t.Context()
+	rows := map[string]string{"array": `[1, 2]`, "string": `"text"`, "number": `7`, "null": `null`}
+	for key, raw := range rows {
+		if _, err := s.rawPool().Exec(ctx, `INSERT INTO `+s.Table()+` (id, doc) VALUES ($1, $2::jsonb)`, key, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for key, raw := range rows {
+		errs := map[string]error{}
+		_, errs["get"] = s.Get(ctx, key)
+		errs["patch"] = s.Patch(ctx, key, map[string]any{"a": 1}, nil)
+		errs["conditional patch"] = s.Patch(ctx, key, map[string]any{"a": 1}, &store.Condition{Field: "a", Value: nil})
+		errs["conditional delete"] = s.Delete(ctx, key, &store.Condition{Field: "a", Value: nil})
+		errs["create"] = s.Create(ctx, key, map[string]any{"a": 1})
+		for op, err := range errs {
+			if err == nil {
+				t.Errorf("%s of the %s row succeeded", op, key)
+				continue
+			}
+			t.Logf("%s of the %s row: %v", op, key, err)
+			if !strings.Contains(err.Error(), `"`+key+`"`) {
+				t.Errorf("%s of the %s row: error does not name the key: %v", op, key, err)
+			}
+			if op != "create" && (errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConditionFailed)) {
+				t.Errorf("%s of the %s row: %v, want an error saying the row is not an object", op, key, err)
+			}
+		}
+		var got string
+		if err := s.rawPool().QueryRow(ctx, `SELECT doc::text FROM `+s.Table()+` WHERE id = $1`, key).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if strings.ReplaceAll(got, " ", "") != strings.ReplaceAll(raw, " ", "") {
+			t.Errorf("the %s row was changed to %s", key, got)
+		}
+		if err := s.Delete(ctx, key, nil); err != nil {
+			t.Errorf("unconditional Delete of the %s row: %v", key, err)
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package postgres
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultTable is the table used when the URL has no table parameter.
+const DefaultTable = "leasehold_registry"
+
+// defaultConnectTimeout bounds a connection attempt when the URL sets no connect_timeout: without
+// it, a host that drops packets would hold Open until the operating system gives up.
+const defaultConnectTimeout = 10 * time.Second
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// checkTable returns an error naming the table parameter when name is not a plain identifier.
+// Only plain identifiers are accepted so that the name can be put in SQL text safely and means
+// the same quoted or not.
+func checkTable(name string) error {
+	if !identRE.MatchString(name) {
+		return fmt.Errorf("parameter table: %q is not a valid table name (letters, digits and underscores, starting with a letter or underscore, at most 63)", name)
+	}
+	return nil
+}
+
+// parseURL turns a postgres:// URL into a pgxpool configuration and the table name. The
+// password is kept out of the string pgx parses, so that no parse error can quote it.
+func parseURL(u *url.URL) (*pgxpool.Config, string, error) {
+	switch strings.ToLower(u.Scheme) {
+	case "postgres", "postgresql":
+	default:
+		return nil, "", fmt.Errorf("scheme %q is not postgres or postgresql", u.Scheme)
+	}
+	q := u.Query()
+	table := DefaultTable
+	if q.Has("table") {
+		table = q.Get("table")
+		q.Del("table")
+	}
+	if err := checkTable(table); err != nil {
+		return nil, "", err
+	}
+	password, hasPassword := "", false
+	if u.User != nil {
+		password, hasPassword = u.User.Password()
+	}
+	if q.Has("password") {
+		password, hasPassword = q.Get("password"), true
+		q.Del("password")
+	}
+	c := *u
+	if u.User != nil {
+		c.User = url.User(u.User.Username())
+	}
+	c.RawQuery = q.Encode()
+	cfg, err := pgxpool.ParseConfig(c.String())
+	if err != nil {
+		return nil, "", err
+	}
+	if hasPassword {
+		cfg.ConnConfig.Password = password
+	}
+	if !q.Has("connect_timeout") {
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
+	return cfg, table, nil
+}

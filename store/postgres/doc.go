@@ -1,0 +1,51 @@
+// Package postgres is a [store.Store] kept in a PostgreSQL table, so that an application whose
+// replicas already share a PostgreSQL database can elect a leader over it (StoreClusterService)
+// with nothing else to deploy.
+//
+// # Opening
+//
+// Open takes a URL (importing the package registers the postgres:// and postgresql:// schemes
+// with [store.Open]):
+//
+//	postgres://user:password@host:5432/database?sslmode=disable&table=leasehold_registry
+//
+// Every query parameter is passed to pgx (github.com/jackc/pgx/v5/pgxpool), which documents
+// them: sslmode, connect_timeout (seconds; 10 when absent, so that an unreachable host fails
+// Open instead of hanging), pool_max_conns, pool_min_conns, pool_max_conn_lifetime,
+// pool_max_conn_idle_time, pool_health_check_period, application_name, search_path and any
+// other server run-time parameter. The store reads one parameter of its own and removes it
+// before handing the URL to pgx:
+//
+//   - table: the table's name, an unquoted SQL identifier (letters, digits, underscores, at most
+//     63 bytes); default leasehold_registry. Use search_path to pick the schema.
+//
+// Open connects, and creates the table if it is missing (several processes may do so at once).
+//
+// As a service of an application, the type Webda/PostgresStore takes the parameters url and
+// table (see [Service]); name it Registry to make it the application's Registry:
+//
+//	{"services": {"Registry": {"type": "Webda/PostgresStore",
+//	    "url": "postgres://app@db:5432/app?sslmode=require", "table": "leasehold_registry"}}}
+//
+// # Storage
+//
+// The table has two columns: id (text, the primary key) and doc (jsonb). Each operation is one
+// statement: Create is INSERT ... ON CONFLICT DO NOTHING, Patch an UPDATE merging the fields
+// with jsonb's || (top-level fields are replaced whole; a field set to null stays, as null),
+// Delete a DELETE; a condition is a WHERE clause comparing doc -> field with the value as jsonb,
+// which compares JSON values (1 = 1.0, "1" <> 1, objects by value). jsonb cannot hold the NUL
+// character, so strings (and field names) containing U+0000 or U+E000 are stored with U+0000
+// written as U+E000 '0' and U+E000 as U+E000 U+E000, and decoded on the way back; equality is
+// preserved, as the encoding is one-to-one.
+//
+// When a conditional Patch or Delete affects no row, the store reads the row to tell
+// ErrNotFound from ErrConditionFailed (see [Store.Patch]).
+//
+// # Errors
+//
+// Errors name the key and, for Open, the URL with its password redacted; pgx's own errors never
+// carry the password. The pgx error (*pgconn.PgError, *pgconn.ConnectError) stays reachable with
+// errors.As. Operations honour their context: when the connection is cut, an operation returns
+// once its context is done (pgx closes the connection), so callers that need a bound (the
+// Elector does) pass a context with a deadline.
+package postgres
