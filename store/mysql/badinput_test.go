@@ -1,0 +1,152 @@
+package mysql
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+const secret = "s3cr3t-Passw0rd"
+
+// closedPort returns a local address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestUnreachableServer: Open fails with an error naming the address and not the password (T4).
+func TestUnreachableServer(t *testing.T) {
+	t.Parallel()
+	addr := closedPort(t)
+	for _, open := range []struct {
+		name string
+		do   func(raw string) error
+	}{
+		{"Open", func(raw string) error { _, err := Open(t.Context(), raw); return err }},
+		{"store.Open", func(raw string) error { _, err := store.Open(t.Context(), raw); return err }},
+	} {
+		err := open.do("mysql://root:" + secret + "@" + addr + "/test")
+		if err == nil {
+			t.Fatalf("%s with nothing listening at %s succeeded", open.name, addr)
+		}
+		t.Logf("%s: %v", open.name, err)
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("%s: error reveals the password: %v", open.name, err)
+		}
+		if !strings.Contains(err.Error(), addr) {
+			t.Errorf("%s: error does not name the address %s: %v", open.name, addr, err)
+		}
+	}
+}
+
+// TestWrongPassword: the server refuses root with a wrong password; the error says so without
+// the password.
+func TestWrongPassword(t *testing.T) {
+	t.Parallel()
+	u := mustParse(t, serverURL(t))
+	u.User = nil
+	raw := "mysql://root:" + secret + "@" + u.Host + u.Path
+	_, err := Open(t.Context(), raw)
+	if err == nil {
+		t.Fatal("Open as root with a wrong password succeeded")
+	}
+	t.Log(err)
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("error reveals the password: %v", err)
+	}
+	if !strings.Contains(err.Error(), "Access denied") {
+		t.Errorf("error does not say access was denied: %v", err)
+	}
+}
+
+// TestBadURL: parameters are checked, and errors name them without quoting the password.
+func TestBadURL(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ url, want string }{
+		{"mysql://u:" + secret + "@127.0.0.1:1/db?table=bad-name", "table"},
+		{"mysql://u:" + secret + "@127.0.0.1:1/db?max_open_conns=0", "max_open_conns"},
+		{"mysql://u:" + secret + "@127.0.0.1:1/db?conn_max_lifetime=soon", "conn_max_lifetime"},
+		{"mysql://u:" + secret + "@127.0.0.1:1/db?readTimeout=soon", "soon"},
+		{"mysql://u:" + secret + "@/db", "host"},
+		{"postgres://u:" + secret + "@127.0.0.1:1/db", "scheme"},
+	} {
+		_, err := Open(t.Context(), c.url)
+		if err == nil {
+			t.Errorf("Open(%s) succeeded", store.RedactString(c.url))
+			continue
+		}
+		t.Log(err)
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("Open(%s): error reveals the password: %v", store.RedactString(c.url), err)
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open(%s): error %q does not name %q", store.RedactString(c.url), err, c.want)
+		}
+	}
+}
+
+// TestRowNotAnObject: rows written by another program that are not JSON objects, or not JSON at
+// all (in a table created beforehand with a text column), give errors naming the key, and no
+// operation but an unconditional Delete changes them.
+func TestRowNotAnObject(t *testing.T) {
+	t.Parallel()
+	table := tableName(t)
+	db := rawDB(t)
+	ctx := t.Context()
+	t.Cleanup(func() { dropTable(t, table) })
+	// A LONGTEXT column, not JSON: the store uses an existing table as it is.
+	if _, err := db.ExecContext(ctx, "CREATE TABLE `"+table+"` (id VARBINARY(1024) NOT NULL PRIMARY KEY, doc LONGTEXT NOT NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{"array": `[1, 2]`, "string": `"text"`, "number": `7`, "null": `null`, "garbage": `{"a": 1`}
+	for key, raw := range rows {
+		if _, err := db.ExecContext(ctx, "INSERT INTO `"+table+"` (id, doc) VALUES (?, ?)", key, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Open(ctx, withParams(t, serverURL(t), "table", table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for key, raw := range rows {
+		errs := map[string]error{}
+		_, errs["get"] = s.Get(ctx, key)
+		errs["patch"] = s.Patch(ctx, key, map[string]any{"a": 1}, nil)
+		errs["conditional patch"] = s.Patch(ctx, key, map[string]any{"a": 1}, &store.Condition{Field: "a", Value: 1})
+		errs["conditional delete"] = s.Delete(ctx, key, &store.Condition{Field: "a", Value: 1})
+		errs["create"] = s.Create(ctx, key, map[string]any{"a": 1})
+		for op, err := range errs {
+			if err == nil {
+				t.Errorf("%s of the %s row succeeded", op, key)
+				continue
+			}
+			t.Logf("%s of the %s row: %v", op, key, err)
+			if !strings.Contains(err.Error(), `"`+key+`"`) {
+				t.Errorf("%s of the %s row: error does not name the key: %v", op, key, err)
+			}
+			if op != "create" && (errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConditionFailed)) {
+				t.Errorf("%s of the %s row: %v, want an error saying the row is not a JSON object", op, key, err)
+			}
+		}
+		var got string
+		if err := db.QueryRowContext(ctx, "SELECT doc FROM `"+table+"` WHERE id = ?", key).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != raw {
+			t.Errorf("the %s row was changed to %s", key, got)
+		}
+		if err := s.Delete(ctx, key, nil); err != nil {
+			t.Errorf("unconditional Delete of the %s row: %v", key, err)
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package mysql
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// DefaultTable is the table used when the URL has no table parameter.
+const DefaultTable = "leasehold_registry"
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// checkTable returns an error naming the table parameter when name is not a plain identifier,
+// the only names put in SQL text.
+func checkTable(name string) error {
+	if !identRE.MatchString(name) {
+		return fmt.Errorf("parameter table: %q is not a valid table name (letters, digits and underscores, starting with a letter or underscore, at most 64)", name)
+	}
+	return nil
+}
+
+// poolConfig holds the database/sql pool settings read from the URL.
+type poolConfig struct {
+	maxOpen, maxIdle         int
+	maxLifetime, maxIdleTime time.Duration
+}
+
+// config is what Open needs, parsed from the URL.
+type config struct {
+	driver *mysql.Config
+	table  string
+	pool   poolConfig
+}
+
+// parseURL turns a mysql:// URL into the driver's configuration. The driver parses a DSN built
+// without the password, which is set afterwards, so none of its errors can quote it.
+func parseURL(u *url.URL) (*config, error) {
+	if !strings.EqualFold(u.Scheme, "mysql") {
+		return nil, fmt.Errorf("scheme %q is not mysql", u.Scheme)
+	}
+	q := u.Query()
+	c := &config{table: DefaultTable, pool: poolConfig{maxOpen: 8, maxIdle: 8, maxLifetime: 30 * time.Minute, maxIdleTime: 5 * time.Minute}}
+	if q.Has("table") {
+		c.table = q.Get("table")
+	}
+	if err := checkTable(c.table); err != nil {
+		return nil, err
+	}
+	for name, dst := range map[string]*int{"max_open_conns": &c.pool.maxOpen, "max_idle_conns": &c.pool.maxIdle} {
+		if q.Has(name) {
+			n, err := strconv.Atoi(q.Get(name))
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("parameter %s: %q is not a positive integer", name, q.Get(name))
+			}
+			*dst = n
+		}
+	}
+	for name, dst := range map[string]*time.Duration{"conn_max_lifetime": &c.pool.maxLifetime, "conn_max_idle_time": &c.pool.maxIdleTime} {
+		if q.Has(name) {
+			d, err := time.ParseDuration(q.Get(name))
+			if err != nil || d < 0 {
+				return nil, fmt.Errorf("parameter %s: %q is not a duration such as \"5m\"", name, q.Get(name))
+			}
+			*dst = d
+		}
+	}
+	socket := q.Get("socket")
+	for _, k := range []string{"table", "max_open_conns", "max_idle_conns", "conn_max_lifetime", "conn_max_idle_time", "socket"} {
+		q.Del(k)
+	}
+	_, hasInterpolate := q["interpolateParams"]
+	_, hasTimeout := q["timeout"]
+	// The driver reads its parameters from a DSN: user and address are set on the result, so
+	// only the database name and the parameters go through its parser.
+	dsn := "/" + url.PathEscape(strings.TrimPrefix(u.Path, "/"))
+	if len(q) > 0 {
+		dsn += "?" + q.Encode()
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("driver parameters: %w", err)
+	}
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	if socket != "" {
+		cfg.Net, cfg.Addr = "unix", socket
+	} else {
+		cfg.Net, cfg.Addr = "tcp", u.Host
+		if u.Port() == "" {
+			cfg.Addr = strings.TrimSuffix(u.Host, ":") + ":3306"
+		}
+	}
+	if u.Host == "" && socket == "" {
+		return nil, fmt.Errorf("no host in the URL (mysql://user:password@host:3306/database)")
+	}
+	if !hasTimeout {
+		cfg.Timeout = 10 * time.Second
+	}
+	if !hasInterpolate {
+		cfg.InterpolateParams = true
+	}
+	cfg.ClientFoundRows = true
+	cfg.Logger = slogLogger{}
+	c.driver = cfg
+	return c, nil
+}
+
+// slogLogger sends the driver's log lines (a connection found dead, a packet cut short) to
+// log/slog at debug level: the operation that met the problem returns it anyway.
+type slogLogger struct{}
+
+func (slogLogger) Print(v ...any) {
+	slog.Log(context.Background(), slog.LevelDebug, "mysql driver: "+strings.TrimSpace(fmt.Sprint(v...)))
+}

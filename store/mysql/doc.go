@@ -1,0 +1,62 @@
+// Package mysql is a [store.Store] kept in a MySQL or MariaDB table, so that an application
+// whose replicas already share such a database can elect a leader over it (StoreClusterService)
+// with nothing else to deploy. It uses github.com/go-sql-driver/mysql and needs MariaDB 10.7 or
+// later (for JSON_EQUALS) or MySQL 8.0 or later. The tests run against MariaDB; the MySQL
+// dialect (JSON comparison by CAST(... AS JSON)) is chosen when the server's version does not
+// say MariaDB.
+//
+// # Opening
+//
+// Open takes a URL (importing the package registers the mysql:// scheme with [store.Open]):
+//
+//	mysql://user:password@host:3306/database?table=leasehold_registry&max_open_conns=8
+//
+// The store reads these query parameters:
+//
+//   - table: the table's name, letters, digits and underscores, at most 64; default
+//     leasehold_registry.
+//   - max_open_conns, max_idle_conns: the connection pool's limits (database/sql's
+//     SetMaxOpenConns, SetMaxIdleConns); default 8 and 8.
+//   - conn_max_lifetime, conn_max_idle_time: Go durations ("5m"); default 30m and 5m.
+//   - socket: a Unix socket path, used instead of the URL's host.
+//
+// Every other parameter goes to the driver as in its DSN (timeout, readTimeout, writeTimeout,
+// tls, charset, collation, loc, ...); see github.com/go-sql-driver/mysql. The store sets
+// timeout (the dial timeout) to 10s unless given, interpolateParams to true unless given (the
+// statement then travels in one round trip, instead of a prepare, an execute and a close), and
+// clientFoundRows to true always (an UPDATE must count the rows it matched, not only those it
+// changed, to tell a met condition from a failed one).
+//
+// Open connects, checks the server's dialect, and creates the table if it is missing (several
+// processes may do so at once).
+//
+// As a service of an application, the type Webda/MySQLStore takes the parameters url and table
+// (see [Service]); name it Registry to make it the application's Registry:
+//
+//	{"services": {"Registry": {"type": "Webda/MySQLStore",
+//	    "url": "mysql://app:secret@db:3306/app", "table": "leasehold_registry"}}}
+//
+// # Storage
+//
+// The table has two columns: id (VARBINARY(1024), the primary key, so keys compare byte for byte
+// whatever the collation) and doc (JSON). Each operation is one statement: Create is an INSERT
+// (a duplicate key is ErrExists), Patch an UPDATE setting the fields with JSON_SET (top-level
+// fields are replaced whole and a field set to null stays, as null, which JSON_MERGE_PATCH would
+// not do), Delete a DELETE; a condition is a WHERE clause comparing the field as a JSON value
+// (MariaDB: JSON_EQUALS; MySQL: = CAST(? AS JSON)), so 1 equals 1.0 and "1" does not equal 1.
+// InnoDB evaluates an UPDATE's or DELETE's WHERE clause on the latest committed version of the
+// row, under the row's lock, so of concurrent writers holding the same condition exactly one
+// wins.
+//
+// When a conditional Patch or Delete affects no row, the store reads the row to tell
+// ErrNotFound from ErrConditionFailed (see [Store.Patch]).
+//
+// # Errors
+//
+// Errors name the key and, for Open, the URL with its password redacted; the password is never
+// given to the driver inside a string it could quote. The driver's *mysql.MySQLError stays
+// reachable with errors.As. The driver's own log lines go to log/slog at debug level. Operations
+// honour their context: when the connection is cut, an operation returns once its context is
+// done (the driver closes the connection), so callers that need a bound (the Elector does) pass
+// a context with a deadline.
+package mysql

@@ -1,0 +1,224 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
+)
+
+// TestConformance runs the store conformance suite (T5) against the real server, on a table of
+// its own.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	if !s.MariaDB() {
+		t.Log("the server is MySQL, not MariaDB")
+	}
+	storetest.Run(t, func(*testing.T) store.Store { return s })
+}
+
+// TestOpenThroughRegistry: store.Open knows the mysql scheme (T4).
+func TestOpenThroughRegistry(t *testing.T) {
+	t.Parallel()
+	table := tableName(t)
+	st, err := store.Open(t.Context(), withParams(t, serverURL(t), "table", table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok := st.(*Store)
+	if !ok {
+		t.Fatalf("store.Open returned %T, want *mysql.Store", st)
+	}
+	t.Cleanup(func() { s.Close(); dropTable(t, table) })
+	if s.Table() != table {
+		t.Errorf("table = %q, want %q", s.Table(), table)
+	}
+	if err := st.Create(t.Context(), "k", map[string]any{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConcurrentTableCreation: several stores opening a missing table at once all succeed.
+func TestConcurrentTableCreation(t *testing.T) {
+	t.Parallel()
+	table := tableName(t)
+	raw := withParams(t, serverURL(t), "table", table)
+	t.Cleanup(func() { dropTable(t, table) })
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			s, err := Open(t.Context(), raw)
+			if err == nil {
+				err = s.Create(t.Context(), "k", map[string]any{"i": i})
+				if errors.Is(err, store.ErrExists) {
+					err = nil
+				}
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("store #%d: %v", i, err)
+		}
+	}
+}
+
+// TestFieldNamesNeedingEscapes: conditions and patches on field names that are not identifiers
+// (JSON paths quote them).
+func TestFieldNamesNeedingEscapes(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	ctx := t.Context()
+	for i, field := range []string{"a.b", `q"uote`, `back\slash`, "[0]", "*", "$", "é", "<&>", "nul\x00"} {
+		key := "k" + string(rune('0'+i))
+		if err := s.Create(ctx, key, map[string]any{field: "v", "other": 1}); err != nil {
+			t.Fatalf("field %q: Create: %v", field, err)
+		}
+		cond := &store.Condition{Field: field, Value: "v"}
+		if err := s.Patch(ctx, key, map[string]any{field: "w"}, cond); err != nil {
+			t.Fatalf("field %q: Patch: %v", field, err)
+		}
+		if err := s.Patch(ctx, key, map[string]any{field: "x"}, cond); !errors.Is(err, store.ErrConditionFailed) {
+			t.Fatalf("field %q: second Patch: %v, want ErrConditionFailed", field, err)
+		}
+		doc, err := s.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(doc) != 2 || doc[field] != "w" || doc["other"] != 1.0 {
+			t.Errorf("field %q: got %#v", field, doc)
+		}
+	}
+}
+
+// commandCounter counts the commands clients send in the MySQL protocol: each starts a packet
+// with sequence number 0, whose first payload byte names it (COM_QUERY is 3, COM_STMT_PREPARE
+// 0x16, COM_STMT_EXECUTE 0x17).
+type commandCounter struct {
+	mu   sync.Mutex
+	buf  map[int][]byte
+	cmds []byte
+}
+
+func (c *commandCounter) inspect(conn int, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.buf == nil {
+		c.buf = map[int][]byte{}
+	}
+	buf := append(c.buf[conn], b...)
+	for len(buf) >= 4 {
+		n := int(buf[0]) | int(buf[1])<<8 | int(buf[2])<<16
+		if len(buf) < 4+n {
+			break
+		}
+		if buf[3] == 0 && n > 0 {
+			c.cmds = append(c.cmds, buf[4])
+		}
+		buf = buf[4+n:]
+	}
+	c.buf[conn] = buf
+}
+
+func (c *commandCounter) take() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.cmds
+	c.cmds = nil
+	return out
+}
+
+// TestOneStatementPerCall: a successful Create, Patch or Delete, conditional or not, sends one
+// command (a COM_QUERY: the statement with its arguments interpolated), with no read before the
+// write and no separate prepare (issue 6: one statement, one round trip).
+func TestOneStatementPerCall(t *testing.T) {
+	t.Parallel()
+	raw := withParams(t, serverURL(t), "table", tableName(t), "max_open_conns", "1")
+	cc := &commandCounter{}
+	p := newProxy(t, mustParse(t, raw).Host, cc.inspect)
+	s, err := Open(t.Context(), withHost(t, raw, p.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(); dropTable(t, s.Table()) })
+	ctx := t.Context()
+	cc.take()
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"Create", func() error { return s.Create(ctx, "k", map[string]any{"rev": 1}) }},
+		{"Patch", func() error { return s.Patch(ctx, "k", map[string]any{"x": 1, "y": nil}, nil) }},
+		{"conditional Patch", func() error {
+			return s.Patch(ctx, "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1})
+		}},
+		{"conditional Delete", func() error { return s.Delete(ctx, "k", &store.Condition{Field: "rev", Value: 2.0}) }},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := cc.take(); len(got) != 1 || got[0] != 3 {
+			t.Errorf("%s sent commands %x, want one COM_QUERY (03)", st.name, got)
+		}
+	}
+}
+
+// TestCutConnection: when the network drops everything (a proxy that stops forwarding), an
+// operation whose context has a deadline returns soon after it, instead of waiting for TCP.
+func TestCutConnection(t *testing.T) {
+	t.Parallel()
+	raw := withParams(t, serverURL(t), "table", tableName(t), "timeout", "2s")
+	p := newProxy(t, mustParse(t, raw).Host)
+	s, err := Open(t.Context(), withHost(t, raw, p.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(); dropTable(t, s.Table()) })
+	if err := s.Create(t.Context(), "k", map[string]any{"rev": 1}); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	for _, op := range []struct {
+		name string
+		do   func(ctx context.Context) error
+	}{
+		{"conditional Patch", func(ctx context.Context) error {
+			return s.Patch(ctx, "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1})
+		}},
+		{"Get", func(ctx context.Context) error { _, err := s.Get(ctx, "k"); return err }},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		start := time.Now()
+		err := op.do(ctx)
+		elapsed := time.Since(start)
+		cancel()
+		if err == nil {
+			t.Fatalf("%s through a cut connection succeeded", op.name)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: error %v, want one wrapping context.DeadlineExceeded", op.name, err)
+		}
+		// Generous for -race on a loaded machine: without the deadline it would hang for minutes.
+		if elapsed > 5*time.Second {
+			t.Errorf("%s returned after %v, want soon after its 300ms deadline", op.name, elapsed)
+		}
+	}
+	var doc string
+	if err := rawDB(t).QueryRowContext(t.Context(), "SELECT doc FROM `"+s.Table()+"` WHERE id = 'k'").Scan(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc != `{"rev":1}` && doc != `{"rev": 1}` {
+		t.Errorf("document after the cut: %s, want rev 1", doc)
+	}
+}
