@@ -1,0 +1,122 @@
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// TestNotJSON checks that a key holding something this store did not write is an error naming
+// the key, for every operation, and is left as it is.
+func TestNotJSON(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	for i, raw := range []string{"not json", "[1,2]", "null", `"text"`, `{"a":1} trailing`, "42", ""} {
+		key := fmt.Sprintf("bad:%d", i)
+		if _, err := s.client.Put(t.Context(), s.prefix+key, raw); err != nil {
+			t.Fatal(err)
+		}
+		cond := &store.Condition{Field: "a", Value: 1}
+		for op, err := range map[string]error{
+			"get":                func() error { _, err := s.Get(t.Context(), key); return err }(),
+			"patch":              s.Patch(t.Context(), key, map[string]any{"a": 2}, nil),
+			"conditional patch":  s.Patch(t.Context(), key, map[string]any{"a": 2}, cond),
+			"delete":             s.Delete(t.Context(), key, nil),
+			"conditional delete": s.Delete(t.Context(), key, cond),
+			"create":             s.Create(t.Context(), key, map[string]any{"a": 2}),
+		} {
+			want := ErrNotJSON
+			if op == "create" {
+				want = store.ErrExists
+			}
+			if !errors.Is(err, want) || !strings.Contains(err.Error(), key) {
+				t.Errorf("%s of %q holding %q: %v, want %v naming the key", op, key, raw, err, want)
+			}
+		}
+		resp, err := s.client.Get(t.Context(), s.prefix+key)
+		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != raw {
+			t.Errorf("%q holding %q changed: %v (%v)", key, raw, resp, err)
+		}
+	}
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// TestUnreachable checks that Open fails by its deadline on a closed port, naming the URL
+// without its password (T4).
+func TestUnreachable(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := store.Open(ctx, "etcd://user:hunter2secret@"+closedPort(t))
+	if err == nil {
+		t.Fatal("Open on a closed port succeeded")
+	}
+	t.Logf("error after %v: %v", time.Since(start), err)
+	if strings.Contains(err.Error(), "hunter2secret") {
+		t.Errorf("T4: the error shows the password: %v", err)
+	}
+	if !strings.Contains(err.Error(), "xxxxx@127.0.0.1") {
+		t.Errorf("the error does not name the server: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Open on a closed port took %v with a 2s deadline", d)
+	}
+}
+
+// TestCredentialsNotShown opens the real server, which has authentication off, with a user and
+// password: whatever the outcome, no error may show the password (T4).
+func TestCredentialsNotShown(t *testing.T) {
+	t.Parallel()
+	raw, _ := serverURL(t)
+	raw = strings.Replace(raw, "etcd://", "etcd://someone:hunter2secret@", 1)
+	s, err := store.Open(t.Context(), raw)
+	if err != nil {
+		t.Logf("Open: %v", err)
+		if strings.Contains(err.Error(), "hunter2secret") {
+			t.Errorf("T4: the error shows the password: %v", err)
+		}
+		return
+	}
+	defer store.Close(s)
+	_, err = s.Get(t.Context(), "k")
+	if !errors.Is(err, store.ErrNotFound) || strings.Contains(err.Error(), "hunter2secret") {
+		t.Errorf("Get with credentials: %v", err)
+	}
+}
+
+// TestBadURL checks the errors for malformed URLs and unknown parameters: they name the problem
+// and never the password.
+func TestBadURL(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ url, want string }{
+		{"etcd://u:hunter2secret@127.0.0.1:2379?bogus=1", "bogus"},
+		{"etcd://u:hunter2secret@127.0.0.1:2379/some/path", "path"},
+		{"etcd://u:hunter2secret@127.0.0.1:2379?dial_timeout=soon", "dial_timeout"},
+		{"etcd://u:hunter2secret@127.0.0.1:2379?tls=maybe", "tls"},
+		{"etcd://u:hunter2secret@,127.0.0.1:2379?prefix=x", "empty server"},
+		{"etcd:///nohost", "no server"},
+	} {
+		_, err := Open(t.Context(), c.url)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "hunter2secret") {
+			t.Errorf("Open(%s): %v, want an error naming %q without the password", store.RedactString(c.url), err, c.want)
+		}
+	}
+}

@@ -1,0 +1,31 @@
+// Package etcd is a [store.Store] on etcd (v3 API): each document is a JSON object stored as the
+// value of a key under a prefix.
+//
+// Create is a transaction on CreateRevision == 0. A conditional Patch or Delete reads the
+// document, checks the condition in Go (JSON values: 1 == 1.0, "1" != 1, a missing field never
+// matches) and writes in a transaction on the key's ModRevision; when another writer changed the
+// key in between, it reads the new value (returned by the same transaction) and tries again while
+// the condition still holds, until the context ends. A key whose value is not a JSON object is
+// an error naming the key ([ErrNotJSON]); it is never overwritten or deleted.
+//
+// # URL
+//
+//	etcd://[user:password@]host:port[,host:port...][/][?param=value&...]
+//
+// Parameters:
+//
+//   - prefix: prepended to every key (default "leasehold/"; empty for none).
+//   - dial_timeout: bound on connecting, and on Open's first request when its context has no
+//     deadline (Go duration, default "5s").
+//   - keepalive: interval of gRPC keepalive pings, which detect a dead connection (Go duration,
+//     default "10s"; "0" disables them). A ping unanswered for keepalive_timeout (default "3s")
+//     closes the connection.
+//   - tls: "true" to connect with TLS, verifying the servers against the system's roots.
+//
+// A user name and password in the URL are sent to etcd's authentication; they never appear in
+// an error returned by this package, and the client's logs are discarded. Every operation
+// honours its context's deadline, so a cut connection fails by the deadline.
+//
+// Importing the package registers the etcd URL scheme with [store.RegisterOpener] and the
+// service type Webda/EtcdStore (see [Service]) with [leasehold.RegisterServiceType].
+package etcd

@@ -1,0 +1,235 @@
+package etcd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// ErrNotJSON means a key holds a value that is not a JSON object: something other than this
+// store wrote it. The value is left as it is.
+var ErrNotJSON = errors.New("store/etcd: value is not a JSON object")
+
+// Store is a store.Store on an etcd cluster. It is safe for concurrent use.
+type Store struct {
+	client *clientv3.Client
+	prefix string
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the etcd cluster named by rawURL (see the package documentation for its
+// form) and checks that it answers.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := store.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return OpenURL(ctx, u)
+}
+
+// OpenURL is Open for a parsed URL.
+func OpenURL(ctx context.Context, u *url.URL) (*Store, error) {
+	s, err := openURL(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("store/etcd: open %s: %w", store.Redact(u), err)
+	}
+	return s, nil
+}
+
+// openURL is OpenURL for store.Open, which names the URL in its errors itself.
+func openURL(ctx context.Context, u *url.URL) (*Store, error) {
+	cfg, prefix, err := parseConfig(u)
+	if err != nil {
+		return nil, err
+	}
+	// The client outlives ctx, but connecting (and authenticating, which New does when the URL
+	// has a user) must not.
+	cfg.Context = context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok && (cfg.DialTimeout == 0 || time.Until(dl) < cfg.DialTimeout) {
+		cfg.DialTimeout = max(time.Until(dl), time.Millisecond)
+	}
+	c, err := clientv3.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store/etcd: connect to %s: %w", strings.Join(cfg.Endpoints, ","), scrub(err, u))
+	}
+	pctx := ctx
+	if _, ok := ctx.Deadline(); !ok && cfg.DialTimeout > 0 {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, cfg.DialTimeout)
+		defer cancel()
+	}
+	// The client connects lazily: a first request tells an unreachable cluster at once.
+	if _, err := c.Get(pctx, prefix, clientv3.WithCountOnly(), clientv3.WithLimit(1)); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("store/etcd: no answer from %s: %w", strings.Join(cfg.Endpoints, ","), scrub(err, u))
+	}
+	return &Store{client: c, prefix: prefix}, nil
+}
+
+// Close closes the connections to the cluster.
+func (s *Store) Close() error { return s.client.Close() }
+
+// Prefix returns the prefix put before every key.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Client returns the underlying etcd client, for diagnostics and tests.
+func (s *Store) Client() *clientv3.Client { return s.client }
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
+	if err := check(ctx, key); err != nil {
+		return nil, store.WrapKey("get", key, err)
+	}
+	resp, err := s.client.Get(ctx, s.prefix+key)
+	if err != nil {
+		return nil, store.WrapKey("get", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return nil, store.WrapKey("get", key, store.ErrNotFound)
+	}
+	doc, err := decode(resp.Kvs[0].Value)
+	return doc, store.WrapKey("get", key, err)
+}
+
+// Create implements store.Store.
+func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
+	if err := check(ctx, key); err != nil {
+		return store.WrapKey("create", key, err)
+	}
+	n, err := store.NormalizeDoc(doc)
+	if err != nil {
+		return store.WrapKey("create", key, err)
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return store.WrapKey("create", key, fmt.Errorf("%w: %v", store.ErrInvalid, err))
+	}
+	k := s.prefix + key
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, string(b))).
+		Commit()
+	if err != nil {
+		return store.WrapKey("create", key, err)
+	}
+	if !resp.Succeeded {
+		return store.WrapKey("create", key, store.ErrExists)
+	}
+	return nil
+}
+
+// Patch implements store.Store.
+func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
+	if err := check(ctx, key); err != nil {
+		return store.WrapKey("patch", key, err)
+	}
+	n, err := store.NormalizeDoc(fields)
+	if err != nil {
+		return store.WrapKey("patch", key, err)
+	}
+	return store.WrapKey("patch", key, s.write(ctx, key, cond, n, false))
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
+	if err := check(ctx, key); err != nil {
+		return store.WrapKey("delete", key, err)
+	}
+	return store.WrapKey("delete", key, s.write(ctx, key, cond, nil, true))
+}
+
+// write reads the document, checks cond and writes the patched document (or deletes it) in a
+// transaction on the revision it read. When the key changed in between, the transaction returns
+// its new value and write starts over with it: the condition is checked again, so of several
+// writers holding the same condition only the first wins.
+func (s *Store) write(ctx context.Context, key string, cond *store.Condition, fields map[string]any, del bool) error {
+	want, err := store.CheckCondition(cond)
+	if err != nil {
+		return err
+	}
+	k := s.prefix + key
+	resp, err := s.client.Get(ctx, k)
+	if err != nil {
+		return err
+	}
+	kvs := resp.Kvs
+	for {
+		if len(kvs) == 0 {
+			return store.ErrNotFound
+		}
+		doc, err := decode(kvs[0].Value)
+		if err != nil {
+			return err
+		}
+		if err := conditionError(doc, cond, want); err != nil {
+			return err
+		}
+		op := clientv3.OpDelete(k)
+		if !del {
+			for f, v := range fields {
+				doc[f] = v
+			}
+			b, err := json.Marshal(doc)
+			if err != nil {
+				return fmt.Errorf("%w: %v", store.ErrInvalid, err)
+			}
+			op = clientv3.OpPut(k, string(b))
+		}
+		tr, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(k), "=", kvs[0].ModRevision)).
+			Then(op).
+			Else(clientv3.OpGet(k)).
+			Commit()
+		if err != nil {
+			return err
+		}
+		if tr.Succeeded {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		kvs = tr.Responses[0].GetResponseRange().Kvs
+	}
+}
+
+func check(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return store.CheckKey(key)
+}
+
+// decode reads a stored document as encoding/json would, refusing anything but an object.
+func decode(raw []byte) (map[string]any, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+	}
+	return doc, nil
+}
+
+// conditionError returns nil when doc meets cond, and otherwise ErrConditionFailed saying
+// whether the field is missing or holds another value.
+func conditionError(doc map[string]any, cond *store.Condition, want any) error {
+	if store.Matches(doc, cond, want) {
+		return nil
+	}
+	if _, ok := doc[cond.Field]; !ok {
+		return fmt.Errorf("%w: the document has no field %q", store.ErrConditionFailed, cond.Field)
+	}
+	w, _ := json.Marshal(want)
+	return fmt.Errorf("%w: field %q is not %s", store.ErrConditionFailed, cond.Field, w)
+}

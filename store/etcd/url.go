@@ -1,0 +1,107 @@
+package etcd
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// DefaultPrefix is the key prefix used when the URL has no prefix parameter.
+const DefaultPrefix = "leasehold/"
+
+var knownParams = []string{"prefix", "dial_timeout", "keepalive", "keepalive_timeout", "tls"}
+
+// parseConfig turns a store URL into a client configuration and the key prefix. Its errors
+// never hold the URL's password.
+func parseConfig(u *url.URL) (clientv3.Config, string, error) {
+	var cfg clientv3.Config
+	if !strings.EqualFold(u.Scheme, "etcd") {
+		return cfg, "", fmt.Errorf("store/etcd: URL scheme %q is not etcd", u.Scheme)
+	}
+	if u.Opaque != "" || u.Host == "" {
+		return cfg, "", errors.New("store/etcd: the URL names no server (etcd://host:port[,host:port])")
+	}
+	if u.Path != "" && u.Path != "/" {
+		return cfg, "", fmt.Errorf("store/etcd: unexpected path %q in the URL (use the prefix parameter)", u.Path)
+	}
+	q := u.Query()
+	for k := range q {
+		if !slices.Contains(knownParams, k) {
+			return cfg, "", fmt.Errorf("store/etcd: unknown URL parameter %q (known: %s)", k, strings.Join(knownParams, ", "))
+		}
+	}
+	prefix := DefaultPrefix
+	if q.Has("prefix") {
+		prefix = q.Get("prefix")
+	}
+	useTLS := false
+	if v := q.Get("tls"); v != "" {
+		switch strings.ToLower(v) {
+		case "true", "1":
+			useTLS = true
+		case "false", "0":
+		default:
+			return cfg, "", fmt.Errorf("store/etcd: URL parameter \"tls\": %q is not true or false", v)
+		}
+	}
+	durations := map[string]*time.Duration{
+		"dial_timeout":      &cfg.DialTimeout,
+		"keepalive":         &cfg.DialKeepAliveTime,
+		"keepalive_timeout": &cfg.DialKeepAliveTimeout,
+	}
+	cfg.DialTimeout = 5 * time.Second
+	cfg.DialKeepAliveTime = 10 * time.Second
+	cfg.DialKeepAliveTimeout = 3 * time.Second
+	for name, d := range durations {
+		if v := q.Get(name); v != "" {
+			x, err := time.ParseDuration(v)
+			if err != nil || x < 0 {
+				return cfg, "", fmt.Errorf("store/etcd: URL parameter %q: %q is not a duration such as \"5s\"", name, v)
+			}
+			*d = x
+		}
+	}
+	scheme := "http://"
+	if useTLS {
+		scheme = "https://"
+		cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	for _, h := range strings.Split(u.Host, ",") {
+		if h == "" {
+			return cfg, "", fmt.Errorf("store/etcd: empty server address in %q", u.Host)
+		}
+		cfg.Endpoints = append(cfg.Endpoints, scheme+h)
+	}
+	if u.User != nil {
+		cfg.Username = u.User.Username()
+		cfg.Password, _ = u.User.Password()
+	}
+	// The client logs endpoints and errors; the store returns the errors instead.
+	cfg.Logger = zap.NewNop()
+	// Keepalive pings also while no call is pending, so a dead connection is found before the
+	// next lease renewal needs it.
+	cfg.PermitWithoutStream = true
+	return cfg, prefix, nil
+}
+
+// scrub returns err, or a copy of its text without the URL's password if it quotes it.
+func scrub(err error, u *url.URL) error {
+	if err == nil || u.User == nil {
+		return err
+	}
+	pw, ok := u.User.Password()
+	if !ok || pw == "" {
+		return err
+	}
+	if msg := err.Error(); strings.Contains(msg, pw) {
+		return errors.New(strings.ReplaceAll(msg, pw, "xxxxx"))
+	}
+	return err
+}
