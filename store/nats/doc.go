@@ -1,0 +1,46 @@
+// Package nats is a [store.Store] on a NATS JetStream key-value bucket: each document is a JSON
+// object stored as the value of a key.
+//
+// Create is the bucket's Create (which fails when the key exists). A conditional Patch or Delete
+// reads the entry, checks the condition in Go (JSON values: 1 == 1.0, "1" != 1, a missing field
+// never matches) and writes with Update (or Delete) on the entry's revision; when another writer
+// changed the key in between, it reads again and retries while the condition still holds, until
+// the context ends. A key whose value is not a JSON object is an error naming the key
+// ([ErrNotJSON]); it is never overwritten or deleted.
+//
+// # Keys
+//
+// NATS keys allow only the characters -/_=.a-zA-Z0-9, and dots separate subject tokens, while
+// store keys are any non-empty string ("cluster:leader"). Keys are therefore encoded reversibly
+// ([EncodeKey]): ASCII letters, digits, '-' and '/' stay as they are; every other byte of the
+// key's UTF-8 text, '=', '.' and '_' included, becomes '=' followed by two upper-case hex digits.
+// "cluster:leader" is stored as "cluster=3Aleader".
+//
+// # URL
+//
+//	nats://[user:password@|token@]host:port[,host:port...][?param=value&...]
+//
+// Parameters:
+//
+//   - bucket: the key-value bucket (default "leasehold").
+//   - create_bucket: "true" (default) creates the bucket when it does not exist, with history 1;
+//     "false" makes a missing bucket an error.
+//   - replicas: the new bucket's replicas (default 1).
+//   - storage: the new bucket's storage, "file" (default) or "memory".
+//   - dial_timeout: bound on connecting, and on Open's checks when its context has no deadline
+//     (Go duration, default "5s").
+//   - ping_interval: how often the client pings the server to find a dead connection (Go
+//     duration, default "10s"; two unanswered pings close it).
+//   - tls: "true" to require TLS.
+//
+// The client reconnects for ever, and does not buffer writes while disconnected: a write made
+// during a disconnection fails at once instead of landing later, after its caller gave up. Every
+// operation honours its context's deadline.
+//
+// Open checks that the server has JetStream; if not, it fails with an error saying so.
+// Credentials in the URL never appear in an error returned by this package, and the client
+// logs nothing.
+//
+// Importing the package registers the nats URL scheme with [store.RegisterOpener] and the
+// service type Webda/NatsStore (see [Service]) with [leasehold.RegisterServiceType].
+package nats

@@ -1,0 +1,294 @@
+package nats
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// ErrNotJSON means a key holds a value that is not a JSON object: something other than this
+// store wrote it. The value is left as it is.
+var ErrNotJSON = errors.New("store/nats: value is not a JSON object")
+
+// ErrNoJetStream means the server does not have JetStream enabled.
+var ErrNoJetStream = errors.New("store/nats: JetStream is not enabled on the server (start nats-server with -js)")
+
+// Store is a store.Store on a JetStream key-value bucket. It is safe for concurrent use.
+type Store struct {
+	conn *natsgo.Conn
+	js   jetstream.JetStream
+	kv   jetstream.KeyValue
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the NATS server named by rawURL (see the package documentation for its
+// form), checks that it has JetStream and opens (or creates) the bucket.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := store.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return OpenURL(ctx, u)
+}
+
+// OpenURL is Open for a parsed URL.
+func OpenURL(ctx context.Context, u *url.URL) (*Store, error) {
+	s, err := openURL(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("store/nats: open %s: %w", redact(u), err)
+	}
+	return s, nil
+}
+
+// redact is store.Redact, also hiding a token given as the URL's user (nats://token@host).
+func redact(u *url.URL) string {
+	c := *u
+	if c.User != nil {
+		if _, ok := c.User.Password(); !ok && c.User.Username() != "" {
+			c.User = url.User("xxxxx")
+		}
+	}
+	return store.Redact(&c)
+}
+
+// openURL is OpenURL for store.Open, which names the URL in its errors itself.
+func openURL(ctx context.Context, u *url.URL) (*Store, error) {
+	cfg, err := parseConfig(u)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok && cfg.dialTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.dialTimeout)
+		defer cancel()
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < cfg.dialTimeout {
+		cfg.options = append(cfg.options, natsgo.Timeout(max(time.Until(dl), time.Millisecond)))
+	}
+	conn, err := natsgo.Connect(cfg.servers, cfg.options...)
+	if err != nil {
+		return nil, fmt.Errorf("store/nats: connect to %s: %w", cfg.addrs, scrub(err, u))
+	}
+	s := &Store{conn: conn}
+	if err := s.openBucket(ctx, cfg); err != nil {
+		conn.Close()
+		return nil, scrub(err, u)
+	}
+	return s, nil
+}
+
+func (s *Store) openBucket(ctx context.Context, cfg *config) error {
+	js, err := jetstream.New(s.conn)
+	if err != nil {
+		return fmt.Errorf("store/nats: %w", err)
+	}
+	s.js = js
+	// Without JetStream, every KV call would time out or fail with a vague error; ask first.
+	if _, err := js.AccountInfo(ctx); err != nil {
+		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+			return fmt.Errorf("%w at %s: %w", ErrNoJetStream, cfg.addrs, err)
+		}
+		return fmt.Errorf("store/nats: JetStream account info from %s: %w", cfg.addrs, err)
+	}
+	name := cfg.bucket.Bucket
+	kv, err := js.KeyValue(ctx, name)
+	if errors.Is(err, jetstream.ErrBucketNotFound) && cfg.create {
+		kv, err = js.CreateKeyValue(ctx, cfg.bucket)
+		if err != nil {
+			// Another process may have created it meanwhile.
+			if kv2, err2 := js.KeyValue(ctx, name); err2 == nil {
+				kv, err = kv2, nil
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("store/nats: create bucket %q: %w", name, err)
+		}
+	}
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return fmt.Errorf("store/nats: bucket %q does not exist (and create_bucket=false): %w", name, err)
+	}
+	if err != nil {
+		return fmt.Errorf("store/nats: bucket %q: %w", name, err)
+	}
+	s.kv = kv
+	return nil
+}
+
+// Close closes the connection to the server.
+func (s *Store) Close() error {
+	s.conn.Close()
+	return nil
+}
+
+// Bucket returns the key-value bucket, for diagnostics and tests.
+func (s *Store) Bucket() jetstream.KeyValue { return s.kv }
+
+// JetStream returns the JetStream context, for diagnostics and tests.
+func (s *Store) JetStream() jetstream.JetStream { return s.js }
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
+	if err := check(ctx, key); err != nil {
+		return nil, store.WrapKey("get", key, err)
+	}
+	e, err := s.kv.Get(ctx, EncodeKey(key))
+	if err != nil {
+		return nil, store.WrapKey("get", key, connErr(notFound(err)))
+	}
+	doc, err := decode(e.Value())
+	return doc, store.WrapKey("get", key, err)
+}
+
+// Create implements store.Store.
+func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
+	if err := check(ctx, key); err != nil {
+		return store.WrapKey("create", key, err)
+	}
+	n, err := store.NormalizeDoc(doc)
+	if err != nil {
+		return store.WrapKey("create", key, err)
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return store.WrapKey("create", key, fmt.Errorf("%w: %v", store.ErrInvalid, err))
+	}
+	_, err = s.kv.Create(ctx, EncodeKey(key), b)
+	if isConflict(err) {
+		return store.WrapKey("create", key, store.Wrap(store.ErrExists, err))
+	}
+	return store.WrapKey("create", key, connErr(err))
+}
+
+// Patch implements store.Store.
+func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
+	if err := check(ctx, key); err != nil {
+		return store.WrapKey("patch", key, err)
+	}
+	n, err := store.NormalizeDoc(fields)
+	if err != nil {
+		return store.WrapKey("patch", key, err)
+	}
+	return store.WrapKey("patch", key, connErr(s.write(ctx, key, cond, n, false)))
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
+	if err := check(ctx, key); err != nil {
+		return store.WrapKey("delete", key, err)
+	}
+	return store.WrapKey("delete", key, connErr(s.write(ctx, key, cond, nil, true)))
+}
+
+// write reads the entry, checks cond and writes the patched document (or a delete marker) on
+// the revision it read. When the key changed in between, it reads again and starts over: the
+// condition is checked again, so of several writers holding the same condition only the first
+// wins.
+func (s *Store) write(ctx context.Context, key string, cond *store.Condition, fields map[string]any, del bool) error {
+	want, err := store.CheckCondition(cond)
+	if err != nil {
+		return err
+	}
+	k := EncodeKey(key)
+	for {
+		e, err := s.kv.Get(ctx, k)
+		if err != nil {
+			return notFound(err)
+		}
+		doc, err := decode(e.Value())
+		if err != nil {
+			return err
+		}
+		if err := conditionError(doc, cond, want); err != nil {
+			return err
+		}
+		if del {
+			err = s.kv.Delete(ctx, k, jetstream.LastRevision(e.Revision()))
+		} else {
+			for f, v := range fields {
+				doc[f] = v
+			}
+			b, merr := json.Marshal(doc)
+			if merr != nil {
+				return fmt.Errorf("%w: %v", store.ErrInvalid, merr)
+			}
+			_, err = s.kv.Update(ctx, k, b, e.Revision())
+		}
+		if !isConflict(err) {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// isConflict reports whether err is JetStream's "wrong last sequence": the key's revision is not
+// the one the write was conditioned on.
+func isConflict(err error) bool {
+	if err == nil {
+		return false
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+	}
+	return errors.Is(err, jetstream.ErrKeyExists)
+}
+
+// connErr explains the error of a write attempted while the client is reconnecting: with no
+// reconnect buffer, nats.go reports it as an exceeded buffer.
+func connErr(err error) error {
+	if errors.Is(err, natsgo.ErrReconnectBufExceeded) {
+		return fmt.Errorf("store/nats: not connected to the server (reconnecting): %w", err)
+	}
+	return err
+}
+
+func notFound(err error) error {
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return store.Wrap(store.ErrNotFound, err)
+	}
+	return err
+}
+
+func check(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return store.CheckKey(key)
+}
+
+// decode reads a stored document as encoding/json would, refusing anything but an object.
+func decode(raw []byte) (map[string]any, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
+	}
+	return doc, nil
+}
+
+// conditionError returns nil when doc meets cond, and otherwise ErrConditionFailed saying
+// whether the field is missing or holds another value.
+func conditionError(doc map[string]any, cond *store.Condition, want any) error {
+	if store.Matches(doc, cond, want) {
+		return nil
+	}
+	if _, ok := doc[cond.Field]; !ok {
+		return fmt.Errorf("%w: the document has no field %q", store.ErrConditionFailed, cond.Field)
+	}
+	w, _ := json.Marshal(want)
+	return fmt.Errorf("%w: field %q is not %s", store.ErrConditionFailed, cond.Field, w)
+}

@@ -1,0 +1,139 @@
+package nats
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/store"
+)
+
+func decodeService(t *testing.T, config string) (*Service, error) {
+	t.Helper()
+	d := json.NewDecoder(strings.NewReader(config))
+	d.DisallowUnknownFields()
+	var s Service
+	return &s, d.Decode(&s)
+}
+
+// TestService decodes the service's parameters strictly, as the application does, and uses it
+// as a store without an application.
+func TestService(t *testing.T) {
+	t.Parallel()
+	if !slices.Contains(leasehold.ServiceTypes(), ServiceType) {
+		t.Fatalf("%s is not registered: %v", ServiceType, leasehold.ServiceTypes())
+	}
+	raw, bucket := serverURL(t)
+	u, _ := url.Parse(raw)
+	u.RawQuery = "storage=memory" // the bucket comes from the parameter
+	cfg, _ := json.Marshal(map[string]any{"url": u.String(), "bucket": bucket})
+	svc, err := decodeService(t, string(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Init(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	var s store.Store = svc
+	if err := s.Create(t.Context(), "cluster:leader", map[string]any{"holder": "a"}); err != nil {
+		t.Fatal(err)
+	}
+	// The parameter, not the URL's default, sets where documents go.
+	defer svc.Store().JetStream().DeleteKeyValue(context.Background(), bucket)
+	if _, err := svc.Store().Bucket().Get(t.Context(), EncodeKey("cluster:leader")); err != nil || svc.Store().Bucket().Bucket() != bucket {
+		t.Errorf("document not in the configured bucket %q: %v", bucket, err)
+	}
+	if err := s.Patch(t.Context(), "cluster:leader", map[string]any{"holder": "b"}, &store.Condition{Field: "holder", Value: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if doc, err := s.Get(t.Context(), "cluster:leader"); err != nil || doc["holder"] != "b" {
+		t.Errorf("Get = %v, %v", doc, err)
+	}
+	if err := s.Delete(t.Context(), "cluster:leader", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(t.Context(), "x"); err == nil || !strings.Contains(err.Error(), "not initialized") {
+		t.Errorf("Get after Stop: %v", err)
+	}
+}
+
+// TestServiceParameters checks that bad parameters are refused with an error naming them.
+func TestServiceParameters(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ config, want string }{
+		{`{}`, `"url" is required`},
+		{`{"url": "postgres://x@y/z"}`, `"url"`},
+		{`{"url": "not a url at all"}`, `"url"`},
+		{`{"url": "nats://127.0.0.1:4222?nonsense=1"}`, `nonsense`},
+		{`{"url": "nats://u:secretpw1@127.0.0.1:1?dial_timeout=1s"}`, `"url"`},
+		{`{"url": "nats://secretpw1@127.0.0.1:1?dial_timeout=1s"}`, `"url"`},
+		{`{"url": "nats://127.0.0.1:4222", "bucket": "a.b"}`, `"bucket"`},
+	} {
+		svc, err := decodeService(t, c.config)
+		if err != nil {
+			t.Fatalf("%s: %v", c.config, err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		err = svc.Init(ctx, nil)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "secretpw1") {
+			t.Errorf("Init with %s: %v, want an error naming %s", c.config, err, c.want)
+		}
+	}
+	if _, err := decodeService(t, `{"url": "nats://x", "prefix": "b"}`); err == nil {
+		t.Error("an unknown parameter was accepted")
+	}
+}
+
+// TestCutConnection checks that when the network to the server goes silent, an operation fails
+// by its context's deadline, well before the client's pings would notice (as the elector needs: an
+// attempt has no answer within L − R is a failure).
+func TestCutConnection(t *testing.T) {
+	t.Parallel()
+	raw, _ := serverURL(t)
+	u, _ := url.Parse(raw)
+	p := startProxy(t, u.Host)
+	u.Host = p.Addr()
+	q := u.Query()
+	q.Set("ping_interval", "1m")
+	u.RawQuery = q.Encode()
+	s, err := Open(t.Context(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Create(t.Context(), "k", map[string]any{"rev": 1}); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	const deadline = 300 * time.Millisecond
+	for _, op := range []string{"get", "patch"} {
+		ctx, cancel := context.WithTimeout(t.Context(), deadline)
+		start := time.Now()
+		if op == "get" {
+			_, err = s.Get(ctx, "k")
+		} else {
+			err = s.Patch(ctx, "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1})
+		}
+		elapsed := time.Since(start)
+		cancel()
+		if err == nil {
+			t.Fatalf("%s through a cut connection succeeded", op)
+		}
+		if elapsed > deadline+2*time.Second {
+			t.Errorf("%s through a cut connection took %v with a %v deadline", op, elapsed, deadline)
+		}
+		t.Logf("%s failed after %v: %v", op, elapsed, err)
+		if !strings.Contains(err.Error(), `"k"`) {
+			t.Errorf("%s error does not name the key: %v", op, err)
+		}
+	}
+}
