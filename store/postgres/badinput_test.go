@@ -130,7 +130,7 @@ func TestRowNotAnObject(t *testing.T) {
 				t.Errorf("%s of the %s row: error does not name the key: %v", op, key, err)
 			}
 			if op != "create" && (errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConditionFailed)) {
-				t.Errorf("%s of the %s row: %v, want an error saying the row is not an object", op, key, err)
+				t.Errorf("%s of the %s row: %v, want an error saying the row is not a JSON object", op, key, err)
 			}
 		}
 		var got string

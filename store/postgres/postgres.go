@@ -145,7 +145,11 @@ func (s *Store) get(ctx context.Context, key string) (map[string]any, error) {
 func (s *Store) decode(raw []byte) (map[string]any, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
-		return nil, fmt.Errorf("postgres: the document in table %s is not a JSON object: %.60q", s.table, raw)
+		what := "not a JSON object"
+		if !json.Valid(raw) {
+			what = "not valid JSON"
+		}
+		return nil, fmt.Errorf("postgres: the document in table %s is %s: %.60q", s.table, what, raw)
 	}
 	return unescapeValue(doc).(map[string]any), nil
 }
