@@ -11,6 +11,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // DefaultPrefix is the key prefix used when the URL has no prefix parameter.
@@ -88,6 +90,12 @@ func parseConfig(u *url.URL) (clientv3.Config, string, error) {
 	// Keepalive pings also while no call is pending, so a dead connection is found before the
 	// next lease renewal needs it.
 	cfg.PermitWithoutStream = true
+	// gRPC's default reconnection backoff grows to two minutes: after a long partition, a lease
+	// holder would stay away from a healed cluster for that long.
+	cfg.DialOptions = []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 2 * time.Second},
+		MinConnectTimeout: cfg.DialTimeout,
+	})}
 	return cfg, prefix, nil
 }
 

@@ -31,6 +31,8 @@
 //     (Go duration, default "5s").
 //   - ping_interval: how often the client pings the server to find a dead connection (Go
 //     duration, default "10s"; two unanswered pings close it).
+//   - reconnect_wait: pause between attempts to reconnect to a server (Go duration, default
+//     "1s").
 //   - tls: "true" to require TLS.
 //
 // The client reconnects for ever, and does not buffer writes while disconnected: a write made

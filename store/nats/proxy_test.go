@@ -1,14 +1,19 @@
 package nats
 
 import (
+	"context"
 	"io"
 	"net"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/store"
 )
 
 // proxy forwards TCP connections to a server until Cut, after which it closes them and accepts
-// new ones without ever answering: a network partition as a client sees it.
+// new ones without ever answering: a network partition as a client sees it. Heal ends the
+// partition.
 type proxy struct {
 	l      net.Listener
 	target string
@@ -17,6 +22,7 @@ type proxy struct {
 	mu    sync.Mutex
 	cut   bool
 	conns []net.Conn
+	held  []net.Conn // accepted while cut
 }
 
 func startProxy(t *testing.T, target string) *proxy {
@@ -50,6 +56,30 @@ func (p *proxy) Cut() {
 	p.conns = nil
 }
 
+// hold keeps a connection accepted during the cut, never read nor answered, until Heal or the
+// end of the test. It reports false when the cut has ended meanwhile.
+func (p *proxy) hold(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.cut {
+		return false
+	}
+	p.held = append(p.held, c)
+	return true
+}
+
+// Heal forwards new connections again, and closes the ones accepted during the cut so that their
+// clients dial again.
+func (p *proxy) Heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+	for _, c := range p.held {
+		c.Close()
+	}
+	p.held = nil
+}
+
 func (p *proxy) track(c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -62,9 +92,10 @@ func (p *proxy) track(c net.Conn) bool {
 
 func (p *proxy) accept() {
 	defer p.wg.Done()
-	var held []net.Conn
 	defer func() {
-		for _, c := range held {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, c := range p.held {
 			c.Close()
 		}
 	}()
@@ -73,8 +104,11 @@ func (p *proxy) accept() {
 		if err != nil {
 			return
 		}
+		if p.hold(c) {
+			continue
+		}
 		if !p.track(c) {
-			held = append(held, c) // never read, never answered
+			c.Close()
 			continue
 		}
 		s, err := net.Dial("tcp", p.target)
@@ -96,4 +130,25 @@ func (p *proxy) pipe(dst, src net.Conn) {
 	io.Copy(dst, src)
 	dst.Close()
 	src.Close()
+}
+
+// waitRecovered waits until a Get of key succeeds again after a partition healed, and returns
+// how long that took. There is no event to wait for: the client reconnects on its own schedule.
+func waitRecovered(t *testing.T, s store.Store, key string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		_, err := s.Get(ctx, key)
+		cancel()
+		if err == nil {
+			return time.Since(start)
+		}
+		if time.Since(start) > 15*time.Second {
+			t.Fatalf("the store did not recover within 15s of the partition healing: %v", err)
+		}
+		<-tick.C
+	}
 }

@@ -17,7 +17,7 @@ import (
 // DefaultBucket is the bucket used when the URL has no bucket parameter.
 const DefaultBucket = "leasehold"
 
-var knownParams = []string{"bucket", "create_bucket", "replicas", "storage", "dial_timeout", "ping_interval", "tls"}
+var knownParams = []string{"bucket", "create_bucket", "replicas", "storage", "dial_timeout", "ping_interval", "reconnect_wait", "tls"}
 
 // config is what a store URL says.
 type config struct {
@@ -87,6 +87,10 @@ func parseConfig(u *url.URL) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
+	reconnectWait, err := durationParam(q, "reconnect_wait", time.Second)
+	if err != nil {
+		return nil, err
+	}
 
 	var servers []string
 	for _, h := range strings.Split(u.Host, ",") {
@@ -101,6 +105,7 @@ func parseConfig(u *url.URL) (*config, error) {
 		natsgo.Name("leasehold"),
 		natsgo.Timeout(c.dialTimeout),
 		natsgo.MaxReconnects(-1),
+		natsgo.ReconnectWait(reconnectWait),
 		// A write buffered while disconnected would land after its caller gave up on it.
 		natsgo.ReconnectBufSize(-1),
 		natsgo.PingInterval(ping),

@@ -134,4 +134,11 @@ func TestCutConnection(t *testing.T) {
 			t.Errorf("%s error does not name the key: %v", op, err)
 		}
 	}
+	// Once the partition heals, the same store works again, and the writes that failed during it
+	// did not happen.
+	p.Heal()
+	t.Logf("recovered %v after the partition healed", waitRecovered(t, s, "k"))
+	if err := s.Patch(t.Context(), "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1}); err != nil {
+		t.Errorf("Patch after the partition healed: %v", err)
+	}
 }
