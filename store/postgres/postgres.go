@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -24,6 +25,7 @@ func init() {
 // releases its connections.
 type Store struct {
 	pool  *pgxpool.Pool
+	conns *connTracker
 	table string // as given, for messages
 	q     queries
 }
@@ -73,11 +75,13 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 }
 
 func openConfig(ctx context.Context, cfg *pgxpool.Config, table string) (*Store, error) {
+	conns := newConnTracker(cfg.ConnConfig.DialFunc)
+	cfg.ConnConfig.DialFunc = conns.Dial
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, table: table, q: newQueries(table)}
+	s := &Store{pool: pool, conns: conns, table: table, q: newQueries(table)}
 	// pgxpool connects lazily: Ping makes a server that cannot be reached fail here, with pgx's
 	// "failed to connect" error rather than under the table's creation.
 	if err := pool.Ping(ctx); err != nil {
@@ -110,9 +114,24 @@ func (s *Store) createTable(ctx context.Context) error {
 	return fmt.Errorf("create table %s: %w", s.table, err)
 }
 
-// Close closes the store's connections, waiting for the operations in progress.
+// Close closes the store's connections. It waits for the operations in progress for a second,
+// then closes their connections under them (they fail), so that it returns promptly even when
+// the network to the server is cut.
 func (s *Store) Close() error {
-	s.pool.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.pool.Close()
+	}()
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+	}
+	s.conns.closeAll()
+	<-done
 	return nil
 }
 

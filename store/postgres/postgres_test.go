@@ -209,6 +209,13 @@ func TestCutConnection(t *testing.T) {
 			t.Errorf("%s returned after %v, want soon after its 300ms deadline", op.name, elapsed)
 		}
 	}
+	// pgx lingers 15s on a connection whose operation was interrupted (a cancel request, then a
+	// drain); Close must not.
+	start := time.Now()
+	s.Close()
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("Close after the cut took %v", elapsed)
+	}
 	doc, err := direct.Get(t.Context(), "k")
 	if err != nil {
 		t.Fatal(err)
