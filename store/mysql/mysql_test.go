@@ -214,6 +214,11 @@ func TestCutConnection(t *testing.T) {
 			t.Errorf("%s returned after %v, want soon after its 300ms deadline", op.name, elapsed)
 		}
 	}
+	start := time.Now()
+	s.Close()
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("Close after the cut took %v", elapsed)
+	}
 	var doc string
 	if err := rawDB(t).QueryRowContext(t.Context(), "SELECT doc FROM `"+s.Table()+"` WHERE id = 'k'").Scan(&doc); err != nil {
 		t.Fatal(err)
