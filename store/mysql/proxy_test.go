@@ -49,6 +49,14 @@ func (p *proxy) Cut() {
 	p.cut = true
 }
 
+// Heal forwards again. Connections accepted while the proxy was cut stay dead; the others carry
+// on, minus whatever was dropped.
+func (p *proxy) Heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
 func (p *proxy) isCut() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

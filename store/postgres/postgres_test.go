@@ -209,6 +209,21 @@ func TestCutConnection(t *testing.T) {
 			t.Errorf("%s returned after %v, want soon after its 300ms deadline", op.name, elapsed)
 		}
 	}
+	// Once the network heals, the same store works again: the pool replaces the connections
+	// the cut broke.
+	p.Heal()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := s.Patch(ctx, "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1}); err != nil {
+		t.Fatalf("conditional Patch after the network healed: %v", err)
+	}
+	// Cut again, so that Close meets a connection interrupted by its context.
+	p.Cut()
+	cutCtx, cancelCut := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancelCut()
+	if _, err := s.Get(cutCtx, "k"); err == nil {
+		t.Fatal("Get through the cut connection succeeded")
+	}
 	// pgx lingers 15s on a connection whose operation was interrupted (a cancel request, then a
 	// drain); Close must not.
 	start := time.Now()
@@ -220,8 +235,8 @@ func TestCutConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc["rev"] != 1.0 {
-		t.Errorf("document after the cut: %v, want rev 1", doc)
+	if doc["rev"] != 2.0 {
+		t.Errorf("document after the cuts: %v, want rev 2 (patched once, while the network was up)", doc)
 	}
 }
 
