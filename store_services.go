@@ -2,8 +2,11 @@ package leasehold
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/file"
 	"github.com/leasehold/leasehold/store/memory"
 )
 
@@ -31,3 +34,43 @@ func (m *MemoryStore) Init(context.Context, *Application) error {
 
 // ProcessLocal reports that the store is not shared between processes.
 func (m *MemoryStore) ProcessLocal() bool { return true }
+
+func init() {
+	RegisterServiceType("Webda/FileStore", func() Service { return &FileStore{} })
+}
+
+// FileStore is the service type Webda/FileStore: a store in one JSON file, shared safely by
+// the processes of one host (see package store/file).
+//
+//	{"services": {"Registry": {"type": "Webda/FileStore", "path": "/var/lib/app/registry.json"}}}
+type FileStore struct {
+	Path        string `json:"path"`
+	*file.Store `json:"-"`
+}
+
+var (
+	_ Service     = (*FileStore)(nil)
+	_ Stopper     = (*FileStore)(nil)
+	_ store.Store = (*FileStore)(nil)
+)
+
+// Init opens the file.
+func (f *FileStore) Init(context.Context, *Application) error {
+	if f.Path == "" {
+		return errors.New(`parameter "path" is required`)
+	}
+	s, err := file.Open(f.Path)
+	if err != nil {
+		return fmt.Errorf("parameter \"path\": %w", err)
+	}
+	f.Store = s
+	return nil
+}
+
+// Stop closes the file.
+func (f *FileStore) Stop(context.Context) error {
+	if f.Store == nil {
+		return nil
+	}
+	return f.Store.Close()
+}
