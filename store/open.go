@@ -158,6 +158,12 @@ func Redact(u *url.URL) string {
 	if at := strings.LastIndex(c.Opaque, "@"); at >= 0 {
 		c.Opaque = "xxxxx" + c.Opaque[at:]
 	}
+	if c.User != nil {
+		if _, hasPassword := c.User.Password(); !hasPassword && tokenUserSchemes[strings.ToLower(c.Scheme)] {
+			// nats://TOKEN@host: the user part is the secret.
+			c.User = url.User("xxxxx")
+		}
+	}
 	// "postgres://u:12/34@host/db" parses as host "u:12" and path "/34@host/db".
 	if p := c.EscapedPath(); c.User == nil && strings.Contains(c.Host, ":") && strings.Contains(p, "@") {
 		out := c.Scheme + "://xxxxx@" + p[strings.LastIndex(p, "@")+1:]
@@ -171,6 +177,10 @@ func Redact(u *url.URL) string {
 	}
 	return c.Redacted()
 }
+
+// tokenUserSchemes are the schemes whose URLs may carry a token as a user without a
+// password, which Redact hides too.
+var tokenUserSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}
 
 // secretParam reports whether a URL query parameter named name holds a secret that Redact
 // hides: its name, lower-cased and without "_" and "-", contains password, passwd, pwd, token,

@@ -169,6 +169,8 @@ func TestRedact(t *testing.T) {
 		{"mem://name", "mem://name"},
 		{"nosuch://u:1234/x@host/db?a=1", "nosuch://xxxxx@host/db?a=1"},
 		{"user:s3cret@host/db", "user:xxxxx@host/db"},
+		// A NATS token travels as a user without a password.
+		{"nats://s3cretToken@host:4222", "nats://xxxxx@host:4222"},
 	} {
 		t.Run(c.url, func(t *testing.T) {
 			u, err := url.Parse(c.url)
