@@ -33,8 +33,14 @@ func ParseConfig(data []byte) (*Config, error) {
 	if err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			line, col := position(data, se.Offset)
-			return nil, fmt.Errorf("leasehold: config: line %d, column %d: %v", line, col, se)
+			// A Decoder's offsets are not from the start of the document; Unmarshal's are.
+			var v any
+			if uerr := json.Unmarshal(data, &v); errors.As(uerr, &se) {
+				// Offset counts the offending byte: point at it.
+				line, col := position(data, max(se.Offset-1, 0))
+				return nil, fmt.Errorf("leasehold: config: line %d, column %d: %v", line, col, se)
+			}
+			return nil, fmt.Errorf("leasehold: config: %w", err)
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			line, col := position(data, int64(len(data)))
