@@ -137,3 +137,28 @@ func (b *logBuffer) String() string {
 }
 
 func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
+
+
+func newDiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// sharedStores are memory stores that "test/SharedStore" services name, so that two
+// applications in one test share a Registry as two processes share a server.
+var sharedStores = map[string]*memory.Store{}
+
+type sharedStore struct {
+	Name          string `json:"name"`
+	*memory.Store `json:"-"`
+}
+
+func (s *sharedStore) Init(context.Context, *Application) error {
+	st, ok := sharedStores[s.Name]
+	if !ok {
+		return errors.New("no shared store named " + s.Name)
+	}
+	s.Store = st
+	return nil
+}
+
+func init() {
+	RegisterServiceType("test/SharedStore", func() Service { return &sharedStore{} })
+}

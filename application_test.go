@@ -1,0 +1,346 @@
+package leasehold
+
+import (
+	"context"
+	"log/slog"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+// A3: a failed start stops what started, in reverse order, and names the failing service.
+func TestA3FailedStartStopsInReverse(t *testing.T) {
+	j := resetJournal(t)
+	app := newApp(t, `{"services": {
+		"one": {"type": "test/Recorder", "name": "one"},
+		"two": {"type": "test/Recorder", "name": "two"},
+		"bad": {"type": "test/Recorder", "name": "bad", "failInit": true},
+		"never": {"type": "test/Recorder", "name": "never"}}}`)
+	err := app.Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), `start service "bad" (Webda/test/Recorder): boom`) {
+		t.Fatalf("Start: %v; want an error naming the service bad", err)
+	}
+	want := []string{"init one", "init two", "init bad", "stop two", "stop one"}
+	if got := j.get(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("journal %v; want %v", got, want)
+	}
+	if _, ok := app.Service("one"); ok {
+		t.Fatal("a stopped service is still returned by Service")
+	}
+	if err := app.Start(t.Context()); err == nil {
+		t.Fatal("Start after a failed Start: no error")
+	}
+}
+
+// A3: Stop is best effort: every service is stopped, errors are joined.
+func TestA3StopJoinsErrors(t *testing.T) {
+	j := resetJournal(t)
+	app := newApp(t, `{"services": {
+		"one": {"type": "test/Recorder", "name": "one", "stopErr": "one failed"},
+		"two": {"type": "test/Recorder", "name": "two", "stopErr": "two failed"},
+		"three": {"type": "test/Recorder", "name": "three"}}}`)
+	if err := app.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	err := app.Stop(t.Context())
+	if err == nil || !strings.Contains(err.Error(), `stop service "one"`) || !strings.Contains(err.Error(), "one failed") ||
+		!strings.Contains(err.Error(), `stop service "two"`) || !strings.Contains(err.Error(), "two failed") {
+		t.Fatalf("Stop: %v; want both errors, naming their services", err)
+	}
+	want := []string{"init one", "init two", "init three", "stop three", "stop two", "stop one"}
+	if got := j.get(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("journal %v; want %v", got, want)
+	}
+	if err := app.Stop(t.Context()); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+}
+
+// A3: Stop ends leadership first: every deregistered callback has run and the lease is
+// released while all other services, the Registry included, still run.
+func TestA3StopEndsLeadershipFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := resetJournal(t)
+		app := newApp(t, `{"services": {
+			"worker": {"type": "test/Recorder", "name": "worker"},
+			"cluster": {"type": "Webda/StoreClusterService"},
+			"after": {"type": "test/Recorder", "name": "after"},
+			"Registry": {"type": "test/JournaledStore"}}}`)
+		app.SetLogger(discardLogger())
+		app.WhenLeader(func(context.Context) error { j.add("fn"); return nil }, func() { j.add("deregistered") })
+		if err := app.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := app.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// The Registry starts first, wherever it is configured (A4), and stops last.
+		want := []string{"init Registry", "init worker", "init after", "fn", "deregistered", "release cluster:leader",
+			"stop after", "stop worker", "stop Registry"}
+		if got := j.get(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("journal %v; want %v", got, want)
+		}
+	})
+}
+
+func discardLogger() *slog.Logger { return newDiscardLogger() }
+
+// A4: without a Registry service, the Registry is a memory store; a StoreClusterService over
+// it logs a warning, since every process would elect itself.
+func TestA4DefaultRegistryWarns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newApp(t, `{"services": {"cluster": {"type": "Webda/StoreClusterService"}}}`)
+		logs := &logBuffer{}
+		app.SetLogger(logs.logger())
+		if app.Registry() != nil {
+			t.Fatal("Registry before Start is not nil")
+		}
+		if err := app.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer app.Stop(context.Background())
+		reg, ok := app.Service(RegistryName)
+		if !ok {
+			t.Fatal("no Registry service")
+		}
+		if _, ok := reg.(*MemoryStore); !ok {
+			t.Fatalf("default Registry is %T; want *MemoryStore", reg)
+		}
+		if app.Registry() == nil {
+			t.Fatal("Registry() is nil after Start")
+		}
+		if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "process-local") {
+			t.Fatalf("log %q; want a warning about the process-local Registry", logs.String())
+		}
+	})
+}
+
+// A4: a shared Registry gives no warning, nor does a memory Registry without a cluster service.
+func TestA4NoWarningOtherwise(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, config := range []string{
+			`{"services": {"Registry": {"type": "test/JournaledStore"}, "cluster": {"type": "StoreClusterService"}}}`,
+			`{"services": {"r": {"type": "test/Recorder"}}}`,
+		} {
+			resetJournal(t)
+			app := newApp(t, config)
+			logs := &logBuffer{}
+			app.SetLogger(logs.logger())
+			if err := app.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := app.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(logs.String(), "process-local") {
+				t.Fatalf("config %s: unexpected warning %q", config, logs.String())
+			}
+		}
+	})
+}
+
+// A5: Cluster returns the first configured cluster service; without one, a local cluster that
+// always leads.
+func TestA5UseCluster(t *testing.T) {
+	app := newApp(t, `{"services": {
+		"r": {"type": "test/Recorder"},
+		"first": {"type": "StoreClusterService", "instanceId": "first"},
+		"second": {"type": "StoreClusterService", "instanceId": "second"}}}`)
+	if c := app.Cluster(); c.InstanceID() != "first" {
+		t.Fatalf("Cluster() is %q; want the first configured cluster service", c.InstanceID())
+	}
+	local := newApp(t, `{"services": {"r": {"type": "test/Recorder"}}}`)
+	if _, ok := local.Cluster().(*cluster.Local); !ok || !local.Cluster().IsLeader() {
+		t.Fatalf("without a cluster service, Cluster() is %T (leader %v); want a leading *cluster.Local", local.Cluster(), local.Cluster().IsLeader())
+	}
+	if err := local.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := local.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if local.Cluster().IsLeader() {
+		t.Fatal("the local cluster still leads after Stop")
+	}
+}
+
+// A6: a WhenLeader from a service configured before the cluster service waits for it and
+// attaches when it starts.
+func TestA6RegistrationWaitsForClusterService(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := resetJournal(t)
+		var remove func()
+		testHooks["early"] = func(_ context.Context, app *Application) {
+			if app.Cluster().IsLeader() {
+				j.add("leader before the cluster service started")
+			}
+			remove = WhenLeader(func(ctx context.Context) error {
+				term, _ := cluster.TermOf(ctx)
+				j.add("fn term " + string(rune('0'+term)))
+				return nil
+			}, func() { j.add("deregistered") })
+		}
+		defer delete(testHooks, "early")
+		app := newApp(t, `{"services": {
+			"early": {"type": "test/Recorder", "name": "early"},
+			"cluster": {"type": "StoreClusterService", "instanceId": "me"}}}`)
+		app.SetLogger(discardLogger())
+		if err := app.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if !app.Cluster().IsLeader() {
+			t.Fatal("not leading after Start")
+		}
+		remove()
+		if err := app.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"init early", "fn term 1", "deregistered", "stop early"}
+		if got := j.get(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("journal %v; want %v", got, want)
+		}
+	})
+}
+
+// A6: without a cluster service, fn runs at once, even before Start.
+func TestA6NoClusterRunsAtOnce(t *testing.T) {
+	app := newApp(t, `{"services": {"r": {"type": "test/Recorder"}}}`)
+	ran := make(chan uint64, 1)
+	app.WhenLeader(func(ctx context.Context) error {
+		term, _ := cluster.TermOf(ctx)
+		ran <- term
+		return nil
+	}, nil)
+	if term := <-ran; term != 1 {
+		t.Fatalf("term %d; want 1", term)
+	}
+}
+
+// A7: package-level UseCluster and WhenLeader act on the application started last, and on a
+// local cluster when there is none.
+func TestA7PackageLevel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		if c := UseCluster(); c == nil || !c.IsLeader() {
+			t.Fatalf("UseCluster() with no application: %v; want a leading local cluster", c)
+		}
+		a := newApp(t, `{"services": {"cluster": {"type": "StoreClusterService", "instanceId": "a"}}}`)
+		b := newApp(t, `{"services": {"cluster": {"type": "StoreClusterService", "instanceId": "b"}}}`)
+		for _, app := range []*Application{a, b} {
+			app.SetLogger(discardLogger())
+			if err := app.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if id := UseCluster().InstanceID(); id != "b" {
+			t.Fatalf("UseCluster() is %q; want b, started last", id)
+		}
+		var mu sync.Mutex
+		var got []uint64
+		WhenLeader(func(ctx context.Context) error {
+			term, _ := cluster.TermOf(ctx)
+			mu.Lock()
+			got = append(got, term)
+			mu.Unlock()
+			return nil
+		}, nil)
+		synctest.Wait()
+		if !b.Cluster().IsLeader() {
+			t.Fatal("b does not lead")
+		}
+		mu.Lock()
+		if len(got) != 1 {
+			t.Fatalf("fn ran %d times on b's cluster; want 1", len(got))
+		}
+		mu.Unlock()
+		if err := b.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := UseCluster().(*cluster.Local); !ok {
+			t.Fatalf("UseCluster() after every application stopped is %T; want the local cluster", UseCluster())
+		}
+	})
+}
+
+// S1: StoreClusterService keeps the record in the Registry entry cluster:<leaseName>.
+func TestS1RecordInRegistry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newApp(t, `{"services": {"Registry": {"type": "test/JournaledStore"}, "cluster": {"type": "StoreClusterService", "leaseName": "cron", "instanceId": "me", "leaseDuration": 3000, "renewInterval": 1000}}}`)
+		resetJournal(t)
+		app.SetLogger(discardLogger())
+		if err := app.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		doc, err := app.Registry().Get(context.Background(), "cluster:cron")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if doc["holder"] != "me" || doc["term"] != 1.0 || doc["leaseDuration"] != 3000.0 || doc["revision"] == "" {
+			t.Fatalf("record %v; want holder me, term 1, leaseDuration 3000, a revision", doc)
+		}
+		if err := app.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// E0 through the service: renewInterval >= leaseDuration names both parameters.
+func TestStoreClusterServiceValidation(t *testing.T) {
+	app := newApp(t, `{"services": {"cluster": {"type": "StoreClusterService", "leaseDuration": 1000, "renewInterval": 1000}}}`)
+	app.SetLogger(discardLogger())
+	err := app.Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), `service "cluster"`) || !strings.Contains(err.Error(), `"renewInterval" (1s) must be less than "leaseDuration" (1s)`) {
+		t.Fatalf("Start: %v; want an error naming the service and both parameters", err)
+	}
+}
+
+// Two applications over one shared store: one leader; stopping it hands over.
+func TestTwoApplicationsOneLeader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		shared := memory.New()
+		sharedStores["two-apps"] = shared
+		defer delete(sharedStores, "two-apps")
+		mk := func(id string) *Application {
+			app := newApp(t, `{"services": {"Registry": {"type": "test/SharedStore", "name": "two-apps"}, "cluster": {"type": "StoreClusterService", "instanceId": "`+id+`"}}}`)
+			app.SetLogger(discardLogger())
+			if err := app.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return app
+		}
+		a := mk("a")
+		synctest.Wait()
+		b := mk("b")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !a.Cluster().IsLeader() || b.Cluster().IsLeader() {
+			t.Fatalf("a leader %v, b leader %v; want a only", a.Cluster().IsLeader(), b.Cluster().IsLeader())
+		}
+		start := time.Now()
+		if err := a.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for !b.Cluster().IsLeader() {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("b took over %v after a's Stop; want within R = 5s", d)
+		}
+		if err := b.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+
