@@ -2,134 +2,25 @@ package redis
 
 import (
 	"context"
-	"io"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/tcpproxy"
 	"github.com/leasehold/leasehold/store"
 )
 
-// proxy forwards TCP connections to a server until Cut, after which it closes them and accepts
-// new ones without ever answering: a network partition as a client sees it. Heal ends the
-// partition.
-type proxy struct {
-	l      net.Listener
-	target string
-	wg     sync.WaitGroup
-
-	mu    sync.Mutex
-	cut   bool
-	conns []net.Conn
-	held  []net.Conn // accepted while cut
-}
-
-func startProxy(t *testing.T, target string) *proxy {
+// startProxy starts the project's test proxy (internal/tcpproxy) to target, closed at the end
+// of the test. Its Cut is a network partition: connections stay open and nothing is forwarded,
+// so an operation ends only by its deadline; Heal resets the connections that lost bytes, and
+// their client dials again.
+func startProxy(t *testing.T, target string) *tcpproxy.Proxy {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := tcpproxy.New(target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proxy{l: l, target: target}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(func() {
-		l.Close()
-		p.Cut()
-		p.wg.Wait()
-	})
+	t.Cleanup(func() { p.Close() })
 	return p
-}
-
-// Addr returns the address clients dial.
-func (p *proxy) Addr() string { return p.l.Addr().String() }
-
-// Cut closes every connection and black-holes the ones accepted from now on.
-func (p *proxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-// hold keeps a connection accepted during the cut, never read nor answered, until Heal or the
-// end of the test. It reports false when the cut has ended meanwhile.
-func (p *proxy) hold(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.cut {
-		return false
-	}
-	p.held = append(p.held, c)
-	return true
-}
-
-// Heal forwards new connections again, and closes the ones accepted during the cut so that their
-// clients dial again.
-func (p *proxy) Heal() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = false
-	for _, c := range p.held {
-		c.Close()
-	}
-	p.held = nil
-}
-
-func (p *proxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cut {
-		return false
-	}
-	p.conns = append(p.conns, c)
-	return true
-}
-
-func (p *proxy) accept() {
-	defer p.wg.Done()
-	defer func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, c := range p.held {
-			c.Close()
-		}
-	}()
-	for {
-		c, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		if p.hold(c) {
-			continue
-		}
-		if !p.track(c) {
-			c.Close()
-			continue
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil || !p.track(s) {
-			c.Close()
-			if s != nil {
-				s.Close()
-			}
-			continue
-		}
-		p.wg.Add(2)
-		go p.pipe(c, s)
-		go p.pipe(s, c)
-	}
-}
-
-func (p *proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	io.Copy(dst, src)
-	dst.Close()
-	src.Close()
 }
 
 // waitRecovered waits until a Get of key succeeds again after a partition healed, and returns
