@@ -1,0 +1,88 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Bad input exits 2 with one line naming what is wrong, then the usage; never a stack trace.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	store := "file://" + filepath.Join(dir, "r.json")
+	badConfig := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(badConfig, []byte(`{"services": {"cluster": {"type": "StoreClusterService", "leaseDuration": 1000, "renewInterval": 2000}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noCluster := filepath.Join(dir, "nocluster.json")
+	if err := os.WriteFile(noCluster, []byte(`{"services": {"Registry": {"type": "Webda/MemoryStore"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // in the first line
+	}{
+		{"no command", nil, "missing command"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown flag", []string{"run", "--bogus", "--", "true"}, "--bogus"},
+		{"missing --", []string{"run", "--store", store, "true"}, "missing --"},
+		{"nothing after --", []string{"run", "--store", store, "--"}, "missing the command"},
+		{"no command at all", []string{"run", "--store", store}, "missing --"},
+		{"R >= L", []string{"run", "--store", store, "--lease-duration", "1s", "--renew-interval", "1s", "--", "true"}, "--renew-interval"},
+		{"negative L", []string{"status", "--store", store, "--lease-duration", "-1s"}, "--lease-duration"},
+		{"bad duration", []string{"status", "--store", store, "--lease-duration", "soon"}, "--lease-duration"},
+		{"unknown scheme", []string{"status", "--store", "foo://x/y"}, `unknown scheme "foo"`},
+		{"no scheme", []string{"status", "--store", "/tmp/r.json"}, "no scheme"},
+		{"bad URL", []string{"status", "--store", "redis://user:secret@[::1"}, "--store"},
+		{"grace too long", []string{"run", "--store", store, "--lease-duration", "2s", "--renew-interval", "500ms", "--grace", "1s", "--", "true"}, "--grace 1s exceeds"},
+		{"bad log format", []string{"status", "--store", store, "--log-format", "xml"}, "--log-format"},
+		{"bad log level", []string{"status", "--store", store, "--log-level", "loud"}, "--log-level"},
+		{"store and config", []string{"status", "--store", store, "--config", badConfig}, "--store and --config"},
+		{"config R >= L", []string{"run", "--config", badConfig, "--", "true"}, "renewInterval"},
+		{"config without cluster", []string{"run", "--config", noCluster, "--", "true"}, "no cluster service"},
+		{"missing config", []string{"status", "--config", filepath.Join(dir, "none.json")}, "--config"},
+		{"empty lease", []string{"status", "--store", store, "--lease", ""}, "--lease"},
+		{"status argument", []string{"status", "--store", store, "extra"}, "no arguments"},
+		{"demo instances", []string{"demo", "--instances", "1"}, "--instances"},
+		{"bad metrics addr", []string{"run", "--store", store, "--metrics-addr", "nowhere", "--", "true"}, "--metrics-addr"},
+	} {
+		stdout, stderr, code := runLeasehold(t, tc.args...)
+		first, _, _ := strings.Cut(stderr, "\n")
+		if code != 2 {
+			t.Errorf("%s: exit %d, want 2; stderr:\n%s", tc.name, code, stderr)
+			continue
+		}
+		if !strings.HasPrefix(first, "leasehold: ") || !strings.Contains(first, tc.want) {
+			t.Errorf("%s: first line %q, want it to contain %q", tc.name, first, tc.want)
+		}
+		if !strings.Contains(stderr, "Usage:") {
+			t.Errorf("%s: no usage after the error:\n%s", tc.name, stderr)
+		}
+		if strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "secret") || stdout != "" {
+			t.Errorf("%s: stack trace, credential or stdout output:\nstdout: %s\nstderr: %s", tc.name, stdout, stderr)
+		}
+	}
+}
+
+// help goes to stdout and exits 0; version names the linked stores.
+func TestHelpAndVersion(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"status", "-h"}, {"demo", "--help"}} {
+		out, _, code := runLeasehold(t, args...)
+		if code != 0 || !strings.Contains(out, "Usage") {
+			t.Errorf("%v: exit %d, output %q", args, code, out)
+		}
+	}
+	out, _, code := runLeasehold(t, "version")
+	if code != 0 {
+		t.Fatalf("version exited %d", code)
+	}
+	for _, scheme := range []string{"file", "mem", "sqlite", "postgres", "mysql", "redis", "etcd", "nats"} {
+		if !strings.Contains(out, scheme) {
+			t.Errorf("version output lacks the store %q:\n%s", scheme, out)
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"time"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/store"
+)
+
+// election is the election a command joins: an Elector over the store of --store, or the
+// cluster service of a --config file. WhenLeader may be called before start.
+type election struct {
+	lease string
+	id    string
+	l, r  time.Duration
+	where string // the store (redacted) or the configuration, for messages
+
+	cluster.Cluster                             // for WhenLeader before start
+	start           func(context.Context) error // starts the election
+	elector         func() *cluster.Elector     // the running Elector, after start
+	stop            func(context.Context) error // ends the election (E7) and closes what it opened
+}
+
+// newElection prepares the election of the flags, not yet started; observer receives its
+// events. An error about the flags or the configuration is a usage error.
+func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
+	if f.config != "" {
+		return newConfigElection(f, log, observer, usage)
+	}
+	st, err := store.Open(ctx, f.store)
+	if err != nil {
+		return nil, err // already redacted by store.Open
+	}
+	id := f.instanceID
+	if id == "" {
+		id = cluster.DefaultInstanceID()
+	}
+	e, err := cluster.NewElector(cluster.ElectorConfig{
+		Lock: cluster.NewStoreLock(st), LeaseName: f.lease, LeaseDuration: f.leaseDuration,
+		RenewInterval: f.renewInterval, InstanceID: id, Logger: log, Observer: observer,
+	})
+	if err != nil {
+		store.Close(st)
+		return nil, badInput(usage, "%v", err)
+	}
+	return &election{
+		lease: f.lease, id: id, l: f.leaseDuration, r: f.renewInterval, where: store.RedactString(f.store),
+		Cluster: e,
+		start:   e.Start,
+		elector: func() *cluster.Elector { return e },
+		stop: func(ctx context.Context) error {
+			err := e.Stop(ctx)
+			return errors.Join(err, store.Close(st))
+		},
+	}, nil
+}
+
+// newConfigElection prepares the application of --config. Its cluster service may be of any
+// registered type embedding leasehold.ElectionService (StoreClusterService, the kubernetes
+// module's KubernetesClusterService, ...): the flags given on the command line override its
+// parameters, and its Observer field, if it has one, receives the events.
+func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
+	cfg, err := leasehold.LoadConfig(f.config)
+	if err != nil {
+		return nil, badInput(usage, "--config: %v", err)
+	}
+	app, err := leasehold.New(cfg)
+	if err != nil {
+		return nil, badInput(usage, "--config %s: %v", f.config, err)
+	}
+	app.SetLogger(log)
+	svc := app.Cluster()
+	if _, local := svc.(*cluster.Local); local {
+		return nil, badInput(usage, "--config %s has no cluster service (such as Webda/StoreClusterService): nothing to elect with", f.config)
+	}
+	es := electionServiceOf(svc)
+	if es == nil {
+		return nil, badInput(usage, "--config %s: cluster service %T does not embed leasehold.ElectionService; leasehold cannot drive it", f.config, svc)
+	}
+	applyFlags(es, f)
+	if err := es.Validate(); err != nil {
+		return nil, badInput(usage, "--config %s: cluster service: %v", f.config, err)
+	}
+	if observer != nil && !setObserver(svc, observer) {
+		log.Warn("leasehold: the cluster service has no Observer field: metrics and health will not see its events",
+			"type", fmt.Sprintf("%T", svc))
+	}
+	l, r := durations(es)
+	lease := es.LeaseName
+	if lease == "" {
+		lease = cluster.DefaultLeaseName
+	}
+	return &election{
+		lease: lease, id: es.InstanceID(), l: l, r: r, where: f.config,
+		Cluster: svc,
+		start:   app.Start,
+		elector: es.Elector,
+		stop:    app.Stop,
+	}, nil
+}
+
+// applyFlags lets the election flags given on the command line override the configuration.
+func applyFlags(es *leasehold.ElectionService, f *commonFlags) {
+	if f.set["lease"] {
+		es.LeaseName = f.lease
+	}
+	if f.set["lease-duration"] {
+		es.LeaseDuration = leasehold.Duration(f.leaseDuration)
+	}
+	if f.set["renew-interval"] {
+		es.RenewInterval = leasehold.Duration(f.renewInterval)
+	}
+	if f.set["instance-id"] {
+		es.ID = f.instanceID
+	}
+}
+
+// durations returns L and R of a cluster service, defaults applied as the Elector does.
+func durations(es *leasehold.ElectionService) (l, r time.Duration) {
+	l, r = es.LeaseDuration.D(), es.RenewInterval.D()
+	if l == 0 {
+		l = cluster.DefaultLeaseDuration
+	}
+	if r == 0 {
+		r = cluster.DefaultRenewInterval
+	}
+	return l, r
+}
+
+// electionServiceOf returns the leasehold.ElectionService embedded in a cluster service (a
+// pointer to a struct), or nil. The library gives no interface for it, so it is found by
+// reflection: every cluster service of the project embeds it.
+func electionServiceOf(svc any) *leasehold.ElectionService {
+	if es, ok := svc.(*leasehold.ElectionService); ok {
+		return es
+	}
+	v := reflect.ValueOf(svc)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.Elem().FieldByName("ElectionService")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[leasehold.ElectionService]() || !f.CanAddr() {
+		return nil
+	}
+	return f.Addr().Interface().(*leasehold.ElectionService)
+}
+
+// setObserver sets the exported field Observer func(cluster.Event) of a cluster service, as
+// StoreClusterService and KubernetesClusterService have, chaining any observer already set.
+func setObserver(svc any, observer func(cluster.Event)) bool {
+	v := reflect.ValueOf(svc)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	f := v.Elem().FieldByName("Observer")
+	if !f.IsValid() || !f.CanSet() || f.Type() != reflect.TypeFor[func(cluster.Event)]() {
+		return false
+	}
+	prev, _ := f.Interface().(func(cluster.Event))
+	f.Set(reflect.ValueOf(cluster.Observers(prev, observer)))
+	return true
+}
+
+// leaseReader reads a lease's record without joining its election, for status.
+type leaseReader struct {
+	lease string
+	where string
+	lock  cluster.Lock
+	close func(context.Context) error
+}
+
+// newLeaseReader opens what holds the lease of the flags. With --config, the lease is read from
+// the configuration's Registry, which needs a cluster service that keeps it there
+// (Webda/StoreClusterService); the Registry is started, the cluster service is not.
+func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseReader, error) {
+	if f.config == "" {
+		st, err := store.Open(ctx, f.store)
+		if err != nil {
+			return nil, err
+		}
+		return &leaseReader{
+			lease: f.lease, where: store.RedactString(f.store), lock: cluster.NewStoreLock(st),
+			close: func(context.Context) error { return store.Close(st) },
+		}, nil
+	}
+	cfg, err := leasehold.LoadConfig(f.config)
+	if err != nil {
+		return nil, badInput(usage, "--config: %v", err)
+	}
+	// Find the cluster service, and keep every other service: starting them does not join an
+	// election.
+	var rest leasehold.Config
+	var es *leasehold.ElectionService
+	for _, sc := range cfg.Services {
+		one, err := leasehold.New(&leasehold.Config{Services: []leasehold.ServiceConfig{sc}})
+		if err != nil {
+			return nil, badInput(usage, "--config %s: %v", f.config, err)
+		}
+		svc := one.Cluster()
+		if _, local := svc.(*cluster.Local); local {
+			rest.Services = append(rest.Services, sc)
+			continue
+		}
+		if es != nil {
+			continue // A5: the first cluster service is the application's
+		}
+		if _, ok := svc.(*leasehold.StoreClusterService); !ok {
+			return nil, badInput(usage, "--config %s: status reads leases kept in the Registry (Webda/StoreClusterService); service %q is %s",
+				f.config, sc.Name, sc.Type)
+		}
+		es = electionServiceOf(svc)
+	}
+	if es == nil {
+		return nil, badInput(usage, "--config %s has no cluster service (such as Webda/StoreClusterService)", f.config)
+	}
+	applyFlags(es, f)
+	lease := es.LeaseName
+	if lease == "" {
+		lease = cluster.DefaultLeaseName
+	}
+	app, err := leasehold.New(&rest)
+	if err != nil {
+		return nil, badInput(usage, "--config %s: %v", f.config, err)
+	}
+	app.SetLogger(slog.New(slog.DiscardHandler))
+	if err := app.Start(ctx); err != nil {
+		return nil, err
+	}
+	return &leaseReader{lease: lease, where: f.config, lock: cluster.NewStoreLock(app.Registry()), close: app.Stop}, nil
+}

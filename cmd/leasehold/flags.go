@@ -1,0 +1,154 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/store"
+)
+
+// commonFlagsUsage documents the flags of run and status.
+const commonFlagsUsage = `  --store URL             the store holding the lease: file:///path, sqlite:///path,
+                          postgres://..., mysql://..., redis://..., etcd://..., nats://...
+                          (default file://$XDG_STATE_HOME/leasehold/registry.json, else
+                          ~/.local/state/leasehold/registry.json: the processes of one host
+                          share it with nothing configured)
+  --lease NAME            the lease's name: one election per name (default leader)
+  --lease-duration D      L: how long a lease is valid without renewal (default 15s)
+  --renew-interval D      R: time between two attempts, less than L (default 5s)
+  --instance-id ID        this instance's identity (default <hostname>-<pid>-<random>)
+  --config FILE           a Webda-style JSON configuration: its Registry and cluster service
+                          are used instead of --store; the flags above, when given, override
+                          the cluster service's parameters
+  --log-format text|json  format of the log on stderr (default text)
+  --log-level LEVEL       debug, info, warn or error (default info)
+`
+
+// commonFlags are the flags of run and status.
+type commonFlags struct {
+	store         string
+	lease         string
+	leaseDuration time.Duration
+	renewInterval time.Duration
+	instanceID    string
+	config        string
+	logFormat     string
+	logLevel      string
+
+	set map[string]bool // the flags given on the command line
+}
+
+func (c *commonFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.store, "store", "", "")
+	fs.StringVar(&c.lease, "lease", cluster.DefaultLeaseName, "")
+	fs.DurationVar(&c.leaseDuration, "lease-duration", cluster.DefaultLeaseDuration, "")
+	fs.DurationVar(&c.renewInterval, "renew-interval", cluster.DefaultRenewInterval, "")
+	fs.StringVar(&c.instanceID, "instance-id", "", "")
+	fs.StringVar(&c.config, "config", "", "")
+	fs.StringVar(&c.logFormat, "log-format", "text", "")
+	fs.StringVar(&c.logLevel, "log-level", "info", "")
+}
+
+// parseFlags parses args with fs, which must not print anything itself: a parse error becomes
+// a usage error. It reports whether help was asked for.
+func parseFlags(fs *flag.FlagSet, args []string, usage string) (help bool, err error) {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, badInput(usage, "%s", strings.Replace(err.Error(), " -", " --", 1))
+	}
+	return false, nil
+}
+
+// validate checks the flags once parsed, naming the one at fault, and fills in the default
+// store.
+func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
+	c.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+	if c.lease == "" {
+		return badInput(usage, "--lease must not be empty")
+	}
+	if c.set["instance-id"] && strings.TrimSpace(c.instanceID) == "" {
+		return badInput(usage, "--instance-id must not be empty")
+	}
+	if c.leaseDuration <= 0 {
+		return badInput(usage, "--lease-duration %v must be positive", c.leaseDuration)
+	}
+	if c.renewInterval <= 0 || c.renewInterval >= c.leaseDuration {
+		return badInput(usage, "--renew-interval %v must be positive and less than --lease-duration %v", c.renewInterval, c.leaseDuration)
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		return badInput(usage, "--log-format %q: want text or json", c.logFormat)
+	}
+	if _, err := parseLevel(c.logLevel); err != nil {
+		return badInput(usage, "--log-level: %v", err)
+	}
+	if c.config != "" {
+		if c.set["store"] {
+			return badInput(usage, "--store and --config cannot be used together: the configuration's Registry holds the lease")
+		}
+		return nil
+	}
+	if c.store == "" {
+		def, err := defaultStoreURL()
+		if err != nil {
+			return fmt.Errorf("no --store given and no default: %w", err)
+		}
+		c.store = def
+	}
+	u, err := store.ParseURL(c.store)
+	if err != nil {
+		return badInput(usage, "--store: %v", err)
+	}
+	if !slices.Contains(store.Schemes(), strings.ToLower(u.Scheme)) {
+		return badInput(usage, "--store %s: unknown scheme %q (known: %s)", store.Redact(u), u.Scheme, strings.Join(store.Schemes(), ", "))
+	}
+	return nil
+}
+
+// defaultStoreURL is a file store under the user's state directory, created if needed.
+func defaultStoreURL() (string, error) {
+	dir := os.Getenv("XDG_STATE_HOME")
+	if dir == "" || !filepath.IsAbs(dir) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("cannot find the state directory: %w", err)
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	dir = filepath.Join(dir, "leasehold")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("state directory: %w", err)
+	}
+	return "file://" + filepath.ToSlash(filepath.Join(dir, "registry.json")), nil
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("%q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// logger returns the logger the flags ask for, writing to w.
+func (c *commonFlags) logger(w io.Writer) *slog.Logger {
+	level, _ := parseLevel(c.logLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if c.logFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

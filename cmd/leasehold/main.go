@@ -1,0 +1,94 @@
+// Command leasehold runs a command on one instance only, with lease-based leader election over
+// any leasehold backend: like `consul lock` or a Kubernetes leader-elector sidecar.
+//
+//	leasehold run [flags] -- CMD [ARGS...]    run CMD while this instance leads
+//	leasehold status [flags] [--json]         who holds the lease (exit 3 when nobody does)
+//	leasehold demo [--instances N] [--duration D]
+//	leasehold version
+//
+// Exit status: 0 success (status: someone holds the lease), 1 a failure at run time, 2 bad
+// input (one line saying what is wrong, then the usage), 3 status: nobody holds the lease. run
+// exits with CMD's status when CMD exits by itself (128+N when a signal N ended it).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+	exitNoLease = 3
+)
+
+const usage = `leasehold runs a command on one instance only, with lease-based leader election.
+
+Usage:
+  leasehold run [flags] -- CMD [ARGS...]    run CMD while this instance leads the lease
+  leasehold status [flags] [--json]         show who holds the lease (exit 3 when nobody does)
+  leasehold demo [--instances N] [--duration D]
+                                            watch an election with crashes, in one process
+  leasehold version                         print the version and the linked stores
+
+Run 'leasehold COMMAND --help' for a command's flags.
+`
+
+// usageError is bad input: Main prints it on one line, then the usage, and exits 2.
+type usageError struct {
+	msg   string
+	usage string // the command's usage; the general one when empty
+}
+
+func (e *usageError) Error() string { return e.msg }
+
+func badInput(usage, format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...), usage: usage}
+}
+
+// Main runs the command line args and returns the exit status.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, "leasehold: missing command\n\n"+usage)
+		return exitUsage
+	}
+	var code int
+	var err error
+	switch args[0] {
+	case "run":
+		code, err = runCommand(args[1:], stdout, stderr)
+	case "status":
+		code, err = statusCommand(args[1:], stdout, stderr)
+	case "demo":
+		code, err = demoCommand(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		code, err = versionCommand(args[1:], stdout)
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	default:
+		err = badInput("", "unknown command %q", args[0])
+	}
+	if err == nil {
+		return code
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		u := ue.usage
+		if u == "" {
+			u = usage
+		}
+		fmt.Fprintf(stderr, "leasehold: %s\n\n%s", ue.msg, u)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "leasehold: %v\n", err)
+	return exitFailure
+}

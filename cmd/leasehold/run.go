@@ -1,0 +1,174 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/leasehold/leasehold/cluster"
+	leaseholdprom "github.com/leasehold/leasehold/metrics/prometheus"
+)
+
+const runUsage = `Usage: leasehold run [flags] -- CMD [ARGS...]
+
+Joins the election of the lease and runs CMD while this instance leads, in a process group of
+its own, with LEASEHOLD_LEASE, LEASEHOLD_INSTANCE_ID and LEASEHOLD_TERM in its environment.
+
+- Leadership ends: CMD's group gets SIGTERM, then SIGKILL after the grace, so that CMD is gone
+  before another instance can lead.
+- CMD exits by itself: leasehold releases the lease and exits with CMD's status (with
+  --restart, it runs CMD again while still leading, after a back-off of 100ms doubling up to
+  30s).
+- SIGINT or SIGTERM to leasehold: forwarded to CMD's group; after CMD has stopped (SIGKILL at
+  the end of the grace) the lease is released and leasehold exits 0. SIGHUP, SIGUSR1, SIGUSR2
+  and SIGWINCH are forwarded to CMD's group.
+- leasehold killed (SIGKILL, OOM): on Linux CMD gets SIGKILL at once (a parent-death signal);
+  the processes CMD started itself should watch for their parent's death too.
+
+Flags:
+  --grace D               time CMD has to stop after SIGTERM, before SIGKILL; at most, and by
+                          default, the lease's safety margin (L-R)/2 minus a tenth of it
+                          (4.5s with the default L and R)
+  --restart               run CMD again when it exits while this instance still leads
+  --metrics-addr ADDR     serve /metrics (Prometheus), /healthz and /status on ADDR
+                          (e.g. :9090, or 127.0.0.1:0 for any free port, logged at start)
+` + commonFlagsUsage
+
+// maxGrace is the longest grace CMD may get: the lease's safety margin (L-R)/2 minus a tenth
+// of it. A leader stops leading at the latest (L+R)/2
+// after its last successful attempt started (E5), and no other instance can take over before
+// L after that (E6): CMD must be gone within that gap of (L-R)/2; the tenth left is for
+// signal delivery, reaping and clock drift.
+func maxGrace(l, r time.Duration) time.Duration {
+	m := (l - r) / 2
+	return m - m/10
+}
+
+func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var f commonFlags
+	f.register(fs)
+	grace := fs.Duration("grace", 0, "")
+	restart := fs.Bool("restart", false, "")
+	metricsAddr := fs.String("metrics-addr", "", "")
+	if help, err := parseFlags(fs, args, runUsage); help || err != nil {
+		if help {
+			fmt.Fprint(stdout, runUsage)
+		}
+		return exitOK, err
+	}
+	// flag stops at "--" and drops it: CMD must come after one.
+	rest := fs.Args()
+	if i := len(args) - len(rest) - 1; i < 0 || args[i] != "--" {
+		if len(rest) > 0 {
+			return 0, badInput(runUsage, "missing -- before the command %q", rest[0])
+		}
+		return 0, badInput(runUsage, "missing -- CMD [ARGS...]: the command to run while leading")
+	}
+	if len(rest) == 0 {
+		return 0, badInput(runUsage, "missing the command after --")
+	}
+	if err := f.validate(fs, runUsage); err != nil {
+		return 0, err
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "grace" {
+			f.set["grace"] = true
+		}
+	})
+	if f.set["grace"] && *grace <= 0 {
+		return 0, badInput(runUsage, "--grace %v must be positive", *grace)
+	}
+	if *metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(*metricsAddr); err != nil {
+			return 0, badInput(runUsage, "--metrics-addr %q: %v", *metricsAddr, err)
+		}
+	}
+
+	log := f.logger(stderr)
+	ctx := context.Background()
+	collector := leaseholdprom.NewCollector()
+	var view *electionView
+	el, err := newElection(ctx, &f, log, cluster.Observers(collector.Observe, func(ev cluster.Event) { view.observe(ev) }), runUsage)
+	if err != nil {
+		return 0, err
+	}
+	view = newElectionView(el)
+	collector.Init(el.lease)
+
+	limit := maxGrace(el.l, el.r)
+	if !f.set["grace"] {
+		*grace = limit
+	} else if *grace > limit {
+		_ = el.stop(ctx)
+		return 0, badInput(runUsage, "--grace %v exceeds the lease's safety margin: at most %v with a lease duration of %v and a renew interval of %v ((L-R)/2 minus a tenth)",
+			*grace, limit, el.l, el.r)
+	}
+
+	sup := newSupervisor(rest, el.lease, el.id, *grace, *restart, log)
+	el.WhenLeader(sup.lead, nil)
+
+	sigs := make(chan os.Signal, 8)
+	notifySignals(sigs)
+	defer signal.Stop(sigs)
+
+	if *metricsAddr != "" {
+		ln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			_ = el.stop(ctx)
+			return 0, fmt.Errorf("--metrics-addr: %w", err)
+		}
+		shutdown := serveMetrics(ln, collector, view, sup.view)
+		defer shutdown()
+		log.Info("leasehold: serving /metrics, /healthz and /status", "addr", ln.Addr().String())
+	}
+
+	if err := el.start(ctx); err != nil {
+		_ = el.stop(ctx)
+		return 0, fmt.Errorf("start the election: %w", err)
+	}
+	log.Info("leasehold: joined the election", "lease", el.lease, "instance", el.id, "store", el.where,
+		"leaseDuration", el.l, "renewInterval", el.r, "grace", *grace)
+
+	for {
+		select {
+		case sig := <-sigs:
+			if !isStopSignal(sig) {
+				sup.forward(sig)
+				continue
+			}
+			sup.stopSignal.Store(sig)
+			log.Info("leasehold: stopping", "signal", sig)
+			if err := stopElection(el, *grace); err != nil {
+				log.Error("leasehold: stop", "error", err)
+				return exitFailure, nil
+			}
+			return exitOK, nil
+		case status := <-sup.exited:
+			log.Info("leasehold: CMD exited by itself: releasing the lease", "status", status)
+			if err := stopElection(el, *grace); err != nil {
+				log.Error("leasehold: stop", "error", err)
+				if status == 0 {
+					status = exitFailure
+				}
+			}
+			return status, nil
+		}
+	}
+}
+
+// stopElection ends the election (E7): CMD is stopped through the end of its leadership, then
+// the lease is released. The bound leaves CMD its grace, a moment to be reaped, and L-R for
+// the release; past it the lease is not released and expires by itself.
+func stopElection(el *election, grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), grace+2*time.Second+(el.l-el.r))
+	defer cancel()
+	return el.stop(ctx)
+}
