@@ -1,0 +1,24 @@
+package mysql
+
+import (
+	"testing"
+
+	"github.com/leasehold/leasehold/internal/failovertest"
+	"github.com/leasehold/leasehold/store"
+)
+
+// TestFailover is issue 6's failover test over MySQL/MariaDB: three electors (L = 600ms,
+// R = 200ms), each through its own proxy; the leader's network cut → it stops leading by E5 and
+// another takes over within L + R (E6); healed → it follows; connections reset → still one
+// leader; a clean stop hands over within R (E7). See internal/failovertest.
+func TestFailover(t *testing.T) {
+	raw := withParams(t, serverURL(t), "table", tableName(t))
+	t.Cleanup(func() { dropTable(t, mustParse(t, raw).Query().Get("table")) })
+	failovertest.Run(t, mustParse(t, raw).Host, func(t *testing.T, addr string) store.Store {
+		s, err := Open(t.Context(), withHost(t, raw, addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
