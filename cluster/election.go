@@ -125,7 +125,7 @@ func (e *Elector) run(startCtx context.Context) {
 				if lead := e.leading.Load(); lead != nil {
 					e.stopLeading(ReasonTakenBy, nil)
 				}
-				e.emit(Event{Kind: AttemptSucceeded, Term: out.rec.Term, Duration: out.at.Sub(a.start)})
+				e.emit(Event{Kind: AttemptSucceeded, Holder: out.rec.Holder, Term: out.rec.Term, Duration: out.at.Sub(a.start)})
 				if out.rec.Revision != obs.rev {
 					if out.rec.Holder != obs.holder || out.rec.Term != obs.term {
 						e.log.Info("leasehold: observed leader", "holder", out.rec.Holder, "term", out.rec.Term)
@@ -171,7 +171,7 @@ func (e *Elector) run(startCtx context.Context) {
 // held handles an attempt that left this instance holding the lease.
 func (e *Elector) held(base context.Context, a *attempt, out outcome) {
 	deadline := a.start.Add((e.l + e.r) / 2)
-	e.emit(Event{Kind: AttemptSucceeded, Term: out.rec.Term, Duration: out.at.Sub(a.start)})
+	e.emit(Event{Kind: AttemptSucceeded, Holder: e.id, Term: out.rec.Term, Duration: out.at.Sub(a.start)})
 	lead := e.leading.Load()
 	if !out.at.Before(deadline) {
 		// E5: the answer came too late to lead on: the lease may have expired for the others

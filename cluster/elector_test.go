@@ -70,6 +70,11 @@ func TestE1AttemptSchedule(t *testing.T) {
 		if got := starts(); !reflect.DeepEqual(got, ds(0, sec(5), sec(10), sec(15), sec(20))) {
 			t.Fatalf("attempt starts %v; want 0s 5s 10s 15s 20s", got)
 		}
+		for _, ev := range a.eventsOf(AttemptSucceeded) {
+			if ev.Holder != "a" || ev.Term != 1 {
+				t.Fatalf("attempt event %+v; want holder a, term 1", ev)
+			}
+		}
 
 		// Each store call now takes 3 s: an attempt (read + write) takes 6 s > R.
 		a.faults.set(func(f *faultStore) { f.latency = 3 * time.Second })

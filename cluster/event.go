@@ -10,8 +10,9 @@ const (
 	BecameLeader EventKind = iota + 1
 	// StoppedLeading: this instance no longer leads; Event.Reason says why.
 	StoppedLeading
-	// AttemptSucceeded: an attempt finished with an answer (this instance holds the lease, or
-	// another holder was observed); Event.Duration is how long it took.
+	// AttemptSucceeded: an attempt finished with an answer: Event.Holder holds the lease (this
+	// instance, which renewed or acquired it, or another one it follows); Event.Duration is how
+	// long the attempt took.
 	AttemptSucceeded
 	// AttemptFailed: an attempt failed (backend error, lost race, timeout); Event.Reason
 	// classifies it and Event.Err holds the error.
@@ -56,7 +57,7 @@ type Event struct {
 	Lease    string        // the lease name
 	Instance string        // this instance's ID
 	Term     uint64        // the lease term, when known
-	Holder   string        // the holder seen, for ObservedLeader
+	Holder   string        // the holder seen, for ObservedLeader and AttemptSucceeded
 	Reason   string        // for StoppedLeading and AttemptFailed
 	Err      error         // for AttemptFailed, and StoppedLeading caused by an error
 	Duration time.Duration // for AttemptSucceeded and AttemptFailed: the attempt's duration
