@@ -50,7 +50,7 @@ func TestA2TypesAndDurations(t *testing.T) {
 			t.Fatalf("type %q: cluster is %T", typ, app.Cluster())
 		}
 		if c.LeaseDuration.D() != 1500*time.Millisecond || c.RenewInterval.D() != 500*time.Millisecond || c.LeaseName != "jobs" || c.InstanceID() != "me" {
-			t.Fatalf("type %q: parameters %+v", typ, c.ElectionService)
+			t.Fatalf("type %q: parameters leaseDuration=%v renewInterval=%v leaseName=%q instanceId=%q", typ, c.LeaseDuration.D(), c.RenewInterval.D(), c.LeaseName, c.InstanceID())
 		}
 	}
 }
