@@ -76,7 +76,8 @@ type Open func(t *testing.T, addr string) store.Store
 // of events and the Electors' logs are.
 func Run(t *testing.T, target string, open Open) {
 	t.Helper()
-	h := &harness{t: t, lease: uniqueLease(t), tracker: leakcheck.New(), notify: make(chan struct{}, 1), start: time.Now()}
+	h := newHarness(t)
+	h.lease = uniqueLease(t)
 	t.Cleanup(h.teardown)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -84,7 +85,7 @@ func Run(t *testing.T, target string, open Open) {
 			t.Logf("electors' logs:\n%s", h.logs.String())
 		}
 	})
-	h.tracker.Do(func() { h.setUp(target, open) })
+	h.tracker.Do(func() { h.setUp(t, target, open) })
 
 	h.phaseElect()
 	h.phaseReset()
@@ -95,6 +96,10 @@ func Run(t *testing.T, target string, open Open) {
 	h.teardown()
 	h.checkIntervals()
 	h.tracker.Check(t, 10*time.Second)
+}
+
+func newHarness(t testing.TB) *harness {
+	return &harness{t: t, tracker: leakcheck.New(), notify: make(chan struct{}, 1), start: time.Now()}
 }
 
 func uniqueLease(t *testing.T) string {
@@ -129,7 +134,7 @@ type callback struct {
 }
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB // the checks report here (a testing.TB so that their own tests can fake it)
 	lease   string
 	tracker *leakcheck.Tracker
 	start   time.Time
@@ -144,8 +149,7 @@ type harness struct {
 	teardownOnce sync.Once
 }
 
-func (h *harness) setUp(target string, open Open) {
-	t := h.t
+func (h *harness) setUp(t *testing.T, target string, open Open) {
 	logger := slog.New(slog.NewTextHandler(&h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	for i := range Instances {
 		p, err := tcpproxy.New(target)
