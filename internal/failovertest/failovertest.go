@@ -93,6 +93,9 @@ func Run(t *testing.T, target string, open Open) {
 	h.phaseHeal(old, next)
 	h.phaseStop(next)
 
+	if len(h.tracker.Running()) == 0 {
+		t.Error("the leak check sees none of the Electors' goroutines: it would prove nothing")
+	}
 	h.teardown()
 	h.checkIntervals()
 	h.tracker.Check(t, 10*time.Second)
