@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"log/slog"
+	"net"
 	"reflect"
+	"syscall"
 	"time"
 
 	"github.com/leasehold/leasehold"
@@ -33,9 +37,9 @@ func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer
 	if f.config != "" {
 		return newConfigElection(f, log, observer, usage)
 	}
-	st, err := store.Open(ctx, f.store)
+	st, err := openStore(ctx, f.store, usage)
 	if err != nil {
-		return nil, err // already redacted by store.Open
+		return nil, err
 	}
 	id := f.instanceID
 	if id == "" {
@@ -167,6 +171,26 @@ func setObserver(svc any, observer func(cluster.Event)) bool {
 	return true
 }
 
+// openStore opens --store. An error from the network, the file system or a timeout is a
+// failure (exit 1); any other error is the opener rejecting the URL or its credentials: bad
+// input (exit 2). store.Open's errors never show a password.
+func openStore(ctx context.Context, rawURL, usage string) (store.Store, error) {
+	st, err := store.Open(ctx, rawURL)
+	if err == nil {
+		return st, nil
+	}
+	var (
+		netErr  net.Error
+		pathErr *fs.PathError
+		errno   syscall.Errno
+	)
+	if errors.As(err, &netErr) || errors.As(err, &pathErr) || errors.As(err, &errno) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return nil, badInput(usage, "--store: %v", err)
+}
+
 // leaseReader reads a lease's record without joining its election, for status.
 type leaseReader struct {
 	lease string
@@ -180,7 +204,7 @@ type leaseReader struct {
 // (Webda/StoreClusterService); the Registry is started, the cluster service is not.
 func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseReader, error) {
 	if f.config == "" {
-		st, err := store.Open(ctx, f.store)
+		st, err := openStore(ctx, f.store, usage)
 		if err != nil {
 			return nil, err
 		}

@@ -103,6 +103,14 @@ func (v *electionView) healthy(now time.Time) error {
 	return nil
 }
 
+// cmdView is the CMD part of /status.
+type cmdView struct {
+	Running    bool `json:"running"`
+	PID        int  `json:"pid,omitempty"`
+	Starts     int  `json:"starts"`
+	LastStatus *int `json:"lastStatus,omitempty"`
+}
+
 // statusView is the JSON of /status.
 type statusView struct {
 	Lease             string     `json:"lease"`

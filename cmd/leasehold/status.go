@@ -144,7 +144,11 @@ func printStatus(w io.Writer, st leaseStatus) {
 		fmt.Fprintf(tw, "acquired:\t%s\n", st.AcquiredAt.Format(time.RFC3339Nano))
 	}
 	if st.RenewedAt != nil {
-		fmt.Fprintf(tw, "renewed:\t%s (%s ago)\n", st.RenewedAt.Format(time.RFC3339Nano), roundAge(st.RenewedAgo))
+		label := "renewed:" // a release writes the time of the release
+		if st.State == "released" {
+			label = "released:"
+		}
+		fmt.Fprintf(tw, "%s\t%s (%s ago)\n", label, st.RenewedAt.Format(time.RFC3339Nano), roundAge(st.RenewedAgo))
 	}
 	if st.LeaseDuration > 0 {
 		fmt.Fprintf(tw, "duration:\t%v\n", time.Duration(st.LeaseDuration*float64(time.Second)))

@@ -219,14 +219,6 @@ func (s *supervisor) forward(sig os.Signal) {
 	_ = signalGroup(c.pid, sig)
 }
 
-// cmdView is the CMD part of /status.
-type cmdView struct {
-	Running    bool `json:"running"`
-	PID        int  `json:"pid,omitempty"`
-	Starts     int  `json:"starts"`
-	LastStatus *int `json:"lastStatus,omitempty"`
-}
-
 func (s *supervisor) view() cmdView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
