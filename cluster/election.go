@@ -228,13 +228,7 @@ func (e *Elector) startAttempt(base context.Context, now time.Time, obs observat
 
 // try reads the record and acts on it (E2). Every write is a compare-and-swap; a lost race
 // is a failed attempt, and the next one will follow.
-func (e *Elector) try(ctx context.Context, obs observation) (out outcome) {
-	defer func() {
-		if p := recover(); p != nil {
-			// E8: a Lock that panics must not take the process down.
-			out = outcome{kind: failed, err: fmt.Errorf("cluster: lease %q: lock panicked: %v", e.name, p), at: time.Now()}
-		}
-	}()
+func (e *Elector) try(ctx context.Context, obs observation) outcome {
 	fail := func(err error) outcome { return outcome{kind: failed, err: err, at: time.Now()} }
 	rec, err := e.lock.Get(ctx, e.name)
 	now := time.Now()
@@ -285,20 +279,42 @@ func (e *Elector) shutdown(ctx context.Context, pending *attempt, own Record) er
 	if err := e.cb.wait(ctx); err != nil {
 		return fmt.Errorf("cluster: lease %q: stop: leader callbacks have not returned, lease not released (it expires by itself): %w", e.name, err)
 	}
-	if own.Revision == "" || own.Holder != e.id {
-		return nil
-	}
 	rctx, cancel := context.WithTimeout(ctx, e.l-e.r)
 	defer cancel()
-	released := own
-	released.Holder = ""
-	released.RenewedAt = time.Now().Round(0).UTC()
-	if _, err := e.lock.Update(rctx, e.name, released); err != nil {
-		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
-			return nil // another instance already took it over
+	return e.release(rctx, own)
+}
+
+// release empties the holder of the record if this instance holds it. The record may be newer
+// than own, the last write this instance saw answered: a write whose answer was lost (a
+// cancelled attempt, a cut connection) may have landed. So it reads the record and releases
+// what it finds, and reads again after a lost race.
+func (e *Elector) release(ctx context.Context, own Record) error {
+	for {
+		rec, err := e.lock.Get(ctx, e.name)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil
+		case err != nil:
+			if own.Revision == "" {
+				return nil // it never held the lease as far as it knows: nothing to release
+			}
+			return fmt.Errorf("cluster: lease %q: release: %w", e.name, err)
+		case rec.Holder != e.id:
+			return nil // another instance holds it, or nobody does
 		}
-		return fmt.Errorf("cluster: lease %q: release: %w", e.name, err)
+		rec.Holder = ""
+		rec.RenewedAt = time.Now().Round(0).UTC()
+		_, err = e.lock.Update(ctx, e.name, rec)
+		switch {
+		case err == nil:
+			e.log.Info("leasehold: released lease", "term", rec.Term)
+			return nil
+		case errors.Is(err, ErrConflict):
+			continue // the record changed since the read: look again
+		case errors.Is(err, ErrNotFound):
+			return nil
+		default:
+			return fmt.Errorf("cluster: lease %q: release: %w", e.name, err)
+		}
 	}
-	e.log.Info("leasehold: released lease", "term", own.Term)
-	return nil
 }

@@ -96,7 +96,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 	}
 	log = log.With("lease", cfg.LeaseName, "instance", cfg.InstanceID)
 	return &Elector{
-		lock:     cfg.Lock,
+		lock:     recoverLock{cfg.Lock},
 		name:     cfg.LeaseName,
 		id:       cfg.InstanceID,
 		l:        cfg.LeaseDuration,

@@ -579,3 +579,28 @@ func TestE8MalformedRecordNotOverwritten(t *testing.T) {
 }
 
 var _ store.Store = (*faultStore)(nil)
+
+// E7 regression: Stop while a renewal is in flight whose write reached the store but whose
+// answer never came back. The record's revision is then newer than the one this instance
+// knows; Stop must still release the lease (found by the failover harness over PostgreSQL).
+func TestE7StopReleasesAfterLostRenewalAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.node("a", 0, 0).start()
+		w.at(0)
+		b := w.node("b", 0, 0).start()
+		w.at(sec(1))
+		a.faults.set(func(f *faultStore) { f.writeThenHang = true })
+		w.at(sec(6)) // a's renewal of 5s wrote the record, its answer hangs
+		if err := a.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if rec := w.record(); rec["holder"] != "" {
+			t.Fatalf("after a's Stop the record is %v; want released", rec)
+		}
+		w.at(sec(10))
+		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(10))) {
+			t.Fatalf("b became leader at %v; want 10s, its next attempt after the release (within R)", got)
+		}
+	})
+}
