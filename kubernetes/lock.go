@@ -1,0 +1,201 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/leasehold/leasehold/cluster"
+)
+
+// NewLeaseLock returns a cluster.Lock that keeps each lease record in the
+// coordination.k8s.io/v1 Lease of the same name in namespace (K1):
+//
+//	holderIdentity        Record.Holder ("" when released)
+//	leaseTransitions      Record.Term
+//	acquireTime           Record.AcquiredAt
+//	renewTime             Record.RenewedAt
+//	leaseDurationSeconds  Record.Duration, rounded up to whole seconds, at least 1
+//	resourceVersion       Record.Revision, the compare-and-swap token
+//
+// A 409 Conflict on update and AlreadyExists on create are lost races (cluster.ErrConflict).
+// It only gets, creates and updates Leases. timeout, when positive, bounds each request.
+func NewLeaseLock(leases coordinationclient.LeasesGetter, namespace string, timeout time.Duration) cluster.Lock {
+	return &leaseLock{client: leases.Leases(namespace), namespace: namespace, timeout: timeout, last: map[string]*coordinationv1.Lease{}}
+}
+
+type leaseLock struct {
+	client    coordinationclient.LeaseInterface
+	namespace string
+	timeout   time.Duration
+
+	mu sync.Mutex
+	// last is the last Lease read or written, by name: an update starts from it when its
+	// resourceVersion is the one being replaced, so labels, annotations and owner references
+	// that others put on the Lease are kept.
+	last map[string]*coordinationv1.Lease
+}
+
+var _ cluster.Lock = (*leaseLock)(nil)
+
+func (l *leaseLock) Get(ctx context.Context, name string) (cluster.Record, error) {
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
+	lease, err := l.client.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return cluster.Record{}, l.wrap("get", name, err)
+	}
+	l.remember(lease)
+	return l.record(lease)
+}
+
+func (l *leaseLock) Create(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l.namespace}}
+	if err := setSpec(&lease.Spec, r); err != nil {
+		return cluster.Record{}, l.fail("create", name, err)
+	}
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
+	created, err := l.client.Create(ctx, lease, metav1.CreateOptions{})
+	if err != nil {
+		return cluster.Record{}, l.wrap("create", name, err)
+	}
+	l.remember(created)
+	return l.record(created)
+}
+
+func (l *leaseLock) Update(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
+	if r.Revision == "" {
+		return cluster.Record{}, l.fail("update", name, errors.New("no resourceVersion to compare"))
+	}
+	var lease *coordinationv1.Lease
+	l.mu.Lock()
+	if prev := l.last[name]; prev != nil && prev.ResourceVersion == r.Revision {
+		lease = prev.DeepCopy()
+	}
+	l.mu.Unlock()
+	if lease == nil {
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l.namespace}}
+	}
+	// The API server refuses the update with 409 Conflict unless this is still the Lease's
+	// resourceVersion: that is the compare-and-swap.
+	lease.ResourceVersion = r.Revision
+	if err := setSpec(&lease.Spec, r); err != nil {
+		return cluster.Record{}, l.fail("update", name, err)
+	}
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
+	updated, err := l.client.Update(ctx, lease, metav1.UpdateOptions{})
+	if err != nil {
+		return cluster.Record{}, l.wrap("update", name, err)
+	}
+	l.remember(updated)
+	return l.record(updated)
+}
+
+func (l *leaseLock) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.timeout > 0 {
+		return context.WithTimeout(ctx, l.timeout)
+	}
+	return ctx, func() {}
+}
+
+func (l *leaseLock) remember(lease *coordinationv1.Lease) {
+	l.mu.Lock()
+	l.last[lease.Name] = lease
+	l.mu.Unlock()
+}
+
+// record reads a Lease into a Record; a Lease that does not fit (no resourceVersion, a
+// negative term) is an error naming it and its field, never taken over silently.
+func (l *leaseLock) record(lease *coordinationv1.Lease) (cluster.Record, error) {
+	r := cluster.Record{Revision: lease.ResourceVersion}
+	if r.Revision == "" {
+		return cluster.Record{}, l.fail("read", lease.Name, errors.New("metadata.resourceVersion is empty"))
+	}
+	s := lease.Spec
+	if s.HolderIdentity != nil {
+		r.Holder = *s.HolderIdentity
+	}
+	if s.LeaseTransitions != nil {
+		if *s.LeaseTransitions < 0 {
+			return cluster.Record{}, l.fail("read", lease.Name, fmt.Errorf("spec.leaseTransitions is %d, want a non-negative term", *s.LeaseTransitions))
+		}
+		r.Term = uint64(*s.LeaseTransitions)
+	}
+	if s.AcquireTime != nil {
+		r.AcquiredAt = s.AcquireTime.Time
+	}
+	if s.RenewTime != nil {
+		r.RenewedAt = s.RenewTime.Time
+	}
+	if s.LeaseDurationSeconds != nil {
+		r.Duration = time.Duration(*s.LeaseDurationSeconds) * time.Second
+	}
+	return r, nil
+}
+
+// setSpec writes r into a Lease spec (the mapping of NewLeaseLock).
+func setSpec(s *coordinationv1.LeaseSpec, r cluster.Record) error {
+	if r.Term > math.MaxInt32 {
+		return fmt.Errorf("term %d does not fit spec.leaseTransitions (int32)", r.Term)
+	}
+	holder := r.Holder
+	term := int32(r.Term)
+	secs := leaseSeconds(r.Duration)
+	s.HolderIdentity = &holder
+	s.LeaseTransitions = &term
+	s.LeaseDurationSeconds = &secs
+	s.AcquireTime = microTime(r.AcquiredAt)
+	s.RenewTime = microTime(r.RenewedAt)
+	return nil
+}
+
+// leaseSeconds is d rounded up to whole seconds, at least 1: Kubernetes tools read
+// leaseDurationSeconds to judge expiry, and rounding down would make a lease look expired
+// before it is.
+func leaseSeconds(d time.Duration) int32 {
+	secs := (d + time.Second - 1) / time.Second
+	if secs < 1 {
+		return 1
+	}
+	if secs > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(secs)
+}
+
+func microTime(t time.Time) *metav1.MicroTime {
+	if t.IsZero() {
+		return nil
+	}
+	m := metav1.NewMicroTime(t)
+	return &m
+}
+
+// wrap maps the API server's answers onto the cluster errors: NotFound is ErrNotFound, a 409
+// Conflict or AlreadyExists is a lost race (ErrConflict). The API error stays reachable with
+// errors.As. A Forbidden answer says which permissions the service needs.
+func (l *leaseLock) wrap(op, name string, err error) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: %w", cluster.ErrNotFound, l.fail(op, name, err))
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("%w: %w", cluster.ErrConflict, l.fail(op, name, err))
+	case apierrors.IsForbidden(err):
+		return l.fail(op, name, fmt.Errorf("%w (the service needs get, create and update on leases.coordination.k8s.io in namespace %q)", err, l.namespace))
+	}
+	return l.fail(op, name, err)
+}
+
+func (l *leaseLock) fail(op, name string, err error) error {
+	return fmt.Errorf("kubernetes: %s Lease %s/%s: %w", op, l.namespace, name, err)
+}

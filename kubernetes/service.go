@@ -1,0 +1,140 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/cluster"
+)
+
+// ServiceType is the name configurations use for [ClusterService].
+const ServiceType = "Webda/KubernetesClusterService"
+
+func init() {
+	leasehold.RegisterServiceType(ServiceType, func() leasehold.Service { return new(ClusterService) })
+}
+
+// ClusterService is the service type Webda/KubernetesClusterService: leader election on the
+// coordination.k8s.io/v1 Lease named leaseName (K1), visible with `kubectl get lease`:
+//
+//	{"services": {"cluster": {"type": "Webda/KubernetesClusterService", "leaseName": "my-app"}}}
+//
+// Parameters, beside the election's leaseDuration, renewInterval, instanceId and leaseName
+// (a DNS-1123 subdomain, as every Kubernetes object name):
+//   - namespace: the Lease's namespace; default POD_NAMESPACE, else the pod's service account
+//     namespace, else "default".
+//   - config: a kubeconfig path; default in-cluster configuration in a pod, else KUBECONFIG or
+//     ~/.kube/config.
+//   - context: the kubeconfig context; default its current context.
+//   - timeout: bounds each request to the API server; default and maximum
+//     leaseDuration - renewInterval (an attempt taking longer is a failure anyway, E3).
+//
+// It needs get, create and update on leases.coordination.k8s.io in that namespace, nothing
+// else (see examples/kubernetes for a Role).
+type ClusterService struct {
+	leasehold.ElectionService
+
+	Namespace string             `json:"namespace"`
+	Config    string             `json:"config"`
+	Context   string             `json:"context"`
+	Timeout   leasehold.Duration `json:"timeout"`
+
+	// Observer, when set before Start, receives the election's events (see cluster.Event).
+	Observer func(cluster.Event) `json:"-"`
+	// RESTConfig, when set before Start, is the client configuration to use instead of
+	// config and context (for programs that already have one).
+	RESTConfig *rest.Config `json:"-"`
+
+	// saNamespaceFile replaces ServiceAccountNamespaceFile in tests.
+	saNamespaceFile string
+	namespace       string
+}
+
+var (
+	_ leasehold.Service = (*ClusterService)(nil)
+	_ leasehold.Stopper = (*ClusterService)(nil)
+	_ cluster.Cluster   = (*ClusterService)(nil)
+)
+
+// Init validates the parameters, builds the client and starts the election on the Lease.
+// It makes no request before the first attempt: an unreachable API server or a missing
+// permission shows in the attempts' errors (logged, and in AttemptFailed events).
+func (s *ClusterService) Init(ctx context.Context, app *leasehold.Application) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	name := s.LeaseName
+	if name == "" {
+		name = cluster.DefaultLeaseName
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("parameter \"leaseName\": %q is not a valid Lease name (a Kubernetes object name must be a DNS-1123 subdomain): %s", name, strings.Join(errs, "; "))
+	}
+	s.LeaseName = name
+	timeout, err := s.requestTimeout()
+	if err != nil {
+		return err
+	}
+	saFile := s.saNamespaceFile
+	if saFile == "" {
+		saFile = ServiceAccountNamespaceFile
+	}
+	ns, nsSource, err := resolveNamespace(s.Namespace, os.Getenv, saFile)
+	if err != nil {
+		return fmt.Errorf("namespace: %w", err)
+	}
+	cfg, cfgSource := s.RESTConfig, "RESTConfig"
+	if cfg == nil {
+		if cfg, cfgSource, err = restConfig(s.Config, s.Context); err != nil {
+			return err
+		}
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "leasehold/" + name
+	}
+	client, err := k8s.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client (%s): %w", cfgSource, err)
+	}
+	s.namespace = ns
+	log := app.Logger()
+	log.Info("kubernetes cluster service", "lease", ns+"/"+name, "namespaceFrom", string(nsSource),
+		"client", cfgSource, "server", cfg.Host, "instance", s.InstanceID())
+	return s.StartElection(ctx, NewLeaseLock(client.CoordinationV1(), ns, timeout), log, s.Observer)
+}
+
+// requestTimeout is the timeout parameter, bounded by L - R (E3).
+func (s *ClusterService) requestTimeout() (time.Duration, error) {
+	l, r := s.LeaseDuration.D(), s.RenewInterval.D()
+	if l == 0 {
+		l = cluster.DefaultLeaseDuration
+	}
+	if r == 0 {
+		r = cluster.DefaultRenewInterval
+	}
+	t := s.Timeout.D()
+	if t < 0 {
+		return 0, fmt.Errorf("parameter \"timeout\" (%v) must not be negative", t)
+	}
+	if t == 0 || t > l-r {
+		t = l - r
+	}
+	return t, nil
+}
+
+// LeaseNamespace returns the namespace of the Lease, resolved by Init ("" before).
+func (s *ClusterService) LeaseNamespace() string { return s.namespace }
+
+// String names the Lease, for logs.
+func (s *ClusterService) String() string {
+	return fmt.Sprintf("%s %s/%s", ServiceType, s.namespace, s.LeaseName)
+}
