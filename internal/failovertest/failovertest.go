@@ -412,19 +412,11 @@ func (h *harness) phaseHeal(old, next *instance) {
 }
 
 // phaseStop stops leader cleanly and checks that another instance takes over within R of the
-// release (E7).
-//
-// The Stop comes right after one of the leader's renewals succeeded, not while one is in
-// flight: an Elector stopped while its renewal has reached the store but not yet answered does
-// not release the lease today (the cancelled renewal changed the revision, the release's
-// compare-and-swap then conflicts and is taken for another instance's takeover), and the next
-// leader waits up to L instead of R. That is a bug of the Elector's E7, not of the stores, and
-// it belongs in the cluster package's tests.
+// release (E7). The Stop comes at whatever moment the phase reaches it, possibly while a
+// renewal is in flight: the release must hold then too (TestE7StopReleasesAfterLostRenewalAnswer
+// in package cluster is the deterministic version).
 func (h *harness) phaseStop(leader *instance) {
 	t := h.t
-	if r := h.renewal(); r != leader {
-		t.Fatalf("%s renewed as the leader, want %s", r.id, leader.id)
-	}
 	from := h.mark()
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
