@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"time"
@@ -92,8 +93,16 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 	}
 
+	// With --store, L and R are known now: check the grace before connecting to anything.
+	if f.config == "" && f.set["grace"] && *grace > maxGrace(f.leaseDuration, f.renewInterval) {
+		return 0, graceError(*grace, f.leaseDuration, f.renewInterval)
+	}
+
 	log := f.logger(stderr)
 	ctx := context.Background()
+	if u, err := url.Parse(f.store); err == nil && u.Scheme == "mem" {
+		log.Warn("leasehold: a mem:// store is local to this process: every leasehold process elects itself; use a shared store")
+	}
 	collector := leaseholdprom.NewCollector()
 	var view *electionView
 	el, err := newElection(ctx, &f, log, cluster.Observers(collector.Observe, func(ev cluster.Event) { view.observe(ev) }), runUsage)
@@ -108,8 +117,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		*grace = limit
 	} else if *grace > limit {
 		_ = el.stop(ctx)
-		return 0, badInput(runUsage, "--grace %v exceeds the lease's safety margin: at most %v with a lease duration of %v and a renew interval of %v ((L-R)/2 minus a tenth)",
-			*grace, limit, el.l, el.r)
+		return 0, graceError(*grace, el.l, el.r)
 	}
 
 	sup := newSupervisor(rest, el.lease, el.id, *grace, *restart, log)
@@ -162,6 +170,11 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 			return status, nil
 		}
 	}
+}
+
+func graceError(grace, l, r time.Duration) error {
+	return badInput(runUsage, "--grace %v exceeds the lease's safety margin: at most %v with a lease duration of %v and a renew interval of %v ((L-R)/2 minus a tenth)",
+		grace, maxGrace(l, r), l, r)
 }
 
 // stopElection ends the election (E7): CMD is stopped through the end of its leadership, then
