@@ -2,6 +2,8 @@ package kubernetes
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/leakcheck"
 	"github.com/leasehold/leasehold/kubernetes/internal/kubetest"
 )
 
@@ -107,6 +110,8 @@ func TestThreeInstances(t *testing.T) {
 	if stopped.Reason != cluster.ReasonDeadline {
 		t.Errorf("E5: %s stopped leading for %q, want %q", leader1, stopped.Reason, cluster.ReasonDeadline)
 	}
+	t.Logf("crash of %s: it stopped leading %v after its last renewal (%s); %s took over %v after it (bound L + R = %v)",
+		leader1, stopped.Time.Sub(lastRenewal.Time), stopped.Reason, second.Instance, second.Time.Sub(lastRenewal.Time), testL+testR)
 	if byID[leader1].svc.IsLeader() {
 		t.Errorf("W7: the abandoned %s still says it leads", leader1)
 	}
@@ -136,6 +141,7 @@ func TestThreeInstances(t *testing.T) {
 	if gap := handover.Time.Sub(released); gap > testR+slack {
 		t.Errorf("E7: %s took over %v after the release, want at most R = %v (+%v slack)", third, gap, testR, slack)
 	}
+	t.Logf("clean Stop of %s: %s took over %v after the release (bound R = %v)", second.Instance, third, handover.Time.Sub(released), testR)
 	if handover.Term <= second.Term {
 		t.Errorf("W8: term %d after the handover, want more than %d", handover.Term, second.Term)
 	}
@@ -183,6 +189,8 @@ func TestAPIServerKilled(t *testing.T) {
 	if late := stopped.Time.Sub(deadline); late > slack {
 		t.Errorf("E5: stopped leading %v after the deadline", late)
 	}
+	t.Logf("API server killed: %s stopped leading %v after the start of its last successful attempt (%s; E5 bound (L + R)/2 = %v)",
+		first.Instance, stopped.Time.Sub(last.Time.Add(-last.Duration)), stopped.Reason, (testL+testR)/2)
 	if a.svc.IsLeader() || b.svc.IsLeader() {
 		t.Errorf("an instance says it leads while the API server is down")
 	}
@@ -190,6 +198,7 @@ func TestAPIServerKilled(t *testing.T) {
 	ev.wait(t, &mark, 2*testR+slack, "a failed attempt", kind(cluster.AttemptFailed))
 
 	mark = ev.mark()
+	restarted := time.Now()
 	if err := s.Restart(); err != nil {
 		t.Fatal(err)
 	}
@@ -197,6 +206,7 @@ func TestAPIServerKilled(t *testing.T) {
 	if again.Term < first.Term {
 		t.Errorf("term %d after the restart, below %d: etcd lost the Lease", again.Term, first.Term)
 	}
+	t.Logf("API server restarted: %s leads again %v after the restart began", again.Instance, again.Time.Sub(restarted))
 	kubectlGetLease(t, s, ns, "leader")
 	for _, in := range []*instance{a, b} {
 		select {
@@ -205,4 +215,37 @@ func TestAPIServerKilled(t *testing.T) {
 		default:
 		}
 	}
+}
+
+// TestNoGoroutineOutlivesStop: after Stop, none of the goroutines the service started (the
+// election's, the HTTP client's connections) is left.
+func TestNoGoroutineOutlivesStop(t *testing.T) {
+	s := api(t)
+	ns := grant(t, s, "get", "create", "update")
+	ev := newEvents()
+	tr := leakcheck.New()
+	var in *instance
+	// A Dial of its own keeps client-go from sharing a cached transport whose connections
+	// other tests' goroutines opened: every connection here is the service's.
+	cfg, _ := userConfig(s)
+	cfg.Dial = (&net.Dialer{}).DialContext
+	params := fmt.Sprintf(`"namespace": %q, "instanceId": "pod-a", "leaseDuration": 2000, "renewInterval": 500`, ns)
+	tr.Do(func() {
+		var err error
+		if in, err = start(t, params, ev, func(c *ClusterService) { c.RESTConfig = cfg }); err != nil {
+			t.Error(err)
+		}
+	})
+	if in == nil {
+		t.FailNow()
+	}
+	var from int
+	ev.wait(t, &from, 10*time.Second, "leadership", kind(cluster.BecameLeader))
+	ev.wait(t, &from, 2*testR+slack, "a renewal", kind(cluster.AttemptSucceeded))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := in.app.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tr.Check(t, 2*time.Second)
 }

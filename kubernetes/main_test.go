@@ -79,7 +79,7 @@ func skipOrFail(t *testing.T, why string) {
 	if os.Getenv(kubetest.RequireEnv) == "1" {
 		t.Fatalf("%s=1 and %s", kubetest.RequireEnv, why)
 	}
-	t.Skipf("no Kubernetes API server: %s (scripts/kube-binaries builds one)", why)
+	t.Skipf("no Kubernetes API server: %s", why)
 }
 
 // api returns the shared API server, or skips the test.
@@ -125,6 +125,10 @@ func (c *cutter) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return c.next.RoundTrip(r)
 }
+
+// WrappedRoundTripper lets client-go reach the transport under the cutter (to close its idle
+// connections).
+func (c *cutter) WrappedRoundTripper() http.RoundTripper { return c.next }
 
 // userConfig is a client configuration as the restricted user, through a cutter.
 func userConfig(s *kubetest.APIServer) (*rest.Config, *cutter) {

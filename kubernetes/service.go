@@ -3,10 +3,12 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation"
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -56,6 +58,7 @@ type ClusterService struct {
 	// saNamespaceFile replaces ServiceAccountNamespaceFile in tests.
 	saNamespaceFile string
 	namespace       string
+	httpClient      *http.Client
 }
 
 var (
@@ -101,10 +104,15 @@ func (s *ClusterService) Init(ctx context.Context, app *leasehold.Application) e
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "leasehold/" + name
 	}
-	client, err := k8s.NewForConfig(cfg)
+	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client (%s): %w", cfgSource, err)
 	}
+	client, err := k8s.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return fmt.Errorf("kubernetes client (%s): %w", cfgSource, err)
+	}
+	s.httpClient = httpClient
 	s.namespace = ns
 	log := app.Logger()
 	log.Info("kubernetes cluster service", "lease", ns+"/"+name, "namespaceFrom", string(nsSource),
@@ -129,6 +137,19 @@ func (s *ClusterService) requestTimeout() (time.Duration, error) {
 		t = l - r
 	}
 	return t, nil
+}
+
+// Stop ends the election (E7: leadership ends, deregistered callbacks run, the Lease is
+// released), then closes the client's idle connections, so that none of their goroutines
+// outlives the service.
+func (s *ClusterService) Stop(ctx context.Context) error {
+	err := s.ElectionService.Stop(ctx)
+	if s.httpClient != nil {
+		// client-go wraps its transport (authentication, user agent): this reaches the
+		// http.Transport under the wrappers, which http.Client.CloseIdleConnections does not.
+		utilnet.CloseIdleConnectionsFor(s.httpClient.Transport)
+	}
+	return err
 }
 
 // LeaseNamespace returns the namespace of the Lease, resolved by Init ("" before).
