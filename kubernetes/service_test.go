@@ -147,6 +147,41 @@ current-context: stranger
 	if err == nil || !strings.Contains(err.Error(), `parameter "context"`) || !strings.Contains(err.Error(), "no-such-context") {
 		t.Fatalf("unknown context: %v", err)
 	}
+
+	// Without config, the default loading rules read KUBECONFIG; context still picks one.
+	t.Setenv("KUBECONFIG", path)
+	fromEnv := newEvents()
+	in, err := start(t, fmt.Sprintf(`"context": "elector", "namespace": %q, "instanceId": "from-env", "leaseName": "from-env", "leaseDuration": 2000, "renewInterval": 500`, ns), fromEnv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from = 0
+	fromEnv.wait(t, &from, 10*time.Second, "leadership with KUBECONFIG", kind(cluster.BecameLeader))
+	if in.svc.Config != "" {
+		t.Fatal("the config parameter was set")
+	}
+}
+
+// TestInClusterConfiguration: in a pod (KUBERNETES_SERVICE_HOST set) without config or
+// context, the service uses the in-cluster configuration, here missing its token, and says so;
+// an explicit config wins over it.
+func TestInClusterConfiguration(t *testing.T) {
+	if _, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/token"); err == nil {
+		t.Skip("this test runs in a pod: its in-cluster configuration is complete")
+	}
+	t.Setenv("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "6443")
+	_, err := start(t, `"namespace": "ns"`, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "in-cluster configuration") {
+		t.Fatalf("in a pod without a token: %v, want an in-cluster configuration error", err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := start(t, fmt.Sprintf(`"namespace": "ns", "config": %q`, path), nil, nil); err != nil {
+		t.Fatalf("with config in a pod: %v", err)
+	}
 }
 
 // TestMissingCreatePermission: with a Role lacking "create" on leases, the attempts fail (the
