@@ -1,0 +1,233 @@
+package campaign
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/proctest"
+)
+
+// Report is the outcome of one campaign over one backend. Times are on the shared clock
+// (proctest.Now, CLOCK_MONOTONIC on Linux) in nanoseconds.
+type Report struct {
+	Backend       string        `json:"backend"`
+	Seed          uint64        `json:"seed"`
+	Instances     int           `json:"instances"`
+	LeaseDuration time.Duration `json:"lease_duration_ns"`
+	RenewInterval time.Duration `json:"renew_interval_ns"`
+	Slack         time.Duration `json:"slack_ns"`
+	Network       bool          `json:"network"` // the proxy faults applied
+	Start         int64         `json:"start"`
+	FaultsEnd     int64         `json:"faults_end"`
+	End           int64         `json:"end"`
+
+	Faults    []Fault             `json:"faults"`
+	Intervals []proctest.Interval `json:"intervals"`
+	Overlaps  []Overlap           `json:"overlaps"`
+	Actions   ActionStats         `json:"actions"`
+	// BadActions are the actions that broke a rule (accepted stale, sent outside leadership).
+	BadActions []BadAction `json:"bad_actions,omitempty"`
+	// LongestLeaderless is the longest time without a leader while the backend was up (no
+	// outage), between the first leader and the end of the faults; LeaderlessAfter names the
+	// fault before it.
+	LongestLeaderless time.Duration `json:"longest_leaderless_ns"`
+	LeaderlessAt      int64         `json:"leaderless_at"`
+	LeaderlessAfter   string        `json:"leaderless_after"`
+
+	// Violations are every broken rule, in words; the campaign fails when there is one.
+	Violations []string `json:"violations"`
+}
+
+// Overlap is a time two instances both led, by their leadership lines.
+type Overlap struct {
+	A, B   proctest.Interval
+	Length time.Duration `json:"length_ns"`
+	// InPause: one of the two instances was frozen by SIGSTOP around its interval, which can
+	// make its logged deadline late (see explainedByPause); not counted as a violation.
+	InPause bool `json:"in_pause"`
+}
+
+// ActionStats count the actions on the fenced resource.
+type ActionStats struct {
+	Total    int `json:"total"`
+	Accepted int `json:"accepted"`
+	// StaleRejected: rejected because a higher term had acted: fencing saved the day.
+	StaleRejected int `json:"stale_rejected"`
+	// AcceptedStale: accepted although a higher term had been accepted before (must be 0).
+	AcceptedStale int `json:"accepted_stale"`
+	// OutsideLeadership: stamped by a worker outside its own leadership of that term, by the
+	// leadership lines (must be 0: a worker acts only while IsLeader, W7, with its term, W8).
+	OutsideLeadership int `json:"outside_leadership"`
+	// LateAccepted: accepted while a newer term already led, because that leader had not acted
+	// yet: what fencing cannot know. Counted, not a violation.
+	LateAccepted int `json:"late_accepted"`
+}
+
+// BadAction is an action that broke a rule, and which.
+type BadAction struct {
+	Action
+	Rule string `json:"rule"`
+}
+
+// analyze checks the leadership lines and the actions of a campaign.
+func analyze(o Options, network bool, lines []proctest.Line, actions []Action, faults []Fault, start, faultsEnd, end int64) *Report {
+	rep := &Report{
+		Backend: o.Backend, Seed: o.Seed, Instances: o.Instances,
+		LeaseDuration: o.LeaseDuration, RenewInterval: o.RenewInterval, Slack: o.Slack, Network: network,
+		Start: start, FaultsEnd: faultsEnd, End: end, Faults: faults,
+	}
+	violate := func(format string, args ...any) {
+		rep.Violations = append(rep.Violations, fmt.Sprintf(format, args...))
+	}
+	ivs, err := proctest.Intervals(lines)
+	if err != nil {
+		violate("the leadership log does not make intervals: %v", err)
+	}
+	rep.Intervals = ivs
+	rep.Overlaps = overlaps(ivs, faults, o.LeaseDuration)
+	for _, ov := range rep.Overlaps {
+		if !ov.InPause {
+			violate("two leaders at once for %v (E2, E5, W7): %v and %v", ov.Length, ov.A, ov.B)
+		}
+	}
+	for i := 1; i < len(ivs); i++ {
+		prev, cur := ivs[i-1], ivs[i]
+		switch {
+		case cur.Term < prev.Term:
+			violate("the term went down (W8): %v, then %v", prev, cur)
+		case cur.Instance != prev.Instance && cur.Term == prev.Term:
+			violate("the leader changed but not the term (W8): %v, then %v", prev, cur)
+		}
+	}
+	rep.Actions, rep.BadActions = checkActions(ivs, actions)
+	for _, b := range rep.BadActions {
+		violate("action of %s term %d sent at %d, received at %d (accepted %v): %s", b.Instance, b.Term, b.Sent, b.Recv, b.Accepted, b.Rule)
+	}
+	rep.LongestLeaderless, rep.LeaderlessAt, rep.LeaderlessAfter = longestLeaderless(ivs, faults, faultsEnd)
+	return rep
+}
+
+// overlaps returns every pair of intervals of different instances that overlap.
+func overlaps(ivs []proctest.Interval, faults []Fault, l time.Duration) []Overlap {
+	var out []Overlap
+	for i := range ivs {
+		for j := range i {
+			a, b := ivs[j], ivs[i] // a.Start <= b.Start
+			if a.Instance == b.Instance || a.End <= b.Start {
+				continue
+			}
+			ov := Overlap{A: a, B: b, Length: time.Duration(min(a.End, b.End) - b.Start)}
+			ov.InPause = explainedByPause(a, faults, l) || explainedByPause(b, faults, l)
+			out = append(out, ov)
+		}
+	}
+	return out
+}
+
+// explainedByPause reports whether iv's instance was SIGSTOPped around iv: from L before its
+// start to its end. A worker's lines estimate each deadline as the event's time minus the
+// attempt's duration plus (L+R)/2; a pause between the attempt's answer and the event pushes
+// that estimate late by the pause, although the Elector's own deadline (and IsLeader) is not
+// moved: an overlap of such an interval is the log's, not the election's. The actions check
+// still holds those workers to their real leadership.
+func explainedByPause(iv proctest.Interval, faults []Fault, l time.Duration) bool {
+	for _, f := range faults {
+		if (f.Kind == PauseLeader || f.Kind == PauseFollower) && f.Target == iv.Instance &&
+			f.Start < iv.End && f.End > iv.Start-int64(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkActions counts the actions and finds those that break a rule.
+func checkActions(ivs []proctest.Interval, actions []Action) (ActionStats, []BadAction) {
+	type key struct {
+		instance string
+		term     uint64
+	}
+	by := map[key][]proctest.Interval{}
+	for _, iv := range ivs {
+		by[key{iv.Instance, iv.Term}] = append(by[key{iv.Instance, iv.Term}], iv)
+	}
+	// Highest term among the intervals started by each interval's start, for LateAccepted.
+	starts := slices.Clone(ivs)
+	slices.SortFunc(starts, func(a, b proctest.Interval) int { return cmp.Compare(a.Start, b.Start) })
+	maxTerm := make([]uint64, len(starts))
+	for i, iv := range starts {
+		maxTerm[i] = iv.Term
+		if i > 0 {
+			maxTerm[i] = max(maxTerm[i], maxTerm[i-1])
+		}
+	}
+	var st ActionStats
+	var bad []BadAction
+	var highest uint64
+	for _, a := range actions {
+		st.Total++
+		inside := false
+		for _, iv := range by[key{a.Instance, a.Term}] {
+			if iv.Start <= a.Sent && a.Sent <= iv.End {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			st.OutsideLeadership++
+			bad = append(bad, BadAction{a, "sent outside the sender's leadership of that term (W7, W8)"})
+		}
+		if !a.Accepted {
+			if a.Term < highest {
+				st.StaleRejected++
+			}
+			continue
+		}
+		st.Accepted++
+		if a.Term < highest {
+			st.AcceptedStale++
+			bad = append(bad, BadAction{a, fmt.Sprintf("accepted although term %d had been accepted before (fencing)", highest)})
+		}
+		highest = max(highest, a.Term)
+		if n := sort.Search(len(starts), func(i int) bool { return starts[i].Start >= a.Recv }); n > 0 && maxTerm[n-1] > a.Term {
+			st.LateAccepted++
+		}
+	}
+	return st, bad
+}
+
+// longestLeaderless returns the longest time no instance led, between the first leadership
+// and faultsEnd, leaving out the times the backend was down (a gap that overlaps an outage),
+// with when it began and the fault before it.
+func longestLeaderless(ivs []proctest.Interval, faults []Fault, faultsEnd int64) (time.Duration, int64, string) {
+	if len(ivs) == 0 {
+		return 0, 0, ""
+	}
+	var longest time.Duration
+	var at int64
+	covered := ivs[0].End
+	for _, iv := range ivs[1:] {
+		if iv.Start > covered && covered < faultsEnd {
+			g0, g1 := covered, iv.Start
+			outage := false
+			for _, f := range faults {
+				if f.Kind == Outage && f.Start < g1 && f.End > g0 {
+					outage = true
+				}
+			}
+			if d := time.Duration(g1 - g0); !outage && d > longest {
+				longest, at = d, g0
+			}
+		}
+		covered = max(covered, iv.End)
+	}
+	after := ""
+	for _, f := range faults {
+		if f.Start <= at {
+			after = fmt.Sprintf("fault %d (%s %s)", f.N, f.Kind, f.Target)
+		}
+	}
+	return longest, at, after
+}

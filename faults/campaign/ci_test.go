@@ -1,0 +1,135 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/testenv"
+)
+
+// ciBackends are the backends the CI campaign runs, in order. Kubernetes joins when its
+// backend registers itself (RegisterBackend).
+var ciBackends = []string{"file", "sqlite", "postgres", "mysql", "redis", "etcd", "nats"}
+
+// TestCampaignCI is the CI mode of issue 8: for each backend, 3 worker processes, L = 1s,
+// R = 250ms, at least 50 faults over about LEASEHOLD_FAULTS_DURATION (default 45s: seven
+// backends in a row must fit the CI's budget), run one backend after the other. It fails on
+// any overlap of leaderships outside SIGSTOP pauses (E2, E5, W7), any action accepted from a
+// stale term or sent outside its sender's leadership (W7, W8), any takeover beyond L + R after
+// a crash, pause or partition of the leader (E6) or beyond R after a clean stop (E7), each
+// plus DefaultSlack (100ms, for process scheduling), and any worker that crashes or does not
+// stop cleanly (E7, E8). A backend whose server is unreachable is skipped, or fails when
+// LEASEHOLD_REQUIRE_SERVERS=1. Set LEASEHOLD_FAULTS_OUT to keep the reports.
+func TestCampaignCI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes for minutes")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the campaign signals process groups and reads CLOCK_MONOTONIC on Linux")
+	}
+	duration := 45 * time.Second
+	if v := os.Getenv("LEASEHOLD_FAULTS_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("LEASEHOLD_FAULTS_DURATION: %v", err)
+		}
+		duration = d
+	}
+	only := os.Getenv("LEASEHOLD_FAULTS_BACKENDS") // comma-separated subset, for local runs
+	var reps []*Report
+	for _, name := range ciBackends {
+		if only != "" && !strings.Contains(","+only+",", ","+name+",") {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			rep, err := Run(t.Context(), Options{
+				Backend: name, Duration: duration, MinFaults: 50, Instances: 3,
+				LeaseDuration: time.Second, RenewInterval: 250 * time.Millisecond, Slack: DefaultSlack,
+				WorkerArgs: []string{"-test.run=^$"},
+				Logf:       t.Logf,
+			})
+			switch {
+			case errors.Is(err, ErrUnavailable) && !testenv.Required():
+				t.Skip(err)
+			case err != nil:
+				t.Fatal(err)
+			}
+			reps = append(reps, rep)
+			if len(rep.Faults) < 50 {
+				t.Errorf("%d faults injected, want at least 50", len(rep.Faults))
+			}
+			if rep.Actions.Accepted == 0 {
+				t.Errorf("no action reached the fenced resource: the leaders did not act")
+			}
+			for _, v := range rep.Violations {
+				t.Errorf("VIOLATION: %s", v)
+			}
+			var md strings.Builder
+			if err := WriteMarkdown(&md, "", []*Report{rep}, nil); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("\n%s", md.String())
+		})
+	}
+	if dir := os.Getenv("LEASEHOLD_FAULTS_OUT"); dir != "" && len(reps) > 0 {
+		if err := WriteFiles(dir, "LEASEHOLD_FAULTS_DURATION="+duration.String()+" go test -run TestCampaignCI ./faults/...", reps); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// The campaign cleans up after itself when interrupted: a cancelled context ends Run with its
+// error, every worker it started is gone (a SIGSTOPped one too), and so is its directory.
+func TestInterruptCleansUp(t *testing.T) {
+	if testing.Short() || runtime.GOOS != "linux" {
+		t.Skip("starts worker processes on Linux")
+	}
+	var d *driver
+	testHookDriver = func(x *driver) { d = x }
+	t.Cleanup(func() { testHookDriver = nil })
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	faults := 0
+	_, err := Run(ctx, Options{
+		Backend: "file", Duration: time.Hour, WorkerArgs: []string{"-test.run=^$"},
+		Logf: func(format string, args ...any) {
+			t.Logf(format, args...)
+			if strings.Contains(format, "fault %d") {
+				if faults++; faults == 3 {
+					// Logf runs on Run's goroutine: freeze a worker as a pause would, then
+					// interrupt; the campaign's next wait returns at once.
+					if p := d.slots[0].cur; p != nil && !p.exited {
+						if err := p.signal(syscall.SIGSTOP); err != nil {
+							t.Error(err)
+						}
+						p.paused = true
+					}
+					cancel()
+				}
+			}
+		},
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run after cancel: %v, want context.Canceled", err)
+	}
+	if d == nil || len(d.procs) < 3 {
+		t.Fatalf("the test hook saw no workers")
+	}
+	for _, p := range d.procs {
+		if !p.exited {
+			t.Errorf("worker %s (pid %d) has not exited", p.id, p.cmd.Process.Pid)
+		}
+		if p.cmd.ProcessState == nil {
+			t.Errorf("worker %s (pid %d) was not waited for", p.id, p.cmd.Process.Pid)
+		}
+	}
+	if _, err := os.Stat(d.dir); !os.IsNotExist(err) {
+		t.Errorf("the campaign's directory %s is still there (%v)", d.dir, err)
+	}
+}

@@ -1,0 +1,414 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/proctest"
+	"github.com/leasehold/leasehold/internal/tcpproxy"
+	"github.com/leasehold/leasehold/store"
+)
+
+// Timeouts of the runner's waits. They are not bounds the campaign checks (those are on the
+// lines' timestamps): they stop a campaign whose election is stuck, which is a violation.
+const (
+	settleTimeout = 30 * time.Second // for a leader and every instance's attempts to succeed
+	exitTimeout   = 10 * time.Second // for a signalled worker to exit
+)
+
+type driver struct {
+	ctx     context.Context
+	o       Options
+	exe     string
+	dir     string
+	logPath string
+	lease   string
+	srv     Server
+	res     *resource
+	rng     *rand.Rand
+	inbox   *inbox
+	slots   []*slot
+	procs   []*proc // every worker started, in order
+	timers  []timer
+
+	// State built from the workers' lines.
+	leader  string                     // from a lead line until its unlead line or its exit
+	leads   []proctest.Line            // every lead line, in order
+	last    map[string]proctest.Line   // each instance's last lead or renew line
+	renews  map[string]int             // renew lines per instance
+	unleads map[string][]proctest.Line // unlead lines per instance
+
+	faults   []Fault
+	problems []string // violations found while running (a worker crashed, no leader, ...)
+}
+
+// testHookDriver, set by tests, sees the driver of each Run before it starts anything.
+var testHookDriver func(*driver)
+
+type timer struct {
+	at time.Time
+	fn func()
+}
+
+// Run runs one campaign: it starts the backend and o.Instances workers, injects faults for
+// o.Duration (and until o.MinFaults), stops every worker, and checks the shared log and the
+// resource's actions. Every process, proxy and temporary file it started is gone when it
+// returns, also when ctx is cancelled (Run then returns ctx's error). An error wrapping
+// ErrUnavailable means the backend's server is not there.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	if o.Seed == 0 {
+		o.Seed = rand.Uint64()
+	}
+	d := &driver{
+		ctx:     ctx,
+		o:       o,
+		exe:     o.Executable,
+		rng:     rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)),
+		inbox:   newInbox(),
+		last:    map[string]proctest.Line{},
+		renews:  map[string]int{},
+		unleads: map[string][]proctest.Line{},
+		lease:   fmt.Sprintf("faults-%s-%d-%d", o.Backend, o.Seed, os.Getpid()),
+	}
+	if d.exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("campaign: the worker executable: %w", err)
+		}
+		d.exe = exe
+	}
+	if testHookDriver != nil {
+		testHookDriver(d)
+	}
+	dir, err := os.MkdirTemp("", "leasehold-faults-")
+	if err != nil {
+		return nil, err
+	}
+	d.dir = dir
+	d.logPath = filepath.Join(dir, "leadership.log")
+	defer d.cleanup()
+
+	if d.srv, err = lookupBackend(o.Backend)(ctx, dir); err != nil {
+		return nil, fmt.Errorf("campaign: backend %s: %w", o.Backend, err)
+	}
+	if d.res, err = startResource(); err != nil {
+		return nil, fmt.Errorf("campaign: fenced resource: %w", err)
+	}
+	for i := 1; i <= o.Instances; i++ {
+		s := &slot{n: i}
+		var addr string
+		if d.srv.Addr != "" {
+			p, err := tcpproxy.New(d.srv.Addr)
+			if err != nil {
+				return nil, fmt.Errorf("campaign: proxy of instance %d: %w", i, err)
+			}
+			s.proxy, addr = p, p.Addr()
+		}
+		if s.url, err = instanceURL(d.srv, addr); err != nil {
+			return nil, err
+		}
+		d.slots = append(d.slots, s)
+	}
+	o.Logf("campaign %s: seed %d, %d instances, L=%v R=%v slack %v, %v and at least %d faults",
+		o.Backend, o.Seed, o.Instances, o.LeaseDuration, o.RenewInterval, o.Slack, o.Duration, o.MinFaults)
+
+	start := proctest.Now()
+	for _, s := range d.slots {
+		if _, err := d.startProc(s); err != nil {
+			return nil, err
+		}
+	}
+	if err := d.settle(); err != nil {
+		return nil, d.abort(err)
+	}
+	end := time.Now().Add(o.Duration)
+	for time.Now().Before(end) || len(d.faults) < o.MinFaults {
+		if err := d.inject(); err != nil {
+			return nil, d.abort(err)
+		}
+		if err := d.settle(); err != nil {
+			return nil, d.abort(err)
+		}
+	}
+	faultsEnd := proctest.Now()
+	if err := d.stopAll(); err != nil {
+		return nil, d.abort(err)
+	}
+	lines, err := proctest.ReadLog(d.logPath)
+	if err != nil {
+		return nil, err
+	}
+	rep := analyze(o, d.srv.Addr != "", lines, d.res.Actions(), d.faults, start, faultsEnd, proctest.Now())
+	rep.Violations = append(d.problems, rep.Violations...)
+	return rep, nil
+}
+
+// abort turns a failure of the run into its error: the context's, or the failure with the
+// problems seen so far and the workers' stderr.
+func (d *driver) abort(err error) error {
+	if ctxErr := d.ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "campaign %s (seed %d): %v", d.o.Backend, d.o.Seed, err)
+	for _, p := range d.problems {
+		fmt.Fprintf(&b, "\n  %s", p)
+	}
+	for _, s := range d.slots {
+		if s.cur != nil {
+			fmt.Fprintf(&b, "\n--- worker %s stderr:\n%s", s.cur.id, s.cur.stderr.tail())
+		}
+	}
+	return errors.New(b.String())
+}
+
+// wait handles the workers' messages and the timers due until cond holds, for at most
+// timeout. It returns the context's error when the campaign is interrupted.
+func (d *driver) wait(what string, timeout time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(timeout)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		d.fireTimers()
+		for {
+			m, ok := d.inbox.take()
+			if !ok {
+				break
+			}
+			d.handle(m)
+		}
+		if cond() {
+			return nil
+		}
+		if err := d.ctx.Err(); err != nil {
+			return err
+		}
+		now := time.Now()
+		if !now.Before(deadline) {
+			return fmt.Errorf("no %s within %v", what, timeout)
+		}
+		wake := deadline
+		for _, tm := range d.timers {
+			if tm.at.Before(wake) {
+				wake = tm.at
+			}
+		}
+		t.Reset(wake.Sub(now))
+		select {
+		case <-d.inbox.notify:
+		case <-t.C:
+		case <-d.ctx.Done():
+		}
+	}
+}
+
+// sleep waits for dur, handling messages and timers meanwhile. It picks instants for faults;
+// it waits for nothing that could be waited on.
+func (d *driver) sleep(dur time.Duration) error {
+	end := time.Now().Add(dur)
+	d.after(dur, func() {})
+	return d.wait("end of a pause", dur+time.Minute, func() bool { return !time.Now().Before(end) })
+}
+
+// after schedules fn to run within the driver's waits once dur has passed.
+func (d *driver) after(dur time.Duration, fn func()) {
+	d.timers = append(d.timers, timer{at: time.Now().Add(dur), fn: fn})
+}
+
+func (d *driver) fireTimers() {
+	now := time.Now()
+	due := slices.DeleteFunc(slices.Clone(d.timers), func(t timer) bool { return t.at.After(now) })
+	d.timers = slices.DeleteFunc(d.timers, func(t timer) bool { return !t.at.After(now) })
+	for _, t := range due {
+		t.fn()
+	}
+}
+
+func (d *driver) handle(m message) {
+	p := m.p
+	if m.exit {
+		p.exited = true
+		if m.line != "" {
+			p.err = errors.New(m.line)
+		}
+		if d.leader == p.id {
+			d.leader = "" // killed while leading: no unlead line will come
+		}
+		if !p.signalled {
+			d.problem("worker %s exited on its own (%v), E8: errors from the backend never crash the process; stderr:\n%s", p.id, p.err, p.stderr.tail())
+		}
+		return
+	}
+	if a, ok := parseAttemptLine(m.line); ok && a.Instance == p.id {
+		p.attempts = map[bool]string{true: "ok", false: "fail"}[a.OK]
+		return
+	}
+	l, err := proctest.ParseLine(m.line)
+	if err != nil || l.Instance != p.id {
+		d.problem("worker %s wrote %q on stdout (%v)", p.id, m.line, err)
+		return
+	}
+	switch l.Kind {
+	case proctest.KindReady:
+		p.ready = true
+	case proctest.KindLead:
+		d.leader = l.Instance
+		d.leads = append(d.leads, l)
+		d.last[l.Instance] = l
+	case proctest.KindRenew:
+		d.renews[l.Instance]++
+		d.last[l.Instance] = l
+	case proctest.KindUnlead:
+		if d.leader == l.Instance {
+			d.leader = ""
+		}
+		d.unleads[l.Instance] = append(d.unleads[l.Instance], l)
+	case proctest.KindStopped:
+		p.stopped = &l
+	}
+}
+
+func (d *driver) problem(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	d.problems = append(d.problems, msg)
+	d.o.Logf("campaign %s: VIOLATION: %s", d.o.Backend, msg)
+}
+
+// healthy reports whether every slot runs a ready worker whose last attempt succeeded, none
+// paused, and one of them leads.
+func (d *driver) healthy() bool {
+	for _, s := range d.slots {
+		p := s.cur
+		if p == nil || p.exited || p.signalled || p.paused || !p.ready || p.attempts != "ok" {
+			return false
+		}
+	}
+	return d.leader != ""
+}
+
+// settle waits for a healthy election. Not reaching one within settleTimeout is a violation.
+func (d *driver) settle() error {
+	if err := d.wait("healthy election (a leader, every instance's attempts succeeding)", settleTimeout, d.healthy); err != nil {
+		if d.ctx.Err() == nil {
+			d.problem("%v after fault %d", err, len(d.faults))
+		}
+		return err
+	}
+	return nil
+}
+
+// leaderProc returns the leading worker.
+func (d *driver) leaderProc() *proc {
+	for _, s := range d.slots {
+		if s.cur != nil && s.cur.id == d.leader {
+			return s.cur
+		}
+	}
+	return nil
+}
+
+// restart starts a new worker in p's slot once p has exited.
+func (d *driver) restart(p *proc) error {
+	if err := d.wait("exit of worker "+p.id, exitTimeout, func() bool { return p.exited }); err != nil {
+		return err
+	}
+	_, err := d.startProc(p.slot)
+	return err
+}
+
+// stopAll stops every worker with SIGTERM at once, checks each one stopped cleanly, and
+// waits for them to exit.
+func (d *driver) stopAll() error {
+	var live []*proc
+	for _, s := range d.slots {
+		if p := s.cur; p != nil && !p.exited {
+			if p.paused {
+				_ = p.signal(syscall.SIGCONT)
+				p.paused = false
+			}
+			if err := p.signal(syscall.SIGTERM); err != nil {
+				return err
+			}
+			p.signalled = true
+			live = append(live, p)
+		}
+	}
+	err := d.wait("exit of every worker after SIGTERM", exitTimeout, func() bool {
+		for _, p := range live {
+			if !p.exited {
+				return false
+			}
+		}
+		return true
+	})
+	for _, p := range live {
+		if p.stopped == nil || p.stopped.Reason != "ok" || p.err != nil {
+			reason := "no stopped line"
+			if p.stopped != nil {
+				reason = p.stopped.Reason
+			}
+			d.problem("worker %s: clean stop at the end (E7): %s, exit %v", p.id, reason, p.err)
+		}
+	}
+	return err
+}
+
+// cleanup kills every worker still running (stopped ones too), closes the proxies, the
+// resource and the backend, deletes the lease record from a shared server, and removes the
+// temporary directory. It runs whatever happened.
+func (d *driver) cleanup() {
+	for _, p := range d.procs {
+		if !p.exited {
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		}
+		_ = p.stdin.Close()
+	}
+	// The readers put every exit in the inbox; the processes are dead, so it comes quickly.
+	deadline := time.Now().Add(exitTimeout)
+	for _, p := range d.procs {
+		for !p.exited && time.Now().Before(deadline) {
+			if m, ok := d.inbox.take(); ok {
+				if m.exit {
+					m.p.exited = true
+				}
+				continue
+			}
+			select {
+			case <-d.inbox.notify:
+			case <-time.After(time.Until(deadline)):
+			}
+		}
+	}
+	for _, s := range d.slots {
+		if s.proxy != nil {
+			s.proxy.Close()
+		}
+	}
+	if d.res != nil {
+		d.res.close()
+	}
+	if d.srv.Addr != "" {
+		// A shared server keeps the record: delete it, best effort.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if s, err := store.Open(ctx, d.srv.URL); err == nil {
+			_ = s.Delete(ctx, "cluster:"+d.lease, nil)
+			_ = store.Close(s)
+		}
+		cancel()
+	}
+	if d.srv.Close != nil {
+		_ = d.srv.Close()
+	}
+	_ = os.RemoveAll(d.dir)
+}

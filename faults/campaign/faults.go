@@ -1,0 +1,353 @@
+package campaign
+
+import (
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/proctest"
+)
+
+// Kind is a kind of fault.
+type Kind string
+
+// The kinds of faults. The proxy kinds apply only to a backend with a network.
+const (
+	KillLeader        Kind = "kill-leader"        // SIGKILL the leader, start a new worker
+	KillFollower      Kind = "kill-follower"      // SIGKILL a follower, start a new worker
+	PauseLeader       Kind = "pause-leader"       // SIGSTOP the leader longer than L + R, then SIGCONT
+	PauseFollower     Kind = "pause-follower"     // SIGSTOP a follower longer than L, then SIGCONT
+	StopLeader        Kind = "stop-leader"        // SIGTERM the leader (clean stop), start a new worker
+	Latency           Kind = "latency"            // delay one instance's traffic to the backend
+	Reset             Kind = "reset"              // reset one instance's connections
+	PartitionLeader   Kind = "partition-leader"   // cut the leader from the backend longer than L + R
+	PartitionFollower Kind = "partition-follower" // cut a follower from the backend longer than L
+	Outage            Kind = "outage"             // cut every instance from the backend longer than L
+)
+
+// weights of the kinds in the schedule: leader faults, which provoke takeovers, come most.
+var weights = []struct {
+	kind    Kind
+	weight  int
+	network bool
+}{
+	{KillLeader, 3, false},
+	{KillFollower, 2, false},
+	{PauseLeader, 2, false},
+	{PauseFollower, 1, false},
+	{StopLeader, 3, false},
+	{Latency, 2, true},
+	{Reset, 2, true},
+	{PartitionLeader, 2, true},
+	{PartitionFollower, 1, true},
+	{Outage, 1, true},
+}
+
+// Kinds returns the kinds of faults injected over a backend with or without a network.
+func Kinds(network bool) []Kind {
+	var ks []Kind
+	for _, w := range weights {
+		if network || !w.network {
+			ks = append(ks, w.kind)
+		}
+	}
+	return ks
+}
+
+// Fault is one fault injected, on the shared clock.
+type Fault struct {
+	N      int    `json:"n"` // 1 for the first fault
+	Kind   Kind   `json:"kind"`
+	Target string `json:"target,omitempty"` // the instance hit; "" for an outage
+	Slot   int    `json:"slot,omitempty"`
+	Start  int64  `json:"start"` // when it was injected
+	End    int64  `json:"end"`   // when it was lifted (SIGCONT, heal, restart); Start for an instant
+	// Param is the pause, partition or outage length, or the latency added.
+	Param time.Duration `json:"param_ns,omitempty"`
+	// Takeover is the change of leader the fault provoked, when it hit the leader.
+	Takeover *Takeover `json:"takeover,omitempty"`
+}
+
+// Takeover is a change of leader after a fault, measured on the shared clock.
+type Takeover struct {
+	From  string        `json:"from"`
+	To    string        `json:"to"`
+	Since string        `json:"since"` // what Took is measured from
+	Took  time.Duration `json:"took_ns"`
+	// Bound is the rule's bound plus the slack (L + R for a crash, pause or partition, E6; R
+	// for a clean stop, E7); 0 when the fault's takeover has no bound (latency, reset, outage).
+	Bound time.Duration `json:"bound_ns,omitempty"`
+}
+
+// Over reports whether the takeover broke its bound.
+func (t *Takeover) Over() bool { return t != nil && t.Bound > 0 && t.Took > t.Bound }
+
+func (d *driver) pick() Kind {
+	network := d.srv.Addr != ""
+	total := 0
+	for _, w := range weights {
+		if network || !w.network {
+			total += w.weight
+		}
+	}
+	n := d.rng.IntN(total)
+	for _, w := range weights {
+		if network || !w.network {
+			if n < w.weight {
+				return w.kind
+			}
+			n -= w.weight
+		}
+	}
+	panic("unreachable")
+}
+
+// inject picks a fault, injects it at a random phase of the election, and waits for what it
+// provokes (a takeover, the end of a pause or partition). The caller then settles.
+func (d *driver) inject() error {
+	kind := d.pick()
+	half := (d.o.LeaseDuration + d.o.RenewInterval) / 2
+	var target *proc
+	switch kind {
+	case KillLeader, PauseLeader, StopLeader, PartitionLeader:
+		// Just after a renewal of the leader, then a random part of R: the fault falls at a
+		// random phase of the followers' attempts.
+		target = d.leaderProc()
+		if target == nil {
+			return nil // lost meanwhile: the caller settles and picks again
+		}
+		n := d.renews[target.id]
+		if err := d.wait("a renewal by "+target.id, 4*d.o.LeaseDuration, func() bool { return d.renews[target.id] > n || d.leader != target.id }); err != nil {
+			return err
+		}
+	case KillFollower, PauseFollower, PartitionFollower:
+		var fs []*proc
+		for _, s := range d.slots {
+			if s.cur != nil && s.cur.id != d.leader {
+				fs = append(fs, s.cur)
+			}
+		}
+		if len(fs) == 0 {
+			return nil
+		}
+		target = fs[d.rng.IntN(len(fs))]
+	case Latency, Reset:
+		target = d.slots[d.rng.IntN(len(d.slots))].cur
+	}
+	if err := d.sleep(time.Duration(d.rng.Int64N(int64(d.o.RenewInterval)))); err != nil {
+		return err
+	}
+	if target != nil && (target.exited || (kind == KillLeader || kind == PauseLeader || kind == StopLeader || kind == PartitionLeader) && d.leader != target.id) {
+		return nil // it stopped leading (or died) during the wait: pick again
+	}
+
+	f := Fault{N: len(d.faults) + 1, Kind: kind}
+	if target != nil {
+		f.Target, f.Slot = target.id, target.slot.n
+	}
+	leads := len(d.leads)
+	var err error
+	// A leader must be replaced within L + R of its last renewal, plus the slack (E6).
+	crashBound := d.o.LeaseDuration + d.o.RenewInterval + d.o.Slack
+	// Long enough for the takeover to happen while the leader is frozen or cut.
+	long := crashBound + 100*time.Millisecond + time.Duration(d.rng.Int64N(int64(500*time.Millisecond)))
+	short := d.o.LeaseDuration + 100*time.Millisecond + time.Duration(d.rng.Int64N(int64(500*time.Millisecond)))
+	switch kind {
+	case KillLeader, KillFollower:
+		f.Start = proctest.Now()
+		target.signalled = true
+		if err = target.signal(syscall.SIGKILL); err != nil {
+			return err
+		}
+		if err = d.restart(target); err != nil {
+			return err
+		}
+		f.End = proctest.Now()
+		if kind == KillLeader {
+			f.Takeover, err = d.crashTakeover(target, f.Start, leads, crashBound, half)
+		}
+	case PauseLeader, PauseFollower:
+		f.Param = short
+		if kind == PauseLeader {
+			f.Param = long
+		}
+		f.Start = proctest.Now()
+		if err = target.signal(syscall.SIGSTOP); err != nil {
+			return err
+		}
+		target.paused = true
+		resumed := false
+		d.after(f.Param, func() {
+			f.End = proctest.Now()
+			if err := target.signal(syscall.SIGCONT); err != nil {
+				d.problem("%v", err)
+			}
+			target.paused, resumed = false, true
+		})
+		if kind == PauseLeader {
+			f.Takeover, err = d.crashTakeover(target, f.Start, leads, crashBound, half)
+			if err != nil {
+				return err
+			}
+		}
+		err = d.wait("end of the pause of "+target.id, f.Param+time.Minute, func() bool { return resumed })
+	case StopLeader:
+		f.Start = proctest.Now()
+		target.signalled = true
+		n := len(d.unleads[target.id])
+		if err = target.signal(syscall.SIGTERM); err != nil {
+			return err
+		}
+		if err = d.restart(target); err != nil {
+			return err
+		}
+		f.End = proctest.Now()
+		if target.stopped == nil || target.stopped.Reason != "ok" || target.err != nil {
+			d.problem("fault %d: %s did not stop cleanly on SIGTERM (E7): stopped %v, exit %v", f.N, target.id, target.stopped, target.err)
+		}
+		if len(d.unleads[target.id]) <= n {
+			d.problem("fault %d: %s exited after SIGTERM without an unlead line", f.N, target.id)
+			break
+		}
+		unlead := d.unleads[target.id][n]
+		if unlead.Reason != "stop" {
+			// It lost the lease before the signal landed: no clean handover to measure.
+			break
+		}
+		var next proctest.Line
+		if next, err = d.nextLead(target.id, leads, d.o.LeaseDuration+d.o.RenewInterval+settleTimeout); err != nil {
+			return err
+		}
+		f.Takeover = &Takeover{From: target.id, To: next.Instance, Since: "it stopped leading (released the lease)",
+			Took: time.Duration(next.T - unlead.T), Bound: d.o.RenewInterval + d.o.Slack}
+	case Latency:
+		f.Param = time.Duration(20+d.rng.IntN(380)) * time.Millisecond
+		f.Start = proctest.Now()
+		target.slot.proxy.Latency(f.Param)
+		err = d.sleep(500*time.Millisecond + time.Duration(d.rng.Int64N(int64(time.Second))))
+		target.slot.proxy.Latency(0)
+		f.End = proctest.Now()
+		f.Takeover = d.anyTakeover(target.id, leads, f.Start)
+	case Reset:
+		f.Start = proctest.Now()
+		target.slot.proxy.Reset()
+		f.End = f.Start
+		err = d.sleep(d.o.RenewInterval)
+		f.Takeover = d.anyTakeover(target.id, leads, f.Start)
+	case PartitionLeader, PartitionFollower:
+		f.Param = short
+		if kind == PartitionLeader {
+			f.Param = long
+		}
+		f.Start = proctest.Now()
+		target.slot.proxy.Cut()
+		healed := false
+		d.after(f.Param, func() {
+			f.End = proctest.Now()
+			target.slot.proxy.Heal()
+			healed = true
+		})
+		if kind == PartitionLeader {
+			f.Takeover, err = d.crashTakeover(target, f.Start, leads, crashBound, half)
+			if err != nil {
+				return err
+			}
+		}
+		err = d.wait("end of the partition of "+target.id, f.Param+time.Minute, func() bool { return healed })
+	case Outage:
+		f.Param = d.o.LeaseDuration + time.Duration(d.rng.Int64N(int64(time.Second)))
+		f.Start = proctest.Now()
+		old := d.leader
+		for _, s := range d.slots {
+			s.proxy.Cut()
+		}
+		err = d.sleep(f.Param)
+		for _, s := range d.slots {
+			s.proxy.Heal()
+		}
+		f.End = proctest.Now()
+		if err == nil {
+			// The recovery: from the heal to the next leader, whoever it is. Not bounded: it
+			// includes the clients' own reconnection schedules.
+			n := len(d.leads)
+			if err = d.wait("a leader after the outage", settleTimeout, func() bool { return len(d.leads) > n || d.leader != "" }); err == nil && len(d.leads) > n {
+				next := d.leads[n]
+				f.Takeover = &Takeover{From: old, To: next.Instance, Since: "the backend came back", Took: time.Duration(next.T - f.End)}
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	d.faults = append(d.faults, f)
+	d.o.Logf("campaign %s: fault %d %s %s%s", d.o.Backend, f.N, f.Kind, f.Target, describeTakeover(f.Takeover))
+	if f.Takeover.Over() {
+		d.problem("fault %d (%s of %s): %s took over %v after %s, beyond the bound %v",
+			f.N, f.Kind, f.Target, f.Takeover.To, f.Takeover.Took, f.Takeover.Since, f.Takeover.Bound)
+	}
+	return nil
+}
+
+func describeTakeover(t *Takeover) string {
+	if t == nil {
+		return ""
+	}
+	s := fmt.Sprintf(": %s → %s in %v after %s", t.From, t.To, t.Took.Round(time.Millisecond/10), t.Since)
+	if t.Bound > 0 {
+		s += fmt.Sprintf(" (bound %v)", t.Bound)
+	}
+	return s
+}
+
+// crashTakeover waits for an instance other than the leader hit at faultAt to lead, and
+// measures the takeover from the leader's last renewal, as E6 bounds it. If the fault came so
+// late in the leader's renew interval that its next attempt may have been in flight (and may
+// have landed unlogged), it measures from the fault instead.
+func (d *driver) crashTakeover(old *proc, faultAt int64, leads int, bound, half time.Duration) (*Takeover, error) {
+	next, err := d.nextLead(old.id, leads, bound+settleTimeout)
+	if err != nil {
+		return nil, err
+	}
+	last, ok := d.last[old.id]
+	if !ok {
+		return nil, fmt.Errorf("no lead or renew line of the leader %s", old.id)
+	}
+	since, label := last.T, "its last renewal"
+	nextAttempt := last.Deadline - int64(half) + int64(d.o.RenewInterval)
+	if faultAt >= nextAttempt-int64(25*time.Millisecond) {
+		since, label = faultAt, "the fault (an attempt may have been in flight)"
+	}
+	return &Takeover{From: old.id, To: next.Instance, Since: label, Took: time.Duration(next.T - since), Bound: bound}, nil
+}
+
+// nextLead waits for a lead line of an instance other than old, from the n-th lead line on.
+func (d *driver) nextLead(old string, n int, timeout time.Duration) (proctest.Line, error) {
+	find := func() (proctest.Line, bool) {
+		for _, l := range d.leads[n:] {
+			if l.Instance != old {
+				return l, true
+			}
+		}
+		return proctest.Line{}, false
+	}
+	err := d.wait("leader other than "+old, timeout, func() bool { _, ok := find(); return ok })
+	l, _ := find()
+	return l, err
+}
+
+// anyTakeover returns the first change of leader since lead line n, if one happened during a
+// fault whose takeover is not bounded (latency, reset), measured from the fault.
+func (d *driver) anyTakeover(target string, n int, faultAt int64) *Takeover {
+	if len(d.leads) <= n {
+		return nil
+	}
+	next := d.leads[n]
+	from := ""
+	if n > 0 {
+		from = d.leads[n-1].Instance
+	}
+	if next.Instance == from {
+		return nil
+	}
+	return &Takeover{From: from, To: next.Instance, Since: "the fault on " + target, Took: time.Duration(next.T - faultAt)}
+}

@@ -1,0 +1,66 @@
+package campaign
+
+import (
+	"fmt"
+	"time"
+)
+
+// Options configure one campaign over one backend. Zero values take the CI defaults of the
+// issue: 3 instances, L = 1s, R = 250ms, a slack of 100ms, 60s, at least 50 faults.
+type Options struct {
+	Backend       string        // a name of Backends(), e.g. "file", "postgres"
+	Duration      time.Duration // how long faults are injected; the run goes on until MinFaults
+	MinFaults     int           // faults to inject at least, even past Duration
+	Instances     int           // worker processes alive at any time
+	Seed          uint64        // of the fault schedule; 0 picks one (reported)
+	LeaseDuration time.Duration // L
+	RenewInterval time.Duration // R
+	// Slack is added to every takeover bound: process scheduling on a loaded host and the new
+	// leader's own read and write. DefaultSlack by default.
+	Slack time.Duration
+	// Executable is the worker program: a binary that calls MaybeWorker first. Default: this
+	// process's own executable (os.Executable). WorkerArgs are passed to it (a test binary
+	// re-executing itself passes -test.run=^$).
+	Executable string
+	WorkerArgs []string
+	// Logf, when set, receives one line per fault and per notable event while the campaign runs.
+	Logf func(format string, args ...any)
+}
+
+// DefaultSlack is the slack of the issue's CI mode: 100ms covers the scheduling of a new
+// leader's process and its read and compare-and-swap on a local server, on a loaded two-core
+// machine. It is added to the bounds L + R (crash, pause, partition) and R (clean stop).
+const DefaultSlack = 100 * time.Millisecond
+
+func (o *Options) defaults() error {
+	if o.Instances == 0 {
+		o.Instances = 3
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration = time.Second
+	}
+	if o.RenewInterval == 0 {
+		o.RenewInterval = 250 * time.Millisecond
+	}
+	if o.Slack == 0 {
+		o.Slack = DefaultSlack
+	}
+	if o.Duration == 0 {
+		o.Duration = 60 * time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	switch {
+	case o.Instances < 2:
+		return fmt.Errorf("campaign: Instances %d: at least 2 are needed for a takeover", o.Instances)
+	case o.LeaseDuration <= 0 || o.RenewInterval <= 0 || o.RenewInterval >= o.LeaseDuration:
+		return fmt.Errorf("campaign: LeaseDuration %v and RenewInterval %v: want 0 < R < L", o.LeaseDuration, o.RenewInterval)
+	case o.Duration < 0 || o.MinFaults < 0 || o.Slack < 0:
+		return fmt.Errorf("campaign: Duration %v, MinFaults %d and Slack %v must not be negative", o.Duration, o.MinFaults, o.Slack)
+	}
+	if _, ok := backends[o.Backend]; !ok {
+		return fmt.Errorf("campaign: unknown backend %q (known: %v)", o.Backend, Backends())
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package campaign
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// KindStats sums up the faults of one kind.
+type KindStats struct {
+	Kind      Kind
+	Count     int
+	Takeovers []time.Duration // measured, sorted
+	Bound     time.Duration   // 0 when not bounded
+	Over      int             // takeovers beyond the bound
+}
+
+// ByKind returns the faults' figures per kind, in the order of Kinds.
+func (r *Report) ByKind() []KindStats {
+	var out []KindStats
+	for _, k := range Kinds(r.Network) {
+		ks := KindStats{Kind: k}
+		for _, f := range r.Faults {
+			if f.Kind != k {
+				continue
+			}
+			ks.Count++
+			if t := f.Takeover; t != nil {
+				ks.Takeovers = append(ks.Takeovers, t.Took)
+				ks.Bound = max(ks.Bound, t.Bound)
+				if t.Over() {
+					ks.Over++
+				}
+			}
+		}
+		slices.Sort(ks.Takeovers)
+		out = append(out, ks)
+	}
+	return out
+}
+
+// Failed reports whether the campaign broke a rule.
+func (r *Report) Failed() bool { return len(r.Violations) > 0 }
+
+// Overlaps outside pauses, the violations among them.
+func (r *Report) overlapsOutsidePauses() int {
+	n := 0
+	for _, o := range r.Overlaps {
+		if !o.InPause {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *Report) maxTakeover(kinds ...Kind) (time.Duration, time.Duration) {
+	var took, bound time.Duration
+	for _, f := range r.Faults {
+		if f.Takeover != nil && slices.Contains(kinds, f.Kind) && f.Takeover.Took > took {
+			took, bound = f.Takeover.Took, f.Takeover.Bound
+		}
+	}
+	return took, bound
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+
+// WriteMarkdown writes the report of one or more campaigns: a summary table, then per backend
+// the figures per fault kind, the checks and the timeline picture (svgs maps a backend to the
+// path of its SVG, relative to the Markdown file; may be nil).
+func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]string) error {
+	var b strings.Builder
+	b.WriteString("# leasehold fault campaign\n\n")
+	if command != "" {
+		fmt.Fprintf(&b, "Command: `%s`\n\n", command)
+	}
+	b.WriteString("All times on the host's CLOCK_MONOTONIC, shared by the runner and the workers. ")
+	b.WriteString("Takeover bounds: L + R after a crash, pause or partition of the leader (from its last renewal, E6), ")
+	b.WriteString("R after a clean stop (from its release, E7), each plus the slack.\n\n")
+	b.WriteString("| backend | run | faults | overlaps outside pauses | accepted stale actions | stale actions rejected | actions accepted | worst crash takeover (bound) | worst clean-stop takeover (bound) | longest leaderless, backend up | violations |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range reps {
+		crash, cb := r.maxTakeover(KillLeader, PauseLeader, PartitionLeader)
+		stop, sb := r.maxTakeover(StopLeader)
+		fmt.Fprintf(&b, "| %s | %v | %d | %d | %d | %d | %d | %s (%s) | %s (%s) | %s | %d |\n",
+			r.Backend, time.Duration(r.FaultsEnd-r.Start).Round(time.Second), len(r.Faults), r.overlapsOutsidePauses(),
+			r.Actions.AcceptedStale, r.Actions.StaleRejected, r.Actions.Accepted, ms(crash), ms(cb), ms(stop), ms(sb),
+			ms(r.LongestLeaderless), len(r.Violations))
+	}
+	for _, r := range reps {
+		fmt.Fprintf(&b, "\n## %s\n\n", r.Backend)
+		fmt.Fprintf(&b, "Seed %d, %d instances, L = %v, R = %v, slack %v, %v of faults.\n\n",
+			r.Seed, r.Instances, r.LeaseDuration, r.RenewInterval, r.Slack, time.Duration(r.FaultsEnd-r.Start).Round(time.Second))
+		if p := svgs[r.Backend]; p != "" {
+			fmt.Fprintf(&b, "![timeline of %s](%s)\n\n", r.Backend, p)
+		}
+		b.WriteString("| fault | count | takeovers | min | median | max | bound | beyond bound |\n|---|---|---|---|---|---|---|---|\n")
+		for _, k := range r.ByKind() {
+			fmt.Fprintf(&b, "| %s | %d | %d |", k.Kind, k.Count, len(k.Takeovers))
+			if n := len(k.Takeovers); n > 0 {
+				fmt.Fprintf(&b, " %s | %s | %s |", ms(k.Takeovers[0]), ms(k.Takeovers[n/2]), ms(k.Takeovers[n-1]))
+			} else {
+				b.WriteString(" - | - | - |")
+			}
+			if k.Bound > 0 {
+				fmt.Fprintf(&b, " %s | %d |\n", ms(k.Bound), k.Over)
+			} else {
+				b.WriteString(" (not bounded) | - |\n")
+			}
+		}
+		inPause := len(r.Overlaps) - r.overlapsOutsidePauses()
+		fmt.Fprintf(&b, "\n- leadership intervals: %d; overlaps outside pauses: **%d** (inside SIGSTOP pauses, from late log lines: %d)\n", len(r.Intervals), r.overlapsOutsidePauses(), inPause)
+		fmt.Fprintf(&b, "- actions: %d sent, %d accepted; accepted from a stale term: **%d**; sent outside the sender's leadership: **%d**; stale rejected by fencing: %d; accepted while a newer term already led but had not acted yet: %d\n",
+			r.Actions.Total, r.Actions.Accepted, r.Actions.AcceptedStale, r.Actions.OutsideLeadership, r.Actions.StaleRejected, r.Actions.LateAccepted)
+		fmt.Fprintf(&b, "- longest time without a leader while the backend was up: %s, after %s\n", ms(r.LongestLeaderless), orNone(r.LeaderlessAfter))
+		if len(r.Violations) == 0 {
+			b.WriteString("- violations: none\n")
+		} else {
+			fmt.Fprintf(&b, "- violations: **%d**\n", len(r.Violations))
+			for _, v := range r.Violations {
+				fmt.Fprintf(&b, "  - %s\n", strings.ReplaceAll(v, "\n", " "))
+			}
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "the start"
+	}
+	return s
+}
+
+// WriteFiles writes report.md, report.json and timeline-<backend>.svg for reps into dir.
+func WriteFiles(dir, command string, reps []*Report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	svgs := map[string]string{}
+	for _, r := range reps {
+		name := "timeline-" + r.Backend + ".svg"
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		err = WriteSVG(f, r)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("campaign: %s: %w", name, err)
+		}
+		svgs[r.Backend] = name
+	}
+	var md strings.Builder
+	if err := WriteMarkdown(&md, command, reps, svgs); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), []byte(md.String()), 0o644); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(reps, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644)
+}

@@ -1,0 +1,273 @@
+package campaign
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/proctest"
+	"github.com/leasehold/leasehold/store"
+
+	// The stores the workers open, for their URL openers.
+	_ "github.com/leasehold/leasehold/store/etcd"
+	_ "github.com/leasehold/leasehold/store/file"
+	_ "github.com/leasehold/leasehold/store/mysql"
+	_ "github.com/leasehold/leasehold/store/nats"
+	_ "github.com/leasehold/leasehold/store/postgres"
+	_ "github.com/leasehold/leasehold/store/redis"
+	_ "github.com/leasehold/leasehold/store/sqlite"
+)
+
+// The runner tells a worker what to do through these environment variables; envInstance being
+// set is what makes the executable a worker.
+const (
+	envInstance = "LEASEHOLD_FAULTS_INSTANCE"
+	envURL      = "LEASEHOLD_FAULTS_URL"
+	envLease    = "LEASEHOLD_FAULTS_LEASE"
+	envL        = "LEASEHOLD_FAULTS_LEASE_DURATION"
+	envR        = "LEASEHOLD_FAULTS_RENEW_INTERVAL"
+	envLog      = "LEASEHOLD_FAULTS_LOG"
+	envResource = "LEASEHOLD_FAULTS_RESOURCE"
+)
+
+// ActionInterval is how often a leading worker acts on the fenced resource.
+const ActionInterval = 50 * time.Millisecond
+
+// Exit codes of a worker.
+const (
+	exitStopped   = 0 // SIGTERM, and Stop released the lease
+	exitStopError = 1 // SIGTERM, and Stop returned an error
+	exitSetup     = 2 // bad environment, store or log file
+	exitOrphaned  = 3 // the runner went away (stdin closed)
+)
+
+// LockOpener opens the lease lock a worker elects over, from the URL the runner gave it. The
+// returned closer is closed when the worker stops.
+type LockOpener func(ctx context.Context, rawURL string) (cluster.Lock, io.Closer, error)
+
+var (
+	lockOpenersMu sync.Mutex
+	lockOpeners   = map[string]LockOpener{}
+)
+
+// RegisterLockOpener makes the workers open URLs of scheme with open instead of store.Open and
+// cluster.NewStoreLock: the hook for a backend whose lease is not a store record (Kubernetes
+// Leases). It panics on a duplicate scheme.
+func RegisterLockOpener(scheme string, open LockOpener) {
+	lockOpenersMu.Lock()
+	defer lockOpenersMu.Unlock()
+	if _, dup := lockOpeners[scheme]; dup {
+		panic("campaign: lock opener for " + scheme + " registered twice")
+	}
+	lockOpeners[scheme] = open
+}
+
+func openLock(ctx context.Context, rawURL string) (cluster.Lock, io.Closer, error) {
+	if u, err := url.Parse(rawURL); err == nil {
+		lockOpenersMu.Lock()
+		open := lockOpeners[u.Scheme]
+		lockOpenersMu.Unlock()
+		if open != nil {
+			return open(ctx, rawURL)
+		}
+	}
+	s, err := store.Open(ctx, rawURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cluster.NewStoreLock(s), closerFunc(func() error { return store.Close(s) }), nil
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// MaybeWorker runs the worker and exits when the environment says this process is one (the
+// runner sets it); otherwise it returns at once. Call it first in main, or in TestMain.
+//
+// The worker runs a cluster.Elector over the lock of its URL, writes its leadership lines to
+// the shared log and its stdout (proctest.Observer), reports on stdout whether its attempts
+// succeed (lines "attempt ID T ok|fail", on each change), and while it leads acts on the fenced
+// resource every ActionInterval with the term of its leadership (cluster.TermOf). On SIGTERM it
+// calls Stop, bounded by L, and exits 0 when Stop succeeds; when its stdin closes (the runner
+// died) it exits at once.
+func MaybeWorker() {
+	id := os.Getenv(envInstance)
+	if id == "" {
+		return
+	}
+	os.Exit(runWorker(id))
+}
+
+func runWorker(id string) int {
+	fail := func(format string, args ...any) int {
+		fmt.Fprintf(os.Stderr, "faults worker %s: %s\n", id, fmt.Sprintf(format, args...))
+		return exitSetup
+	}
+	if strings.ContainsAny(id, " \n") {
+		return fail("%s %q holds a space or a newline", envInstance, id)
+	}
+	l, err := time.ParseDuration(os.Getenv(envL))
+	if err != nil {
+		return fail("%s: %v", envL, err)
+	}
+	r, err := time.ParseDuration(os.Getenv(envR))
+	if err != nil {
+		return fail("%s: %v", envR, err)
+	}
+	logf, err := os.OpenFile(os.Getenv(envLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fail("%s: %v", envLog, err)
+	}
+	defer logf.Close()
+	go func() {
+		// Stdin is a pipe from the runner, never written to: EOF means the runner is gone.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(exitOrphaned)
+	}()
+
+	ctx := context.Background()
+	lock, closer, err := openLock(ctx, os.Getenv(envURL))
+	if err != nil {
+		return fail("%s: %v", envURL, err) // store errors never hold a credential (T4)
+	}
+	defer closer.Close()
+
+	lines := proctest.Observer(id, l, r, logf)
+	var attempts string // "ok" or "fail" once an attempt has ended
+	el, err := cluster.NewElector(cluster.ElectorConfig{
+		Lock:          lock,
+		LeaseName:     os.Getenv(envLease),
+		LeaseDuration: l,
+		RenewInterval: r,
+		InstanceID:    id,
+		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Observer: func(ev cluster.Event) {
+			lines(ev)
+			// The runner waits for every instance's attempts to succeed before the next fault:
+			// a client still reconnecting after an outage would make a takeover look slow.
+			if ev.Kind != cluster.AttemptSucceeded && ev.Kind != cluster.AttemptFailed {
+				return
+			}
+			if now := map[bool]string{true: "ok", false: "fail"}[ev.Kind == cluster.AttemptSucceeded]; now != attempts {
+				attempts = now
+				writeStdout(attemptLine{Instance: id, T: proctest.Now(), OK: now == "ok"}.String())
+			}
+		},
+	})
+	if err != nil {
+		return fail("%v", err)
+	}
+	act := newActor(id, os.Getenv(envResource))
+	el.WhenLeader(func(ctx context.Context) error { return act.lead(ctx, el) }, nil)
+
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	if err := el.Start(ctx); err != nil {
+		return fail("%v", err)
+	}
+	writeStdout(proctest.Line{Instance: id, Kind: proctest.KindReady, T: proctest.Now()}.String())
+
+	<-term
+	stopCtx, cancel := context.WithTimeout(ctx, l)
+	defer cancel()
+	if err := el.Stop(stopCtx); err != nil {
+		writeStdout(proctest.Line{Instance: id, Kind: proctest.KindStopped, T: proctest.Now(), Reason: err.Error()}.String())
+		return exitStopError
+	}
+	writeStdout(proctest.Line{Instance: id, Kind: proctest.KindStopped, T: proctest.Now(), Reason: "ok"}.String())
+	return exitStopped
+}
+
+func writeStdout(s string) {
+	if _, err := os.Stdout.WriteString(s + "\n"); err != nil {
+		os.Exit(exitOrphaned)
+	}
+}
+
+// attemptLine reports on a worker's stdout that its attempts started or stopped succeeding.
+type attemptLine struct {
+	Instance string
+	T        int64
+	OK       bool
+}
+
+func (a attemptLine) String() string {
+	s := "fail"
+	if a.OK {
+		s = "ok"
+	}
+	return fmt.Sprintf("attempt %s %d %s", a.Instance, a.T, s)
+}
+
+func parseAttemptLine(s string) (attemptLine, bool) {
+	f := strings.Fields(s)
+	if len(f) != 4 || f[0] != "attempt" || (f[3] != "ok" && f[3] != "fail") {
+		return attemptLine{}, false
+	}
+	t, err := strconv.ParseInt(f[2], 10, 64)
+	if err != nil {
+		return attemptLine{}, false
+	}
+	return attemptLine{Instance: f[1], T: t, OK: f[3] == "ok"}, true
+}
+
+// actor performs a leader's actions on the fenced resource.
+type actor struct {
+	id     string
+	base   string // http://host:port/act
+	client *http.Client
+}
+
+func newActor(id, addr string) *actor {
+	return &actor{id: id, base: "http://" + addr + "/act", client: &http.Client{Timeout: 250 * time.Millisecond}}
+}
+
+// lead acts at once, then every ActionInterval, until its leadership ends. Each action is
+// stamped before IsLeader is checked: when IsLeader says true, the stamp lies inside the
+// leadership (W7), which the checks verify against the leadership lines. The request does not
+// use ctx: an action sent just before the leadership ended may still arrive late, as a real
+// worker's write would, and the resource must reject it if a newer term acted meanwhile (W8).
+func (a *actor) lead(ctx context.Context, el *cluster.Elector) error {
+	term, ok := cluster.TermOf(ctx)
+	if !ok {
+		return fmt.Errorf("faults worker %s: the leader callback's context carries no term (W8)", a.id)
+	}
+	tick := time.NewTicker(ActionInterval)
+	defer tick.Stop()
+	for {
+		sent := proctest.Now()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if el.IsLeader() {
+			a.do(term, sent)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (a *actor) do(term uint64, sent int64) {
+	u := fmt.Sprintf("%s?i=%s&t=%d&s=%d", a.base, url.QueryEscape(a.id), term, sent)
+	resp, err := a.client.Post(u, "text/plain", nil)
+	if err != nil {
+		return // the resource counts what reaches it; a lost action is no violation
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}

@@ -1,0 +1,106 @@
+// Command faults runs the fault campaign of issue 8 over one or more leasehold backends and
+// writes a Markdown and JSON report with an SVG timeline per backend.
+//
+//	go run ./faults --backend file,postgres --duration 10m --out docs/faults
+//	go run ./faults --ci        # every backend reachable here, the CI bounds, fails on a violation
+//
+// It exits 1 when a campaign found a violation, 2 on a usage or setup error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/leasehold/leasehold/faults/campaign"
+)
+
+func main() {
+	campaign.MaybeWorker()
+	os.Exit(run())
+}
+
+func run() int {
+	fs := flag.NewFlagSet("faults", flag.ContinueOnError)
+	backend := fs.String("backend", "", "comma-separated backends ("+strings.Join(campaign.Backends(), ", ")+"), or all; default all with --ci, file without")
+	duration := fs.Duration("duration", 0, "how long faults are injected per backend (default 60s)")
+	instances := fs.Int("instances", 3, "worker processes per backend")
+	seed := fs.Uint64("seed", 0, "seed of the fault schedule (0: random, reported)")
+	minFaults := fs.Int("min-faults", 0, "inject at least this many faults per backend, past --duration if need be (--ci: 50)")
+	lease := fs.Duration("lease", time.Second, "lease duration L")
+	renew := fs.Duration("renew", 250*time.Millisecond, "renew interval R")
+	slack := fs.Duration("slack", campaign.DefaultSlack, "slack added to every takeover bound")
+	ci := fs.Bool("ci", false, "CI mode: 3 instances, L=1s, R=250ms, at least 50 faults per backend, every reachable backend; unreachable ones are skipped unless LEASEHOLD_REQUIRE_SERVERS=1")
+	out := fs.String("out", "", "directory for report.md, report.json and the SVG timelines (default: none, summary only)")
+	quiet := fs.Bool("quiet", false, "do not log each fault")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "faults: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	names := *backend
+	if names == "" || names == "all" {
+		names = "file"
+		if *ci || *backend == "all" {
+			names = strings.Join(campaign.Backends(), ",")
+		}
+	}
+	if *ci {
+		*instances, *lease, *renew = 3, time.Second, 250*time.Millisecond
+		*minFaults = max(*minFaults, 50)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	var reps []*campaign.Report
+	failed := false
+	for _, name := range strings.Split(names, ",") {
+		o := campaign.Options{
+			Backend: strings.TrimSpace(name), Duration: *duration, MinFaults: *minFaults, Instances: *instances, Seed: *seed,
+			LeaseDuration: *lease, RenewInterval: *renew, Slack: *slack,
+		}
+		if !*quiet {
+			o.Logf = logf
+		}
+		rep, err := campaign.Run(ctx, o)
+		switch {
+		case ctx.Err() != nil:
+			fmt.Fprintln(os.Stderr, "faults: interrupted; every worker and temporary file is cleaned up")
+			return 130
+		case errors.Is(err, campaign.ErrUnavailable) && *ci && os.Getenv("LEASEHOLD_REQUIRE_SERVERS") != "1":
+			fmt.Fprintf(os.Stderr, "faults: skipping %s: %v\n", o.Backend, err)
+			continue
+		case err != nil:
+			fmt.Fprintf(os.Stderr, "faults: %v\n", err)
+			return 2
+		}
+		reps = append(reps, rep)
+		fmt.Fprintf(os.Stderr, "faults: %s: %d faults, %d violations\n", rep.Backend, len(rep.Faults), len(rep.Violations))
+		for _, v := range rep.Violations {
+			fmt.Fprintf(os.Stderr, "  VIOLATION: %s\n", v)
+		}
+		failed = failed || rep.Failed()
+	}
+	if err := campaign.WriteMarkdown(os.Stdout, "", reps, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "faults:", err)
+		return 2
+	}
+	if *out != "" {
+		if err := campaign.WriteFiles(*out, "go run ./faults "+strings.Join(os.Args[1:], " "), reps); err != nil {
+			fmt.Fprintf(os.Stderr, "faults: --out %s: %v\n", *out, err)
+			return 2
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
