@@ -49,7 +49,6 @@ func (e *Elector) run(startCtx context.Context) {
 		next    = time.Now() // when the next attempt may start (E1)
 		pending *attempt     // the attempt in flight, if any
 		obs     observation
-		own     Record // the record as this instance last wrote it; Revision "" when none
 		timer   = time.NewTimer(time.Hour)
 	)
 	defer timer.Stop()
@@ -117,11 +116,9 @@ func (e *Elector) run(startCtx context.Context) {
 			}
 			switch out.kind {
 			case held:
-				own = out.rec
 				obs = observation{}
 				e.held(base, a, out)
 			case followed:
-				own = Record{}
 				if lead := e.leading.Load(); lead != nil {
 					e.stopLeading(ReasonTakenBy, nil)
 				}
@@ -149,11 +146,11 @@ func (e *Elector) run(startCtx context.Context) {
 				}
 			}
 		case ctx := <-e.stopReq:
-			e.stopErr <- e.shutdown(ctx, pending, own)
+			e.stopErr <- e.shutdown(ctx, pending)
 			return
 		case <-startCtx.Done():
 			ctx, cancel := context.WithTimeout(base, e.l-e.r)
-			err := e.shutdown(ctx, pending, own)
+			err := e.shutdown(ctx, pending)
 			cancel()
 			if err != nil {
 				e.log.Warn("leasehold: election ended by its context", "error", err)
@@ -235,6 +232,7 @@ func (e *Elector) try(ctx context.Context, obs observation) outcome {
 	wall := now.Round(0).UTC()
 	switch {
 	case errors.Is(err, ErrNotFound):
+		e.wrote.Store(true)
 		created, err := e.lock.Create(ctx, e.name, Record{
 			Holder: e.id, Term: 1, AcquiredAt: wall, RenewedAt: wall, Duration: e.l,
 		})
@@ -252,6 +250,7 @@ func (e *Elector) try(ctx context.Context, obs observation) outcome {
 	default:
 		return outcome{kind: followed, rec: rec, at: now}
 	}
+	e.wrote.Store(true)
 	updated, err := e.lock.Update(ctx, e.name, rec)
 	if err != nil {
 		return fail(err)
@@ -261,17 +260,12 @@ func (e *Elector) try(ctx context.Context, obs observation) outcome {
 
 // shutdown ends the election (E7): stop leading, wait for the attempt in flight and for the
 // callbacks, then release the lease if this instance holds it.
-func (e *Elector) shutdown(ctx context.Context, pending *attempt, own Record) error {
+func (e *Elector) shutdown(ctx context.Context, pending *attempt) error {
 	e.stopLeading(ReasonStop, nil)
 	if pending != nil {
 		pending.cancel()
 		select {
-		case out := <-pending.done:
-			if out.kind == held {
-				own = out.rec // it holds the lease, and no callback ran for it: release it
-			} else if out.kind == followed {
-				own = Record{}
-			}
+		case <-pending.done:
 		case <-ctx.Done():
 			return fmt.Errorf("cluster: lease %q: stop: an attempt is still waiting for the lock, lease not released: %w", e.name, ctx.Err())
 		}
@@ -281,24 +275,25 @@ func (e *Elector) shutdown(ctx context.Context, pending *attempt, own Record) er
 	}
 	rctx, cancel := context.WithTimeout(ctx, e.l-e.r)
 	defer cancel()
-	return e.release(rctx, own)
+	return e.release(rctx)
 }
 
-// release empties the holder of the record if this instance holds it. The record may be newer
-// than own, the last write this instance saw answered: a write whose answer was lost (a
-// cancelled attempt, a cut connection) may have landed. So it reads the record and releases
-// what it finds, and reads again after a lost race.
-func (e *Elector) release(ctx context.Context, own Record) error {
+// release empties the holder of the record if this instance holds it. It reads the record
+// rather than trusting the last answer it got: a write whose answer was lost (a cancelled
+// attempt, a cut connection) may have landed. It reads again after a lost race. When the read
+// fails, an instance that ever wrote the record cannot tell whether it holds it: that is an
+// error (the lease then expires by itself), not a silent success.
+func (e *Elector) release(ctx context.Context) error {
 	for {
 		rec, err := e.lock.Get(ctx, e.name)
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return nil
 		case err != nil:
-			if own.Revision == "" {
-				return nil // it never held the lease as far as it knows: nothing to release
+			if !e.wrote.Load() {
+				return nil // it never wrote the record: it cannot hold it
 			}
-			return fmt.Errorf("cluster: lease %q: release: %w", e.name, err)
+			return fmt.Errorf("cluster: lease %q: release: cannot read the lease, it expires by itself: %w", e.name, err)
 		case rec.Holder != e.id:
 			return nil // another instance holds it, or nobody does
 		}

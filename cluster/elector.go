@@ -46,6 +46,7 @@ type Elector struct {
 	cb       *callbacks
 
 	leading atomic.Pointer[leadership] // non-nil while this instance leads
+	wrote   atomic.Bool                // a write of the record was ever sent: it may hold the lease
 
 	mu      sync.Mutex
 	started bool
