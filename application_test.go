@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -344,3 +345,44 @@ func TestTwoApplicationsOneLeader(t *testing.T) {
 }
 
 
+
+// Tools reach any cluster service's parameters and events through Election() and AddObserver,
+// before Start.
+func TestElectionAccessAndObservers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newApp(t, `{"services": {"cluster": {"type": "StoreClusterService", "instanceId": "me"}}}`)
+		app.SetLogger(discardLogger())
+		es, ok := app.Cluster().(interface{ Election() *ElectionService })
+		if !ok {
+			t.Fatalf("%T has no Election()", app.Cluster())
+		}
+		es.Election().LeaseName = "changed"
+		var mu sync.Mutex
+		var kinds []cluster.EventKind
+		es.Election().AddObserver(func(ev cluster.Event) {
+			mu.Lock()
+			kinds = append(kinds, ev.Kind)
+			mu.Unlock()
+		})
+		fieldSeen := false
+		app.Cluster().(*StoreClusterService).Observer = func(cluster.Event) { fieldSeen = true }
+		if err := app.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if _, err := app.Registry().Get(context.Background(), "cluster:changed"); err != nil {
+			t.Fatalf("the lease name set through Election() was not used: %v", err)
+		}
+		if err := app.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(kinds) == 0 || !slices.Contains(kinds, cluster.BecameLeader) || !slices.Contains(kinds, cluster.StoppedLeading) {
+			t.Fatalf("observed %v; want became_leader and stopped_leading", kinds)
+		}
+		if !fieldSeen {
+			t.Fatal("the Observer field got no event")
+		}
+	})
+}

@@ -20,9 +20,10 @@ type ElectionService struct {
 	ID            string   `json:"instanceId"`    // default <HOSTNAME>-<pid>-<random>
 	LeaseName     string   `json:"leaseName"`     // default "leader"
 
-	mu      sync.Mutex
-	elector *cluster.Elector
-	pending []*pendingRegistration
+	mu        sync.Mutex
+	elector   *cluster.Elector
+	pending   []*pendingRegistration
+	observers []func(cluster.Event)
 }
 
 type pendingRegistration struct {
@@ -56,6 +57,9 @@ func (s *ElectionService) StartElection(ctx context.Context, lock cluster.Lock, 
 	if err := s.Validate(); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	observers := append([]func(cluster.Event){observer}, s.observers...)
+	s.mu.Unlock()
 	e, err := cluster.NewElector(cluster.ElectorConfig{
 		Lock:          lock,
 		LeaseName:     s.LeaseName,
@@ -63,7 +67,7 @@ func (s *ElectionService) StartElection(ctx context.Context, lock cluster.Lock, 
 		RenewInterval: s.RenewInterval.D(),
 		InstanceID:    s.InstanceID(),
 		Logger:        log,
-		Observer:      observer,
+		Observer:      cluster.Observers(observers...),
 	})
 	if err != nil {
 		return err
@@ -82,6 +86,19 @@ func (s *ElectionService) StartElection(ctx context.Context, lock cluster.Lock, 
 	s.pending = nil
 	s.mu.Unlock()
 	return e.Start(context.WithoutCancel(ctx))
+}
+
+// Election returns s. A cluster service embedding ElectionService gets it as a promoted
+// method, so a tool can reach the parameters and the observers of any cluster service type
+// through interface{ Election() *ElectionService } before the application starts.
+func (s *ElectionService) Election() *ElectionService { return s }
+
+// AddObserver adds a receiver of the election's events (see cluster.ElectorConfig.Observer).
+// Observers added after the election started get nothing.
+func (s *ElectionService) AddObserver(o func(cluster.Event)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.observers = append(s.observers, o)
 }
 
 // Elector returns the running Elector, or nil before StartElection.

@@ -1,16 +1,14 @@
 package main
 
 // Every backend is linked in: importing a store module registers its URL schemes (for --store)
-// and its service type (for --config).
+// and its service type (for --config); the kubernetes module registers
+// Webda/KubernetesClusterService, usable with --config.
 import (
+	_ "github.com/leasehold/leasehold/kubernetes"     // Webda/KubernetesClusterService
 	_ "github.com/leasehold/leasehold/store/etcd"     // etcd://, Webda/EtcdStore
 	_ "github.com/leasehold/leasehold/store/mysql"    // mysql://, Webda/MySQLStore
 	_ "github.com/leasehold/leasehold/store/nats"     // nats://, Webda/NatsStore
 	_ "github.com/leasehold/leasehold/store/postgres" // postgres://, Webda/PostgresStore
 	_ "github.com/leasehold/leasehold/store/redis"    // redis://, rediss://, Webda/RedisStore
 	_ "github.com/leasehold/leasehold/store/sqlite"   // sqlite://, Webda/SQLiteStore
-	// KUBERNETES: when the kubernetes module lands, add here
-	//	_ "github.com/leasehold/leasehold/kubernetes" // Webda/KubernetesClusterService
-	// with its require and replace lines in go.mod. Nothing else changes: --config finds any
-	// registered cluster service type that embeds leasehold.ElectionService (see config.go).
 )

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
-	"reflect"
 	"syscall"
 	"time"
 
@@ -137,37 +136,24 @@ func durations(es *leasehold.ElectionService) (l, r time.Duration) {
 	return l, r
 }
 
-// electionServiceOf returns the leasehold.ElectionService embedded in a cluster service (a
-// pointer to a struct), or nil. The library gives no interface for it, so it is found by
-// reflection: every cluster service of the project embeds it.
+// electionServiceOf returns the leasehold.ElectionService of a cluster service, or nil: every
+// cluster service of the project embeds one and so has its Election method.
 func electionServiceOf(svc any) *leasehold.ElectionService {
-	if es, ok := svc.(*leasehold.ElectionService); ok {
-		return es
+	if es, ok := svc.(interface {
+		Election() *leasehold.ElectionService
+	}); ok {
+		return es.Election()
 	}
-	v := reflect.ValueOf(svc)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
-		return nil
-	}
-	f := v.Elem().FieldByName("ElectionService")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[leasehold.ElectionService]() || !f.CanAddr() {
-		return nil
-	}
-	return f.Addr().Interface().(*leasehold.ElectionService)
+	return nil
 }
 
-// setObserver sets the exported field Observer func(cluster.Event) of a cluster service, as
-// StoreClusterService and KubernetesClusterService have, chaining any observer already set.
+// setObserver adds observer to the events of a cluster service's election.
 func setObserver(svc any, observer func(cluster.Event)) bool {
-	v := reflect.ValueOf(svc)
-	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+	es := electionServiceOf(svc)
+	if es == nil {
 		return false
 	}
-	f := v.Elem().FieldByName("Observer")
-	if !f.IsValid() || !f.CanSet() || f.Type() != reflect.TypeFor[func(cluster.Event)]() {
-		return false
-	}
-	prev, _ := f.Interface().(func(cluster.Event))
-	f.Set(reflect.ValueOf(cluster.Observers(prev, observer)))
+	es.AddObserver(observer)
 	return true
 }
 
