@@ -32,6 +32,7 @@ type driver struct {
 	logPath string
 	lease   string
 	srv     Server
+	store   store.Store // the runner's own connection to a networked backend, nil otherwise
 	res     *resource
 	rng     *rand.Rand
 	inbox   *inbox
@@ -101,6 +102,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	if d.srv, err = lookupBackend(o.Backend)(ctx, dir); err != nil {
 		return nil, fmt.Errorf("campaign: backend %s: %w", o.Backend, err)
+	}
+	if d.srv.Addr != "" {
+		// Open the store once before the workers: its table, bucket or key space is then in
+		// place, and the workers' concurrent first Open does not race to create it (a race
+		// that store/postgres loses with SQLSTATE 42710; see store/postgres's
+		// regress_faults_test.go). The campaign is about the election under faults.
+		if d.store, err = store.Open(ctx, d.srv.URL); err != nil {
+			return nil, fmt.Errorf("campaign: backend %s: open the store: %w", o.Backend, err)
+		}
 	}
 	if d.res, err = startResource(); err != nil {
 		return nil, fmt.Errorf("campaign: fenced resource: %w", err)
@@ -246,7 +256,11 @@ func (d *driver) handle(m message) {
 			d.leader = "" // killed while leading: no unlead line will come
 		}
 		if !p.signalled {
-			d.problem("worker %s exited on its own (%v), E8: errors from the backend never crash the process; stderr:\n%s", p.id, p.err, p.stderr.tail())
+			rule := "E8: errors from the backend never crash the process"
+			if p.cmd.ProcessState != nil && p.cmd.ProcessState.ExitCode() == exitSetup {
+				rule = "it could not start"
+			}
+			d.problem("worker %s exited on its own (%v; %s); stderr:\n%s", p.id, p.err, rule, p.stderr.tail())
 		}
 		return
 	}
@@ -398,14 +412,12 @@ func (d *driver) cleanup() {
 	if d.res != nil {
 		d.res.close()
 	}
-	if d.srv.Addr != "" {
+	if d.store != nil {
 		// A shared server keeps the record: delete it, best effort.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if s, err := store.Open(ctx, d.srv.URL); err == nil {
-			_ = s.Delete(ctx, "cluster:"+d.lease, nil)
-			_ = store.Close(s)
-		}
+		_ = d.store.Delete(ctx, "cluster:"+d.lease, nil)
 		cancel()
+		_ = store.Close(d.store)
 	}
 	if d.srv.Close != nil {
 		_ = d.srv.Close()
