@@ -344,8 +344,6 @@ func TestTwoApplicationsOneLeader(t *testing.T) {
 	})
 }
 
-
-
 // Tools reach any cluster service's parameters and events through Election() and AddObserver,
 // before Start.
 func TestElectionAccessAndObservers(t *testing.T) {

@@ -138,7 +138,6 @@ func (b *logBuffer) String() string {
 
 func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(b, nil)) }
 
-
 func newDiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // sharedStores are memory stores that "test/SharedStore" services name, so that two
