@@ -2,31 +2,37 @@ package mysql
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/store"
 )
 
+// ServiceType is the name configurations use for [Service].
+const ServiceType = "Webda/MySQLStore"
+
 func init() {
-	leasehold.RegisterServiceType("Webda/MySQLStore", func() leasehold.Service { return &Service{} })
+	leasehold.RegisterURLStoreType(leasehold.URLStoreKind[*Store]{
+		Type:    ServiceType,
+		Schemes: []string{"mysql"},
+		Example: "mysql://user:password@host:3306/database",
+		Open:    openURL,
+	}, func() leasehold.Service { return new(Service) })
 }
 
-// Service is the service type Webda/MySQLStore: a [Store] configured by JSON parameters,
-// opened by Init and closed by Stop. It implements store.Store, so a service of this type named
-// Registry is the application's Registry:
+// Service is the service type Webda/MySQLStore: a [Store] in a MySQL or MariaDB table, configured by JSON
+// parameters, opened by Init and closed by Stop. It implements store.Store, so a service of
+// this type named Registry is the application's Registry:
 //
 //	"Registry": {"type": "Webda/MySQLStore", "url": "mysql://app:secret@db:3306/app", "table": "registry"}
+//
+// Parameters: url (required; see the package documentation for its parameters) and table
+// (optional; when given it replaces the URL's table parameter; default leasehold_registry).
 type Service struct {
-	// URL is the server's mysql:// URL, with the parameters described in the package
-	// documentation. Required.
-	URL string `json:"url"`
-	// Table is the table's name; it overrides the URL's table parameter. Default
-	// leasehold_registry.
+	leasehold.URLStore[*Store]
+	// Table is the table's name; it overrides the URL's table parameter.
 	Table string `json:"table,omitempty"`
-
-	store *Store
 }
 
 var (
@@ -35,75 +41,14 @@ var (
 	_ store.Store       = (*Service)(nil)
 )
 
-// errNotStarted is returned by the store methods of a Service that Init has not opened.
-var errNotStarted = errors.New("mysql: the MySQLStore service is not initialized")
-
 // Init checks the parameters and opens the store. It does not use app, which may be nil.
 func (s *Service) Init(ctx context.Context, _ *leasehold.Application) error {
-	if s.URL == "" {
-		return errors.New("mysql: parameter url is required (mysql://user:password@host:3306/database)")
-	}
-	u, err := store.ParseURL(s.URL)
-	if err != nil {
-		return fmt.Errorf("mysql: parameter url: %w", err)
-	}
+	var overrides url.Values
 	if s.Table != "" {
 		if err := checkTable(s.Table); err != nil {
-			return fmt.Errorf("mysql: %w", err)
+			return fmt.Errorf("%s: %w", ServiceType, err)
 		}
-		q := u.Query()
-		q.Set("table", s.Table)
-		c := *u
-		c.RawQuery = q.Encode()
-		u = &c
+		overrides = url.Values{"table": {s.Table}}
 	}
-	st, err := openURL(ctx, u)
-	if err != nil {
-		return fmt.Errorf("mysql: parameter url (%s): %w", store.Redact(u), err)
-	}
-	s.store = st
-	return nil
-}
-
-// Stop closes the store.
-func (s *Service) Stop(context.Context) error {
-	if s.store == nil {
-		return nil
-	}
-	return s.store.Close()
-}
-
-// Store returns the opened store, nil before Init.
-func (s *Service) Store() *Store { return s.store }
-
-// Get implements store.Store.
-func (s *Service) Get(ctx context.Context, key string) (map[string]any, error) {
-	if s.store == nil {
-		return nil, store.WrapKey("get", key, errNotStarted)
-	}
-	return s.store.Get(ctx, key)
-}
-
-// Create implements store.Store.
-func (s *Service) Create(ctx context.Context, key string, doc map[string]any) error {
-	if s.store == nil {
-		return store.WrapKey("create", key, errNotStarted)
-	}
-	return s.store.Create(ctx, key, doc)
-}
-
-// Patch implements store.Store.
-func (s *Service) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	if s.store == nil {
-		return store.WrapKey("patch", key, errNotStarted)
-	}
-	return s.store.Patch(ctx, key, fields, cond)
-}
-
-// Delete implements store.Store.
-func (s *Service) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	if s.store == nil {
-		return store.WrapKey("delete", key, errNotStarted)
-	}
-	return s.store.Delete(ctx, key, cond)
+	return s.OpenURL(ctx, overrides)
 }

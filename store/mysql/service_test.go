@@ -38,7 +38,8 @@ func TestServiceType(t *testing.T) {
 	if err := svc.Init(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { svc.Store().Close(); dropTable(t, svc.Store().Table()) })
+	opened := svc.Store()
+	t.Cleanup(func() { opened.Close(); dropTable(t, opened.Table()) })
 	if got := svc.Store().Table(); got != table {
 		t.Errorf("table = %q, want %q", got, table)
 	}
@@ -58,8 +59,11 @@ func TestServiceType(t *testing.T) {
 	if err := svc.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Store().Get(t.Context(), "k"); err == nil {
-		t.Error("Get after Stop succeeded")
+	if _, err := opened.Get(t.Context(), "k"); err == nil {
+		t.Error("Get on the stopped store succeeded")
+	}
+	if _, err := svc.Get(t.Context(), "k"); err == nil || !strings.Contains(err.Error(), "not initialized") {
+		t.Errorf("Get after Stop: %v, want an error saying the service is not initialized", err)
 	}
 }
 
@@ -71,11 +75,11 @@ func TestServiceParams(t *testing.T) {
 		t.Errorf("unknown parameter: %v, want an error naming tabel", err)
 	}
 	for _, c := range []struct{ params, want string }{
-		{`{}`, "url"},
-		{`{"url": "mysql://u:` + secret + `@127.0.0.1:1/db", "table": "no-dash"}`, "table"},
-		{`{"url": "redis://u:` + secret + `@127.0.0.1:1/0"}`, "url"},
-		{`{"url": "mysql://u:` + secret + `@127.0.0.1:1/db"}`, "url"},
-		{`{"url": "://u:` + secret + `@x"}`, "url"},
+		{`{}`, `parameter "url" is required`},
+		{`{"url": "mysql://u:` + secret + `@127.0.0.1:1/db", "table": "no-dash"}`, "parameter table"},
+		{`{"url": "redis://u:` + secret + `@127.0.0.1:1/0"}`, `parameter "url"`},
+		{`{"url": "mysql://u:` + secret + `@127.0.0.1:1/db"}`, `parameter "url"`},
+		{`{"url": "://u:` + secret + `@x"}`, `parameter "url"`},
 	} {
 		svc, err := decodeService(t, c.params)
 		if err != nil {
@@ -91,7 +95,7 @@ func TestServiceParams(t *testing.T) {
 		if strings.Contains(err.Error(), secret) {
 			t.Errorf("Init: error reveals the password: %v", err)
 		}
-		if !strings.Contains(err.Error(), "parameter "+c.want) {
+		if !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Init: error %q does not name parameter %s", err, c.want)
 		}
 	}
@@ -123,11 +127,12 @@ func TestServiceInApplication(t *testing.T) {
 	if !ok {
 		t.Fatalf("Registry is a %T, want *mysql.Service", svc)
 	}
+	opened := ps.Store() // nil once the application stops
 	t.Cleanup(func() {
 		if err := app.Stop(t.Context()); err != nil {
 			t.Error(err)
 		}
-		dropTable(t, ps.Store().Table())
+		dropTable(t, opened.Table())
 	})
 	if app.Registry() == nil {
 		t.Fatal("app.Registry() is nil")

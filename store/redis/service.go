@@ -2,11 +2,7 @@ package redis
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/url"
-	"strings"
-	"sync/atomic"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/store"
@@ -19,7 +15,12 @@ func init() {
 	open := func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) }
 	store.RegisterOpener("redis", open)
 	store.RegisterOpener("rediss", open)
-	leasehold.RegisterServiceType(ServiceType, func() leasehold.Service { return new(Service) })
+	leasehold.RegisterURLStoreType(leasehold.URLStoreKind[*Store]{
+		Type:    ServiceType,
+		Schemes: []string{"redis", "rediss"},
+		Example: "redis://host:port/db",
+		Open:    openURL,
+	}, func() leasehold.Service { return new(Service) })
 }
 
 // Service is the Webda/RedisStore service: a Redis store configured with JSON parameters,
@@ -31,10 +32,8 @@ func init() {
 // the URL's prefix parameter, and "" means no prefix). Init opens the store, Stop closes it; in
 // between, Service implements store.Store by delegating to it.
 type Service struct {
-	URL    string  `json:"url"`
+	leasehold.URLStore[*Store]
 	Prefix *string `json:"prefix,omitempty"`
-
-	store atomic.Pointer[Store]
 }
 
 var (
@@ -43,79 +42,11 @@ var (
 	_ store.Store       = (*Service)(nil)
 )
 
-// errNotStarted is returned by the Store methods before Init or after Stop.
-var errNotStarted = errors.New(ServiceType + ": not initialized (Init not called, or stopped)")
-
 // Init validates the parameters and opens the store. It does not use app, which may be nil.
 func (s *Service) Init(ctx context.Context, _ *leasehold.Application) error {
-	if s.URL == "" {
-		return fmt.Errorf("%s: parameter \"url\" is required (redis://host:port/db)", ServiceType)
-	}
-	u, err := store.ParseURL(s.URL)
-	if err != nil {
-		return fmt.Errorf("%s: parameter \"url\": %w", ServiceType, err)
-	}
-	if sc := strings.ToLower(u.Scheme); sc != "redis" && sc != "rediss" {
-		return fmt.Errorf("%s: parameter \"url\": scheme %q is not redis or rediss in %s", ServiceType, u.Scheme, store.Redact(u))
-	}
+	var overrides url.Values
 	if s.Prefix != nil {
-		q := u.Query()
-		q.Set("prefix", *s.Prefix)
-		u.RawQuery = q.Encode()
+		overrides = url.Values{"prefix": {*s.Prefix}}
 	}
-	st, err := OpenURL(ctx, u)
-	if err != nil {
-		return fmt.Errorf("%s: parameter \"url\": %w", ServiceType, err)
-	}
-	if old := s.store.Swap(st); old != nil {
-		old.Close()
-	}
-	return nil
-}
-
-// Stop closes the store.
-func (s *Service) Stop(context.Context) error {
-	if st := s.store.Swap(nil); st != nil {
-		return st.Close()
-	}
-	return nil
-}
-
-// Store returns the opened store, or nil before Init.
-func (s *Service) Store() *Store { return s.store.Load() }
-
-// Get implements store.Store.
-func (s *Service) Get(ctx context.Context, key string) (map[string]any, error) {
-	st := s.store.Load()
-	if st == nil {
-		return nil, store.WrapKey("get", key, errNotStarted)
-	}
-	return st.Get(ctx, key)
-}
-
-// Create implements store.Store.
-func (s *Service) Create(ctx context.Context, key string, doc map[string]any) error {
-	st := s.store.Load()
-	if st == nil {
-		return store.WrapKey("create", key, errNotStarted)
-	}
-	return st.Create(ctx, key, doc)
-}
-
-// Patch implements store.Store.
-func (s *Service) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	st := s.store.Load()
-	if st == nil {
-		return store.WrapKey("patch", key, errNotStarted)
-	}
-	return st.Patch(ctx, key, fields, cond)
-}
-
-// Delete implements store.Store.
-func (s *Service) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	st := s.store.Load()
-	if st == nil {
-		return store.WrapKey("delete", key, errNotStarted)
-	}
-	return st.Delete(ctx, key, cond)
+	return s.OpenURL(ctx, overrides)
 }

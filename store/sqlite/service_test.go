@@ -39,6 +39,7 @@ func TestServiceType(t *testing.T) {
 	if err := svc.Init(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
+	opened := svc.Store()
 	if got := svc.Store().Table(); got != "mine" {
 		t.Errorf("table = %q, want mine", got)
 	}
@@ -58,8 +59,11 @@ func TestServiceType(t *testing.T) {
 	if err := svc.Stop(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Store().Get(t.Context(), "k"); err == nil {
-		t.Error("Get after Stop succeeded")
+	if _, err := opened.Get(t.Context(), "k"); err == nil {
+		t.Error("Get on the stopped store succeeded")
+	}
+	if _, err := svc.Get(t.Context(), "k"); err == nil || !strings.Contains(err.Error(), "not initialized") {
+		t.Errorf("Get after Stop: %v, want an error saying the service is not initialized", err)
 	}
 }
 
@@ -71,11 +75,11 @@ func TestServiceParams(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for _, c := range []struct{ params, want string }{
-		{`{}`, "url"},
-		{`{"url": "sqlite://` + dir + `/x.db", "table": "no-dash"}`, "table"},
-		{`{"url": "sqlite://relative.db"}`, "url"},
-		{`{"url": "mem://"}`, "url"},
-		{`{"url": "sqlite://` + filepath.Join(dir, "missing", "x.db") + `"}`, "url"},
+		{`{}`, `parameter "url" is required`},
+		{`{"url": "sqlite://` + dir + `/x.db", "table": "no-dash"}`, "parameter table"},
+		{`{"url": "sqlite://relative.db"}`, `parameter "url"`},
+		{`{"url": "mem://"}`, `parameter "url"`},
+		{`{"url": "sqlite://` + filepath.Join(dir, "missing", "x.db") + `"}`, `parameter "url"`},
 	} {
 		svc, err := decodeService(t, c.params)
 		if err != nil {
@@ -88,7 +92,7 @@ func TestServiceParams(t *testing.T) {
 			continue
 		}
 		t.Log(err)
-		if !strings.Contains(err.Error(), "parameter "+c.want) {
+		if !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Init: error %q does not name parameter %s", err, c.want)
 		}
 	}
