@@ -68,6 +68,14 @@ func (r *Report) maxTakeover(kinds ...Kind) (time.Duration, time.Duration) {
 	return took, bound
 }
 
+// worst formats the longest takeover and its bound, "-" when there was none.
+func worst(took, bound time.Duration) string {
+	if bound == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%s (%s)", ms(took), ms(bound))
+}
+
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 
 // WriteMarkdown writes the report of one or more campaigns: a summary table, then per backend
@@ -85,11 +93,10 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 	b.WriteString("| backend | run | faults | overlaps outside pauses | accepted stale actions | stale actions rejected | actions accepted | worst crash takeover (bound) | worst clean-stop takeover (bound) | longest leaderless, backend up | violations |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range reps {
-		crash, cb := r.maxTakeover(KillLeader, PauseLeader, PartitionLeader)
-		stop, sb := r.maxTakeover(StopLeader)
-		fmt.Fprintf(&b, "| %s | %v | %d | %d | %d | %d | %d | %s (%s) | %s (%s) | %s | %d |\n",
+		fmt.Fprintf(&b, "| %s | %v | %d | %d | %d | %d | %d | %s | %s | %s | %d |\n",
 			r.Backend, time.Duration(r.FaultsEnd-r.Start).Round(time.Second), len(r.Faults), r.overlapsOutsidePauses(),
-			r.Actions.AcceptedStale, r.Actions.StaleRejected, r.Actions.Accepted, ms(crash), ms(cb), ms(stop), ms(sb),
+			r.Actions.AcceptedStale, r.Actions.StaleRejected, r.Actions.Accepted,
+			worst(r.maxTakeover(KillLeader, PauseLeader, PartitionLeader)), worst(r.maxTakeover(StopLeader)),
 			ms(r.LongestLeaderless), len(r.Violations))
 	}
 	for _, r := range reps {

@@ -89,7 +89,11 @@ func WriteSVG(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s" stroke="#0b3d66" stroke-width="0.5"><title>%s term %d, %v</title></rect>`+"\n",
 			x0, y, max(x1-x0, 0.5), barH, fill, html.EscapeString(iv.Instance), iv.Term, time.Duration(iv.End-iv.Start).Round(time.Millisecond))
 		if x1-x0 > 24 {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="white">%d</text>`+"\n", x0+3, y+13, iv.Term)
+			colour := "white"
+			if iv.Open {
+				colour = "black" // on the hatch
+			}
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="%s" font-weight="bold">%d</text>`+"\n", x0+3, y+13, colour, iv.Term)
 		}
 		ya := rowY(rows+1) + (rowH-barH)/2
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="#2ca02c"/>`+"\n", x0, ya, max(x1-x0, 0.5), barH)
