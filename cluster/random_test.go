@@ -147,7 +147,6 @@ type rsim struct {
 	calm       bool
 	phaseEnd   time.Time
 	nextAction time.Time
-	failing    bool
 	// An action aimed at the instant an instance is due to take the lease over (a bound of
 	// kind L or R), where its attempt and the action race.
 	aimedAt    time.Time
@@ -197,7 +196,6 @@ type rnode struct {
 
 	// Owned by the test goroutine.
 	state      nodeState
-	crashAt    time.Time
 	leadEnd    time.Time // crashed: when its IsLeader turns false (its leadership deadline)
 	healAt     time.Time // when its current fault ends; zero when none is scheduled
 	open       *leadSpan
@@ -209,7 +207,6 @@ type rnode struct {
 	stopLead   bool // it led when Stop was called
 	stopClean  bool // its store was clean when Stop was called
 	stopDone   chan error
-	stopErr    error
 	stopResult bool
 
 	crashed     atomic.Bool
@@ -231,7 +228,6 @@ type rnode struct {
 	clean      bool      // no fault set and no faulty call in flight
 	cleanSince time.Time
 	released   []time.Time // releases the store applied
-	releases   int         // release writes it tried
 }
 
 type fnMark struct {
@@ -471,7 +467,6 @@ func (s trackStore) release() {
 	n := s.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.releases++
 	if !n.stopping.Load() || n.stopReturns.Load() {
 		n.errs = append(n.errs, fmt.Sprintf("E7: %s tried to release the lease while its Stop was not running", n.id))
 	}
@@ -593,6 +588,15 @@ func runRandomSeed(t *testing.T, cfg randomConfig, seed uint64, st *randomStats)
 		}
 		if changed || s.dirty || !now.Before(s.nextDue) {
 			s.curBound, s.hasBound = s.bound()
+			if s.armed != nil {
+				// The step's actions may have moved the bound (a fault, a crash): measure the
+				// next takeover against the one in force from now on.
+				s.armed = nil
+				if s.hasBound {
+					b := s.curBound
+					s.armed = &b
+				}
+			}
 			s.nextDue = s.end
 			for _, at := range s.dueTimes() {
 				if at.After(now) && at.Before(s.nextDue) {
@@ -647,7 +651,6 @@ func (s *rsim) recent() string {
 func (s *rsim) fail(format string, args ...any) {
 	s.t.Helper()
 	msg := fmt.Sprintf(format, args...)
-	s.failing = true
 	s.teardown()
 	s.t.Fatalf("seed %d (%s, L=%v R=%v) at +%v: %s\nreplay: go test -race -run TestRandomFaults/%s -random.seed=%d ./cluster/\nrecent actions and leadership changes:\n%s",
 		s.seed, s.cfg.name, s.l, s.r, time.Since(s.begin), msg, s.cfg.name, s.seed, s.recent())
@@ -968,7 +971,7 @@ func (s *rsim) pollStops(now time.Time) {
 }
 
 func (s *rsim) stopped(n *rnode, err error) {
-	n.state, n.stopErr, n.stopResult = nodeStopped, err, true
+	n.state, n.stopResult = nodeStopped, true
 	n.mu.Lock()
 	fnCount, deCount, released := n.fnCount, n.deCount, slices.Clone(n.released)
 	n.mu.Unlock()
@@ -1238,7 +1241,7 @@ func (s *rsim) crash(n *rnode) {
 	wasLeader := n.e.IsLeader()
 	n.crashed.Store(true)
 	(&node{t: s.t, e: n.e, faults: n.f}).crash()
-	n.state, n.crashAt, n.leadEnd = nodeCrashed, now, now
+	n.state, n.leadEnd = nodeCrashed, now
 	if l := n.e.leading.Load(); l != nil && now.Before(l.deadline) {
 		n.leadEnd = l.deadline
 	}
@@ -1356,7 +1359,8 @@ func (s *rsim) teardown() {
 			n.state = nodeCrashed
 		case nodeStopping:
 			if !n.stopResult {
-				n.stopErr, n.stopResult = <-n.stopDone, true
+				<-n.stopDone
+				n.stopResult = true
 			}
 			n.state = nodeStopped
 		}
