@@ -2,95 +2,47 @@ package nats
 
 import (
 	"context"
-	"encoding/json"
 	"net/url"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/servicetest"
 	"github.com/leasehold/leasehold/store"
 )
 
-func decodeService(t *testing.T, config string) (*Service, error) {
-	t.Helper()
-	d := json.NewDecoder(strings.NewReader(config))
-	d.DisallowUnknownFields()
-	var s Service
-	return &s, d.Decode(&s)
-}
-
-// TestService decodes the service's parameters strictly, as the application does, and uses it
-// as a store without an application.
-func TestService(t *testing.T) {
+// TestServiceType: Webda/NatsStore is registered, decodes its parameters strictly (A2), opens the
+// store in Init without an application, works as a store.Store under the bucket its parameter
+// names, closes it in Stop, refuses bad parameters naming them and never the password, and
+// works as an application's Registry (A4); see package servicetest.
+func TestServiceType(t *testing.T) {
 	t.Parallel()
-	if !slices.Contains(leasehold.ServiceTypes(), ServiceType) {
-		t.Fatalf("%s is not registered: %v", ServiceType, leasehold.ServiceTypes())
-	}
-	raw, bucket := serverURL(t)
-	u, _ := url.Parse(raw)
-	u.RawQuery = "storage=memory" // the bucket comes from the parameter
-	cfg, _ := json.Marshal(map[string]any{"url": u.String(), "bucket": bucket})
-	svc, err := decodeService(t, string(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Init(t.Context(), nil); err != nil {
-		t.Fatal(err)
-	}
-	var s store.Store = svc
-	if err := s.Create(t.Context(), "cluster:leader", map[string]any{"holder": "a"}); err != nil {
-		t.Fatal(err)
-	}
-	// The parameter, not the URL's default, sets where documents go.
-	defer svc.Store().JetStream().DeleteKeyValue(context.Background(), bucket)
-	if _, err := svc.Store().Bucket().Get(t.Context(), EncodeKey("cluster:leader")); err != nil || svc.Store().Bucket().Bucket() != bucket {
-		t.Errorf("document not in the configured bucket %q: %v", bucket, err)
-	}
-	if err := s.Patch(t.Context(), "cluster:leader", map[string]any{"holder": "b"}, &store.Condition{Field: "holder", Value: "a"}); err != nil {
-		t.Fatal(err)
-	}
-	if doc, err := s.Get(t.Context(), "cluster:leader"); err != nil || doc["holder"] != "b" {
-		t.Errorf("Get = %v, %v", doc, err)
-	}
-	if err := s.Delete(t.Context(), "cluster:leader", nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Stop(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Get(t.Context(), "x"); err == nil || !strings.Contains(err.Error(), "not initialized") {
-		t.Errorf("Get after Stop: %v", err)
-	}
-}
-
-// TestServiceParameters checks that bad parameters are refused with an error naming them.
-func TestServiceParameters(t *testing.T) {
-	t.Parallel()
-	for _, c := range []struct{ config, want string }{
-		{`{}`, `"url" is required`},
-		{`{"url": "postgres://x@y/z"}`, `"url"`},
-		{`{"url": "not a url at all"}`, `"url"`},
-		{`{"url": "nats://127.0.0.1:4222?nonsense=1"}`, `nonsense`},
-		{`{"url": "nats://u:secretpw1@127.0.0.1:1?dial_timeout=1s"}`, `"url"`},
-		{`{"url": "nats://secretpw1@127.0.0.1:1?dial_timeout=1s"}`, `"url"`},
-		{`{"url": "nats://127.0.0.1:4222", "bucket": "a.b"}`, `"bucket"`},
-	} {
-		svc, err := decodeService(t, c.config)
-		if err != nil {
-			t.Fatalf("%s: %v", c.config, err)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		err = svc.Init(ctx, nil)
-		cancel()
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "secretpw1") {
-			t.Errorf("Init with %s: %v, want an error naming %s", c.config, err, c.want)
-		}
-	}
-	if _, err := decodeService(t, `{"url": "nats://x", "prefix": "b"}`); err == nil {
-		t.Error("an unknown parameter was accepted")
-	}
+	servicetest.Run(t, servicetest.Case[*Store]{
+		Type: ServiceType,
+		New:  func() servicetest.Service[*Store] { return new(Service) },
+		Setup: func(t *testing.T) (map[string]any, func(*testing.T, *Store, string)) {
+			raw, bucket := serverURL(t)
+			u, _ := url.Parse(raw)
+			u.RawQuery = "storage=memory" // the bucket comes from the parameter
+			return map[string]any{"url": u.String(), "bucket": bucket}, func(t *testing.T, st *Store, key string) {
+				t.Cleanup(func() { deleteBucket(t, raw, bucket) })
+				if _, err := st.Bucket().Get(t.Context(), EncodeKey(key)); err != nil || st.Bucket().Bucket() != bucket {
+					t.Errorf("document not in the configured bucket %q: %v", bucket, err)
+				}
+			}
+		},
+		Unknown: "prefix",
+		Secret:  "secretpw1",
+		Bad: map[string]string{
+			`{}`:                          `"url" is required`,
+			`{"url": "postgres://x@y/z"}`: `"url"`,
+			`{"url": "not a url at all"}`: `"url"`,
+			`{"url": "nats://127.0.0.1:4222?nonsense=1"}`:               `nonsense`,
+			`{"url": "nats://u:secretpw1@127.0.0.1:1?dial_timeout=1s"}`: `"url"`,
+			`{"url": "nats://secretpw1@127.0.0.1:1?dial_timeout=1s"}`:   `"url"`,
+			`{"url": "nats://127.0.0.1:4222", "bucket": "a.b"}`:         `"bucket"`,
+		},
+	})
 }
 
 // TestCutConnection checks that when the network to the server goes silent, an operation fails
@@ -142,5 +94,22 @@ func TestCutConnection(t *testing.T) {
 	t.Logf("recovered %v after the partition healed", waitRecovered(t, s, "k"))
 	if err := s.Patch(t.Context(), "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1}); err != nil {
 		t.Errorf("Patch after the partition healed: %v", err)
+	}
+}
+
+// deleteBucket deletes the bucket of the store at raw, through a connection of its own (the
+// service's is closed by then).
+func deleteBucket(t *testing.T, raw, bucket string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := Open(ctx, raw)
+	if err != nil {
+		t.Errorf("deleting bucket %s: %v", bucket, err)
+		return
+	}
+	defer s.Close()
+	if err := s.js.DeleteKeyValue(ctx, bucket); err != nil {
+		t.Errorf("deleting bucket %s: %v", bucket, err)
 	}
 }
