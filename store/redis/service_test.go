@@ -1,14 +1,12 @@
 package redis
 
 import (
-	"context"
 	"net/url"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/leasehold/leasehold/servicetest"
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 // TestServiceType: Webda/RedisStore is registered, decodes its parameters strictly (A2), opens the
@@ -42,55 +40,24 @@ func TestServiceType(t *testing.T) {
 	})
 }
 
-// TestCutConnection checks that when the network to the server goes silent, an operation fails
-// by its context's deadline, well before go-redis's own read timeout (as the elector needs: an
-// attempt has no answer within L − R is a failure).
+// TestCutConnection: when the network to the server goes silent, an operation fails by its
+// context's deadline, well before go-redis's own read timeout (E3), and the store recovers once the
+// network heals; see storetest.CutConnection.
 func TestCutConnection(t *testing.T) {
 	t.Parallel()
 	raw, _ := serverURL(t)
 	u, _ := url.Parse(raw)
-	p := startProxy(t, u.Host)
-	u.Host = p.Addr()
-	q := u.Query()
-	q.Set("read_timeout", "30s")
-	q.Set("write_timeout", "30s")
-	u.RawQuery = q.Encode()
-	s, err := Open(t.Context(), u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Create(t.Context(), "k", map[string]any{"rev": 1}); err != nil {
-		t.Fatal(err)
-	}
-	p.Cut()
-	const deadline = 300 * time.Millisecond
-	for _, op := range []string{"get", "patch"} {
-		ctx, cancel := context.WithTimeout(t.Context(), deadline)
-		start := time.Now()
-		if op == "get" {
-			_, err = s.Get(ctx, "k")
-		} else {
-			err = s.Patch(ctx, "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1})
+	storetest.CutConnection(t, u.Host, func(t *testing.T, addr string) store.Store {
+		c := *u
+		c.Host = addr
+		q := c.Query()
+		q.Set("read_timeout", "30s")
+		q.Set("write_timeout", "30s")
+		c.RawQuery = q.Encode()
+		s, err := Open(t.Context(), c.String())
+		if err != nil {
+			t.Fatal(err)
 		}
-		elapsed := time.Since(start)
-		cancel()
-		if err == nil {
-			t.Fatalf("%s through a cut connection succeeded", op)
-		}
-		if elapsed > deadline+2*time.Second {
-			t.Errorf("%s through a cut connection took %v with a %v deadline", op, elapsed, deadline)
-		}
-		t.Logf("%s failed after %v: %v", op, elapsed, err)
-		if !strings.Contains(err.Error(), `"k"`) {
-			t.Errorf("%s error does not name the key: %v", op, err)
-		}
-	}
-	// Once the partition heals, the same store works again, and the writes that failed during it
-	// did not happen.
-	p.Heal()
-	t.Logf("recovered %v after the partition healed", waitRecovered(t, s, "k"))
-	if err := s.Patch(t.Context(), "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1}); err != nil {
-		t.Errorf("Patch after the partition healed: %v", err)
-	}
+		return s
+	})
 }
