@@ -97,7 +97,8 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config, table string) (*Store,
 
 // createTable creates the table if it is missing. CREATE TABLE IF NOT EXISTS is not safe against
 // itself: two sessions creating the same table at once can both pass the existence check, and
-// the loser fails on a unique index of the catalog (pg_type's, SQLSTATE 23505) or with 42P07.
+// the loser fails on a unique index of the catalog (pg_type's, SQLSTATE 23505), on the row
+// type's name (42710, duplicate_object) or with 42P07.
 // The loser's second attempt sees the table and does nothing.
 func (s *Store) createTable(ctx context.Context) error {
 	stmt := `CREATE TABLE IF NOT EXISTS ` + pgx.Identifier{s.table}.Sanitize() + ` (id text PRIMARY KEY, doc jsonb NOT NULL)`
@@ -107,7 +108,7 @@ func (s *Store) createTable(ctx context.Context) error {
 			return nil
 		}
 		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || (pe.Code != "23505" && pe.Code != "42P07") {
+		if !errors.As(err, &pe) || (pe.Code != "23505" && pe.Code != "42710" && pe.Code != "42P07") {
 			break
 		}
 	}
