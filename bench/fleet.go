@@ -1,0 +1,389 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/proctest"
+)
+
+// fleet is the worker processes of one system (a leasehold backend or an anchor) electing on
+// one lease name. The driver reads their stdout lines (proctest lines, stats lines) through an
+// inbox, on its own goroutine only.
+type fleet struct {
+	ctx   context.Context
+	exe   string   // the worker program: this binary, or the test binary
+	args  []string // its arguments (the test binary's -test.run=^$)
+	env   []string // the system's worker environment
+	kind  string   // worker kind
+	lease string
+	l, r  time.Duration
+	inbox *inbox
+
+	procs   []*proc
+	started int
+	leader  *proc  // from its lead line until its unlead line or its death
+	leads   []lead // every lead line, in order
+}
+
+type lead struct {
+	p *proc
+	t int64
+}
+
+// proc is one worker process.
+type proc struct {
+	id        string
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	stderr    *tailBuffer
+	ready     bool
+	signalled bool
+	exited    bool
+	err       error
+	last      *proctest.Line // its last lead or renew line
+	unlead    *proctest.Line
+	stopped   *proctest.Line
+	stats     []statsLine
+	many      string // a many worker's result line
+}
+
+// start starts a worker with extra environment variables; it does not wait for its ready line.
+func (f *fleet) start(extra ...string) (*proc, error) {
+	f.started++
+	p := &proc{id: fmt.Sprintf("%s-w%d", f.kind, f.started), stderr: &tailBuffer{}}
+	p.cmd = exec.Command(f.exe, f.args...)
+	p.cmd.Env = append(append(append(os.Environ(), f.env...),
+		envWorker+"="+f.kind, envID+"="+p.id, envLease+"="+f.lease,
+		envL+"="+f.l.String(), envR+"="+f.r.String()), extra...)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p.cmd.Stderr = p.stderr
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: start worker %s (%s): %w", p.id, f.exe, err)
+	}
+	f.procs = append(f.procs, p)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			f.inbox.put(message{p: p, line: sc.Text()})
+		}
+		err := p.cmd.Wait()
+		f.inbox.put(message{p: p, exit: true, err: err})
+	}()
+	return p, nil
+}
+
+// startReady starts n workers and waits for every ready line.
+func (f *fleet) startReady(n int, extra ...string) ([]*proc, error) {
+	var ps []*proc
+	for range n {
+		p, err := f.start(extra...)
+		if err != nil {
+			return ps, err
+		}
+		ps = append(ps, p)
+	}
+	err := f.wait(fmt.Sprintf("%d workers ready", n), 60*time.Second+time.Duration(n)*time.Second, func() bool {
+		for _, p := range ps {
+			if !p.ready {
+				return false
+			}
+		}
+		return true
+	})
+	return ps, err
+}
+
+// handle applies one message to the fleet's state.
+func (f *fleet) handle(m message) error {
+	p := m.p
+	if m.exit {
+		p.exited, p.err = true, m.err
+		if f.leader == p {
+			f.leader = nil
+		}
+		if !p.signalled {
+			return fmt.Errorf("bench: worker %s exited unasked (%v)%s", p.id, m.err, p.stderr.section())
+		}
+		return nil
+	}
+	switch {
+	case strings.HasPrefix(m.line, statsPrefix):
+		s, err := parseStats(m.line)
+		if err != nil {
+			return err
+		}
+		p.stats = append(p.stats, s)
+		return nil
+	case strings.HasPrefix(m.line, manyPrefix):
+		p.many = strings.TrimPrefix(m.line, manyPrefix)
+		return nil
+	}
+	l, err := proctest.ParseLine(m.line)
+	if err != nil || l.Instance != p.id {
+		return fmt.Errorf("bench: worker %s wrote %q on stdout (%v)%s", p.id, m.line, err, p.stderr.section())
+	}
+	switch l.Kind {
+	case proctest.KindReady:
+		p.ready = true
+	case proctest.KindLead:
+		f.leader = p
+		f.leads = append(f.leads, lead{p, l.T})
+		p.last = &l
+	case proctest.KindRenew:
+		p.last = &l
+	case proctest.KindUnlead:
+		if f.leader == p {
+			f.leader = nil
+		}
+		p.unlead = &l
+	case proctest.KindStopped:
+		p.stopped = &l
+	}
+	return nil
+}
+
+// wait handles messages until cond holds, the timeout passes or the run is interrupted.
+func (f *fleet) wait(what string, timeout time.Duration, cond func() bool) error {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for !cond() {
+		if m, ok := f.inbox.take(); ok {
+			if err := f.handle(m); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-f.inbox.notify:
+		case <-t.C:
+			return fmt.Errorf("bench: %s %s: no %s within %v%s", f.kind, f.lease, what, timeout, f.stderrs())
+		case <-f.ctx.Done():
+			return f.ctx.Err()
+		}
+	}
+	return nil
+}
+
+// pause lets d pass while handling messages: the instant a signal is sent is chosen, it
+// waits for nothing that could be waited on.
+func (f *fleet) pause(d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		if m, ok := f.inbox.take(); ok {
+			if err := f.handle(m); err != nil {
+				return err
+			}
+			continue
+		}
+		select {
+		case <-f.inbox.notify:
+		case <-t.C:
+			return nil
+		case <-f.ctx.Done():
+			return f.ctx.Err()
+		}
+	}
+}
+
+// waitLeader waits for a live leader.
+func (f *fleet) waitLeader() (*proc, error) {
+	err := f.wait("leader", 20*(f.l+f.r), func() bool { return f.leader != nil && !f.leader.signalled })
+	return f.leader, err
+}
+
+// nextLead waits for a lead line of another worker than old, from the n-th lead line on.
+func (f *fleet) nextLead(old *proc, n int) (lead, error) {
+	var found lead
+	err := f.wait("new leader after "+old.id, 20*(f.l+f.r), func() bool {
+		for _, l := range f.leads[n:] {
+			if l.p != old {
+				found = l
+				return true
+			}
+		}
+		return false
+	})
+	return found, err
+}
+
+// signal sends sig to p.
+func (f *fleet) signal(p *proc, sig syscall.Signal) error {
+	p.signalled = p.signalled || sig == syscall.SIGKILL || sig == syscall.SIGTERM
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("bench: %v to worker %s: %w", sig, p.id, err)
+	}
+	return nil
+}
+
+// waitExit waits for p's exit.
+func (f *fleet) waitExit(p *proc) error {
+	return f.wait("exit of "+p.id, 30*time.Second, func() bool { return p.exited })
+}
+
+// stopAll SIGTERMs every live worker and waits for their exits; each must have stopped
+// cleanly.
+func (f *fleet) stopAll() error {
+	var live []*proc
+	for _, p := range f.procs {
+		if !p.exited && !p.signalled {
+			if err := f.signal(p, syscall.SIGTERM); err != nil {
+				return err
+			}
+			live = append(live, p)
+		}
+	}
+	err := f.wait("exit of every worker", 60*time.Second, func() bool {
+		for _, p := range live {
+			if !p.exited {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range live {
+		if p.err != nil {
+			return fmt.Errorf("bench: worker %s after SIGTERM: %v%s", p.id, p.err, p.stderr.section())
+		}
+	}
+	return nil
+}
+
+// close kills every worker still running and waits for them, whatever happened.
+func (f *fleet) close() {
+	for _, p := range f.procs {
+		if !p.exited {
+			_ = p.cmd.Process.Kill()
+		}
+		_ = p.stdin.Close()
+	}
+	for _, p := range f.procs {
+		for !p.exited {
+			m := f.inbox.takeWait()
+			m.p.exited = m.p.exited || m.exit
+		}
+	}
+}
+
+// live returns the workers not signalled.
+func (f *fleet) live() []*proc {
+	var ps []*proc
+	for _, p := range f.procs {
+		if !p.signalled && !p.exited {
+			ps = append(ps, p)
+		}
+	}
+	return ps
+}
+
+func (f *fleet) stderrs() string {
+	var b strings.Builder
+	for _, p := range f.procs {
+		if !p.exited || p.err != nil {
+			b.WriteString(p.stderr.sectionOf(p.id))
+		}
+	}
+	return b.String()
+}
+
+// message is a line a worker wrote on stdout, or its exit.
+type message struct {
+	p    *proc
+	line string
+	exit bool
+	err  error
+}
+
+// inbox queues the workers' messages without bound, so that a worker's reader never blocks.
+type inbox struct {
+	mu     sync.Mutex
+	queue  []message
+	notify chan struct{}
+}
+
+func newInbox() *inbox { return &inbox{notify: make(chan struct{}, 1)} }
+
+func (b *inbox) put(m message) {
+	b.mu.Lock()
+	b.queue = append(b.queue, m)
+	b.mu.Unlock()
+	select {
+	case b.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (b *inbox) take() (message, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 {
+		return message{}, false
+	}
+	m := b.queue[0]
+	b.queue = b.queue[1:]
+	return m, true
+}
+
+// takeWait returns the next message, waiting for one.
+func (b *inbox) takeWait() message {
+	for {
+		if m, ok := b.take(); ok {
+			return m
+		}
+		<-b.notify
+	}
+}
+
+// tailBuffer keeps the last 8 KiB a worker wrote on stderr, for error messages.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Write(p)
+	if b.buf.Len() > 16<<10 {
+		rest := append([]byte(nil), b.buf.Bytes()[b.buf.Len()-8<<10:]...)
+		b.buf.Reset()
+		b.buf.Write(rest)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) section() string { return b.sectionOf("") }
+
+func (b *tailBuffer) sectionOf(id string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.buf.String()
+	if s == "" {
+		return ""
+	}
+	if len(s) > 2<<10 {
+		s = "..." + s[len(s)-2<<10:]
+	}
+	return fmt.Sprintf("\n--- stderr %s:\n%s", id, s)
+}

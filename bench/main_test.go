@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	maybeWorker() // the CI test's workers are this test binary
+	os.Exit(m.Run())
+}
+
+// ciSlack is added to leasehold's bounds in the CI run: the workers are race-instrumented
+// test binaries on a shared 2-core machine (process scheduling, the new leader's own read and
+// write), as proctest.DefaultSlack.
+const ciSlack = 100 * time.Millisecond
+
+// TestCI runs the command's CI mode (issue 9): every system reachable here (a server that is
+// not is skipped, or fails the test under LEASEHOLD_REQUIRE_SERVERS=1 / LEASEHOLD_REQUIRE_KUBE=1),
+// 2 crash and 2 handover trials each, 3 instances, 100 lease names over PostgreSQL and Redis.
+// It checks that the command measured every figure and wrote its files, and, on the way,
+// leasehold's bounds: crash takeover within L + R of the last renewal (E6), handover within R
+// of the unlead (E7), each plus ciSlack, and no two leaders at once (E2, E5, W7). Speed is not
+// asserted: the figures are the command's output.
+func TestCI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes and servers for a minute or two")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the bench signals processes and reads /proc and CLOCK_MONOTONIC on Linux")
+	}
+	dir := t.TempDir()
+	var stdout bytes.Buffer
+	stderr := &testWriter{t: t}
+	if code := run(t.Context(), []string{"--ci", "--out", dir}, []string{"-test.run=^$"}, &stdout, stderr); code != 0 {
+		t.Fatalf("bench --ci exited %d", code)
+	}
+	js, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatalf("results.json: %v", err)
+	}
+	o := rep.Options
+	if len(rep.Systems) == 0 {
+		t.Fatal("no system measured")
+	}
+	for _, name := range allBackends {
+		measured := slices.ContainsFunc(rep.Systems, func(s sysResult) bool { return s.System.Backend == name })
+		skipped := slices.ContainsFunc(rep.Skipped, func(s string) bool { return strings.HasPrefix(s, name+":") })
+		if measured == skipped {
+			t.Errorf("%s: measured %v, skipped %v: want exactly one", name, measured, skipped)
+		}
+	}
+	for _, s := range rep.Systems {
+		name := s.System.Name
+		if s.Crash.N != o.Trials || s.Handover.N != o.Trials {
+			t.Errorf("%s: %d crash and %d handover trials, want %d each", name, s.Crash.N, s.Handover.N, o.Trials)
+		}
+		if len(s.Steady) != len(o.Instances) {
+			t.Fatalf("%s: %d steady-state figures, want %d", name, len(s.Steady), len(o.Instances))
+		}
+		for _, st := range s.Steady {
+			if st.ReqPerSec <= 0 || st.CPUHour <= 0 || st.RSS <= 0 {
+				t.Errorf("%s, %d instances: requests/s %v, CPU s per instance-hour %v, RSS %d: want each positive", name, st.Instances, st.ReqPerSec, st.CPUHour, st.RSS)
+			}
+		}
+		if s.System.Anchor {
+			continue
+		}
+		if s.CrashSinceRenewal.N != o.Trials || s.CrashSinceRenewal.Max > o.L+o.R+ciSlack {
+			t.Errorf("%s: E6: crash takeover since the last renewal %v (max of %d), want within L+R+slack = %v", name, s.CrashSinceRenewal.Max, s.CrashSinceRenewal.N, o.L+o.R+ciSlack)
+		}
+		if s.HandoverSinceUnlead.N != o.Trials || s.HandoverSinceUnlead.Max > o.R+ciSlack {
+			t.Errorf("%s: E7: handover since the unlead %v (max of %d), want within R+slack = %v", name, s.HandoverSinceUnlead.Max, s.HandoverSinceUnlead.N, o.R+ciSlack)
+		}
+	}
+	for _, a := range rep.Anomalies {
+		t.Errorf("E2/W7: %s", a)
+	}
+	if rep.IsLeader <= 0 {
+		t.Errorf("IsLeader cost %v ns: not measured", rep.IsLeader)
+	}
+	for _, m := range rep.Many {
+		if m.Leases != 100 || m.Leading != 100 || m.Requests == 0 {
+			t.Errorf("many elections over %s: %d of %d leases led, %d requests: want all 100 led and requests counted", m.Backend, m.Leading, m.Leases, m.Requests)
+		}
+	}
+
+	md, err := os.ReadFile(filepath.Join(dir, "results.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(md[:stdout.Len()], stdout.Bytes()) {
+		t.Errorf("results.md does not start with the table printed on stdout")
+	}
+	for _, s := range rep.Systems {
+		if !bytes.Contains(md, []byte("| "+s.System.Name+" |")) {
+			t.Errorf("results.md has no row for %s", s.System.Name)
+		}
+	}
+	if len(rep.Systems) > 1 && rep.Systems[len(rep.Systems)-1].System.Anchor && !bytes.Contains(md, []byte("### Ratios")) {
+		t.Errorf("results.md has no ratios")
+	}
+	checkSVG(t, filepath.Join(dir, "latency.svg"), &rep)
+}
+
+// checkSVG checks that the plot is well-formed XML with a dot per trial.
+func checkSVG(t *testing.T, path string, rep *report) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	circles := 0
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("latency.svg: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "circle" {
+			circles++
+		}
+	}
+	want := 0
+	for _, s := range rep.Systems {
+		want += s.Crash.N + s.Handover.N
+	}
+	if circles != want {
+		t.Errorf("latency.svg has %d dots, want one per trial: %d", circles, want)
+	}
+}
+
+// testWriter sends the command's progress lines to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
+}

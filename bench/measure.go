@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/proctest"
+)
+
+// report is everything one run measured.
+type report struct {
+	Options   options
+	Machine   machine
+	Started   time.Time
+	Took      time.Duration
+	Seed      uint64
+	IsLeader  float64      // nanoseconds per call, on an Elector that leads
+	Baseline  steadyResult // idle workers: the memory every worker carries
+	Systems   []sysResult
+	Many      []manyRow
+	Skipped   []string // systems not measured, and why
+	Anomalies []string // what went wrong in a measurement that still produced figures
+}
+
+// sysResult is the figures of one system.
+type sysResult struct {
+	System              system
+	Crash, Handover     Dist
+	CrashSinceRenewal   Dist
+	HandoverSinceUnlead Dist
+	Steady              []steadyResult
+}
+
+// manyRow is one many-elections measurement.
+type manyRow struct {
+	Backend string
+	manyResult
+}
+
+// measure runs every measurement of o.
+func measure(ctx context.Context, o options, workerArgs []string, logf func(string, ...any)) (*report, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find this program to run it as a worker: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "leasehold-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	srv := &servers{ctx: ctx, dir: dir}
+	defer srv.close()
+
+	rep := &report{Options: o, Started: time.Now(), Seed: o.Seed, Machine: readMachine()}
+	if rep.Seed == 0 {
+		rep.Seed = rand.Uint64()
+	}
+	rng := rand.New(rand.NewPCG(rep.Seed, rep.Seed))
+	var idb [3]byte
+	_, _ = crand.Read(idb[:])
+	runID := hex.EncodeToString(idb[:]) // lease names of this run: never another run's records
+	logf("bench: seed %d, L=%v R=%v, %d trials, run %s; load %s", rep.Seed, o.L, o.R, o.Trials, runID, rep.Machine.LoadBefore)
+
+	newFleet := func(sys system, kind, lease string) *fleet {
+		f := &fleet{ctx: ctx, exe: exe, args: workerArgs, env: sys.Env, kind: kind, lease: lease, l: o.L, r: o.R, inbox: newInbox()}
+		if kind == kindLeasehold {
+			f.env = append(append([]string(nil), f.env...), envLog+"="+filepath.Join(dir, lease+".log"))
+		}
+		return f
+	}
+
+	rep.IsLeader, err = isLeaderCost()
+	if err != nil {
+		return nil, err
+	}
+	{
+		f := newFleet(system{}, kindIdle, "bench-"+runID+"-idle")
+		rep.Baseline, err = idleBaseline(f)
+		f.close()
+		if err != nil {
+			return nil, err
+		}
+		logf("bench: an idle worker holds %s", mib(rep.Baseline.RSS))
+	}
+
+	for _, name := range o.Backends {
+		sys, err := srv.system(name)
+		if errors.Is(err, errUnavailable) {
+			logf("bench: skipping %s: %v", name, err)
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		logf("bench: %s: %d crash and %d handover trials, %d candidates", sys.Name, o.Trials, o.Trials, o.LatencyInstances)
+		res := sysResult{System: sys}
+		lease := fmt.Sprintf("bench-%s-%s-lat", runID, name)
+		f := newFleet(sys, sys.Kind, lease)
+		lat, err := latencyTrials(f, rng, o.LatencyInstances, o.Trials, logf)
+		f.close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sys.Name, err)
+		}
+		if sys.Kind == kindLeasehold {
+			if msg := checkLog(filepath.Join(dir, lease+".log")); msg != "" {
+				rep.Anomalies = append(rep.Anomalies, sys.Name+": "+msg)
+				logf("bench: %s: %s", sys.Name, msg)
+			}
+		}
+		res.Crash, res.Handover = summarize(lat.Crash), summarize(lat.Handover)
+		res.CrashSinceRenewal, res.HandoverSinceUnlead = summarize(lat.CrashSinceRenewal), summarize(lat.HandoverSinceUnlead)
+		for _, n := range o.Instances {
+			f := newFleet(sys, sys.Kind, fmt.Sprintf("bench-%s-%s-s%d", runID, name, n))
+			f.env = append(f.env, envQuiet+"=1")
+			st, err := steady(f, n, o.Window)
+			f.close()
+			if err != nil {
+				return nil, fmt.Errorf("%s, %d instances: %w", sys.Name, n, err)
+			}
+			logf("bench: %s, %d instances: %.1f requests/s, %.2f CPU s per instance-hour, %s RSS per instance", sys.Name, n, st.ReqPerSec, st.CPUHour, mib(st.RSS))
+			res.Steady = append(res.Steady, st)
+		}
+		logf("bench: %s: crash p50 %v max %v, handover p50 %v max %v", sys.Name, ms(res.Crash.P50), ms(res.Crash.Max), ms(res.Handover.P50), ms(res.Handover.Max))
+		rep.Systems = append(rep.Systems, res)
+	}
+
+	for _, name := range o.ManyBackends {
+		if len(o.Many) == 0 {
+			break
+		}
+		sys, err := srv.system(name)
+		if errors.Is(err, errUnavailable) {
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("many elections over %s: %v", name, err))
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if sys.Kind != kindLeasehold {
+			return nil, fmt.Errorf("--many-backends: %s is not a leasehold backend", name)
+		}
+		for _, n := range o.Many {
+			logf("bench: %s: %d lease names in one process", sys.Name, n)
+			f := newFleet(sys, kindMany, fmt.Sprintf("bench-%s-m%d", runID, n))
+			row, err := many(f, n, o.Window)
+			f.close()
+			if err != nil {
+				return nil, fmt.Errorf("%s, %d lease names: %w", sys.Name, n, err)
+			}
+			row.Backend = name
+			logf("bench: %s, %d leases: %d led after %v, %.0f requests/s, %.1f%% CPU, %d lost, %d failed attempts, attempt p99 %v",
+				name, n, row.Leading, ms(row.ReadyAfter), float64(row.Requests)/row.Window.Seconds(), 100*row.CPU.Seconds()/row.Window.Seconds(), row.Lost, row.Failed, ms(row.AttemptP99))
+			rep.Many = append(rep.Many, row)
+		}
+	}
+	rep.Took = time.Since(rep.Started)
+	rep.Machine.LoadAfter = loadAvg()
+	return rep, nil
+}
+
+// idleBaseline measures 3 idle workers' memory.
+func idleBaseline(f *fleet) (steadyResult, error) {
+	ps, err := f.startReady(3)
+	if err != nil {
+		return steadyResult{}, err
+	}
+	if err := f.pause(time.Second); err != nil {
+		return steadyResult{}, err
+	}
+	st, err := f.statsRound(ps)
+	if err != nil {
+		return steadyResult{}, err
+	}
+	res := steadyResult{Instances: 3, RSS: st[1].RSS}
+	for _, s := range st {
+		res.RSS = min(res.RSS, s.RSS)
+		res.RSSMax = max(res.RSSMax, s.RSS)
+	}
+	return res, f.stopAll()
+}
+
+// many runs one many worker and returns its result.
+func many(f *fleet, n int, window time.Duration) (manyRow, error) {
+	p, err := f.start(envMany+"="+fmt.Sprint(n), envWindow+"="+window.String())
+	if err != nil {
+		return manyRow{}, err
+	}
+	p.signalled = true // it exits by itself once measured
+	if err := f.wait("result", 3*time.Minute+20*f.l+window, func() bool { return p.exited }); err != nil {
+		return manyRow{}, err
+	}
+	if p.err != nil || p.many == "" {
+		return manyRow{}, fmt.Errorf("bench: many worker %s: %v, no result%s", p.id, p.err, p.stderr.section())
+	}
+	var row manyRow
+	if err := json.Unmarshal([]byte(p.many), &row.manyResult); err != nil {
+		return manyRow{}, fmt.Errorf("bench: many worker %s: %w", p.id, err)
+	}
+	return row, nil
+}
+
+// checkLog checks a leasehold fleet's shared log: leaderships of different instances never
+// overlapped and the term grew with each leader (E2, E5, W7, W8). It returns "" when they
+// hold.
+func checkLog(path string) string {
+	lines, err := proctest.ReadLog(path)
+	if err != nil {
+		return err.Error()
+	}
+	ivs, err := proctest.Intervals(lines)
+	if err != nil {
+		return err.Error()
+	}
+	if err := proctest.CheckExclusive(ivs); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.0fms", float64(d)/float64(time.Millisecond))
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// machine describes where the run happened.
+type machine struct {
+	CPUs, Model, Memory, Kernel, Go string
+	LoadBefore, LoadAfter           string
+}
+
+func readMachine() machine {
+	m := machine{Go: goVersion(), LoadBefore: loadAvg()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		n := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "processor") {
+				n++
+			}
+			if v, ok := strings.CutPrefix(line, "model name"); ok && m.Model == "" {
+				m.Model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+			}
+		}
+		m.CPUs = fmt.Sprint(n)
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0]); len(f) >= 2 {
+			var kb int64
+			fmt.Sscan(f[1], &kb)
+			m.Memory = fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Bad flags are usage errors naming the flag at fault.
+func TestOptionsNameTheFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--lease", "1500ms"}, "--lease"},
+		{[]string{"--lease", "1s", "--renew", "800ms"}, "--renew"},
+		{[]string{"--instances", "3,x"}, "--instances"},
+		{[]string{"--many", "0"}, "--many"},
+		{[]string{"--trials", "0"}, "--trials"},
+		{[]string{"--latency-instances", "1"}, "--latency-instances"},
+		{[]string{"--window", "0s"}, "--window"},
+	} {
+		_, err := parseOptions(c.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.flag) {
+			t.Errorf("%v: error %v, want one naming %s", c.args, err, c.flag)
+		}
+	}
+	if code := run(t.Context(), []string{"--trials", "x"}, nil, io.Discard, io.Discard); code != 2 {
+		t.Errorf("bad flag: exit %d, want 2", code)
+	}
+	o, err := parseOptions(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.L != 2*time.Second || o.R != 500*time.Millisecond || o.Trials != 30 || len(o.Backends) != len(allBackends) {
+		t.Errorf("defaults: %+v", o)
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	var s []time.Duration
+	for i := 1; i <= 100; i++ {
+		s = append(s, time.Duration(i))
+	}
+	d := summarize(s)
+	if d.P50 != 50 || d.P90 != 90 || d.P99 != 99 || d.Max != 100 || d.N != 100 {
+		t.Errorf("summary of 1..100: %+v", d)
+	}
+	if d := summarize([]time.Duration{7}); d.P50 != 7 || d.P99 != 7 {
+		t.Errorf("summary of one sample: %+v", d)
+	}
+	if quantile(nil, 0.5) != 0 {
+		t.Errorf("quantile of nothing is not 0")
+	}
+}
+
+func TestStatsLineRoundTrip(t *testing.T) {
+	in := statsLine{ID: "leasehold-w3", Requests: 42, CPU: 1234567, RSS: 65 << 20}
+	got, err := parseStats(in.String())
+	if err != nil || got != in {
+		t.Errorf("parseStats(%q) = %+v, %v", in.String(), got, err)
+	}
+	if _, err := parseStats(statsPrefix + "w1 1 2"); err == nil {
+		t.Errorf("a short stats line parses")
+	}
+}
