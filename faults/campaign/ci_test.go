@@ -13,10 +13,6 @@ import (
 	"github.com/leasehold/leasehold/internal/testenv"
 )
 
-// ciBackends are the backends the CI campaign runs, in order. Kubernetes joins when its
-// backend registers itself (RegisterBackend).
-var ciBackends = []string{"file", "sqlite", "postgres", "mysql", "redis", "etcd", "nats"}
-
 // TestCampaignCI is the CI mode of issue 8: for each backend, 3 worker processes, L = 1s,
 // R = 250ms, at least 50 faults over about LEASEHOLD_FAULTS_DURATION (default 45s: seven
 // backends in a row must fit the CI's budget), run one backend after the other. It fails on
@@ -43,7 +39,10 @@ func TestCampaignCI(t *testing.T) {
 	}
 	only := os.Getenv("LEASEHOLD_FAULTS_BACKENDS") // comma-separated subset, for local runs
 	var reps []*Report
-	for _, name := range ciBackends {
+	// Every registered backend, one after the other: file, sqlite, postgres, mysql, redis,
+	// etcd (embedded), nats, and Kubernetes once its backend registers itself
+	// (RegisterBackend, RegisterLockOpener).
+	for _, name := range Backends() {
 		if only != "" && !strings.Contains(","+only+",", ","+name+",") {
 			continue
 		}
