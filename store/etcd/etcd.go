@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasehold/leasehold/store"
@@ -86,7 +87,7 @@ func (s *Store) Client() *clientv3.Client { return s.client }
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return nil, store.WrapKey("get", key, err)
 	}
 	resp, err := s.client.Get(ctx, s.prefix+key)
@@ -102,7 +103,7 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 
 // Create implements store.Store.
 func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return store.WrapKey("create", key, err)
 	}
 	n, err := store.NormalizeDoc(doc)
@@ -129,107 +130,65 @@ func (s *Store) Create(ctx context.Context, key string, doc map[string]any) erro
 
 // Patch implements store.Store.
 func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return store.WrapKey("patch", key, err)
 	}
 	n, err := store.NormalizeDoc(fields)
 	if err != nil {
 		return store.WrapKey("patch", key, err)
 	}
-	return store.WrapKey("patch", key, s.write(ctx, key, cond, n, false))
+	return store.WrapKey("patch", key, s.write(ctx, key, cond, n))
 }
 
 // Delete implements store.Store.
 func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return store.WrapKey("delete", key, err)
 	}
-	return store.WrapKey("delete", key, s.write(ctx, key, cond, nil, true))
+	return store.WrapKey("delete", key, s.write(ctx, key, cond, nil))
 }
 
-// write reads the document, checks cond and writes the patched document (or deletes it) in a
-// transaction on the revision it read. When the key changed in between, the transaction returns
-// its new value and write starts over with it: the condition is checked again, so of several
-// writers holding the same condition only the first wins.
-func (s *Store) write(ctx context.Context, key string, cond *store.Condition, fields map[string]any, del bool) error {
-	want, err := store.CheckCondition(cond)
-	if err != nil {
-		return err
-	}
+// write reads the document, checks cond and writes the patched document (or deletes it, when
+// fields is nil) in a transaction on the revision it read; see store.ReadCheckWrite. When the
+// key changed in between, the transaction returns its new value, which the next round reads
+// instead of asking again.
+func (s *Store) write(ctx context.Context, key string, cond *store.Condition, fields map[string]any) error {
 	k := s.prefix + key
-	resp, err := s.client.Get(ctx, k)
-	if err != nil {
-		return err
-	}
-	kvs := resp.Kvs
-	for {
+	var kvs []*mvccpb.KeyValue
+	fresh := false // kvs holds the value a failed transaction returned: no need to ask again
+	read := func() (map[string]any, int64, error) {
+		if !fresh {
+			resp, err := s.client.Get(ctx, k)
+			if err != nil {
+				return nil, 0, err
+			}
+			kvs = resp.Kvs
+		}
+		fresh = false
 		if len(kvs) == 0 {
-			return store.ErrNotFound
+			return nil, 0, store.ErrNotFound
 		}
 		doc, err := decode(kvs[0].Value)
-		if err != nil {
-			return err
-		}
-		if err := conditionError(doc, cond, want); err != nil {
-			return err
-		}
+		return doc, kvs[0].ModRevision, err
+	}
+	write := func(rev int64, doc []byte) (bool, error) {
 		op := clientv3.OpDelete(k)
-		if !del {
-			for f, v := range fields {
-				doc[f] = v
-			}
-			b, err := json.Marshal(doc)
-			if err != nil {
-				return fmt.Errorf("%w: %v", store.ErrInvalid, err)
-			}
-			op = clientv3.OpPut(k, string(b))
+		if doc != nil {
+			op = clientv3.OpPut(k, string(doc))
 		}
 		tr, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(k), "=", kvs[0].ModRevision)).
+			If(clientv3.Compare(clientv3.ModRevision(k), "=", rev)).
 			Then(op).
 			Else(clientv3.OpGet(k)).
 			Commit()
-		if err != nil {
-			return err
+		if err != nil || tr.Succeeded {
+			return false, err
 		}
-		if tr.Succeeded {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		kvs = tr.Responses[0].GetResponseRange().Kvs
+		kvs, fresh = tr.Responses[0].GetResponseRange().Kvs, true
+		return true, nil
 	}
+	return store.ReadCheckWrite(ctx, cond, fields, read, write)
 }
 
-func check(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return store.CheckKey(key)
-}
-
-// decode reads a stored document as encoding/json would, refusing anything but an object.
-func decode(raw []byte) (map[string]any, error) {
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
-		if err == nil {
-			err = errors.New("null")
-		}
-		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
-	}
-	return doc, nil
-}
-
-// conditionError returns nil when doc meets cond, and otherwise ErrConditionFailed saying
-// whether the field is missing or holds another value.
-func conditionError(doc map[string]any, cond *store.Condition, want any) error {
-	if store.Matches(doc, cond, want) {
-		return nil
-	}
-	if _, ok := doc[cond.Field]; !ok {
-		return fmt.Errorf("%w: the document has no field %q", store.ErrConditionFailed, cond.Field)
-	}
-	w, _ := json.Marshal(want)
-	return fmt.Errorf("%w: field %q is not %s", store.ErrConditionFailed, cond.Field, w)
-}
+// decode reads a stored document, refusing anything but a JSON object with ErrNotJSON.
+func decode(raw []byte) (map[string]any, error) { return store.DecodeObject(raw, ErrNotJSON) }

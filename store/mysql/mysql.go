@@ -101,7 +101,7 @@ func (s *Store) MariaDB() bool { return s.mariadb }
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return nil, store.WrapKey("get", key, err)
 	}
 	doc, err := s.get(ctx, key)
@@ -131,7 +131,7 @@ func (s *Store) get(ctx context.Context, key string) (map[string]any, error) {
 // Create implements store.Store with an INSERT: a duplicate key (error 1062) is ErrExists, so
 // it never overwrites, and of concurrent creators exactly one inserts a row.
 func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return store.WrapKey("create", key, err)
 	}
 	n, err := store.NormalizeDoc(doc)
@@ -155,7 +155,7 @@ func (s *Store) Create(ctx context.Context, key string, doc map[string]any) erro
 // it takes effect. If the row read does meet the condition (a concurrent writer changed it
 // between the two statements), the UPDATE is run again, as the call has not taken effect yet.
 func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return store.WrapKey("patch", key, err)
 	}
 	n, err := store.NormalizeDoc(fields)
@@ -185,7 +185,7 @@ func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, co
 
 // Delete implements store.Store with one DELETE, under the same rules as Patch.
 func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return store.WrapKey("delete", key, err)
 	}
 	want, where, whereArgs, err := s.condition(cond)
@@ -214,32 +214,19 @@ func (s *Store) condition(cond *store.Condition) (any, string, []any, error) {
 	return want, clause, []any{fieldPath(cond.Field), string(encodeJSON(want))}, nil
 }
 
-// maxWrites bounds the reruns of a write whose row changed between the statement and the read
-// that follows it; each rerun needs another writer to have succeeded meanwhile.
-const maxWrites = 8
-
+// write runs a conditional Patch or Delete statement; see store.WriteOrExplain for what it does
+// when the statement changes no row.
 func (s *Store) write(ctx context.Context, op, key string, cond *store.Condition, want any, stmt string, args []any) error {
-	for range maxWrites {
-		res, err := s.db.ExecContext(ctx, stmt, args...)
-		if err != nil {
-			return s.wrap(ctx, op, key, err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return s.wrap(ctx, op, key, err)
-		}
-		if n > 0 {
-			return nil
-		}
-		doc, err := s.get(ctx, key)
-		if err != nil {
-			return s.wrap(ctx, op, key, err)
-		}
-		if !store.Matches(doc, cond, want) {
-			return store.WrapKey(op, key, store.ErrConditionFailed)
-		}
-	}
-	return store.WrapKey(op, key, fmt.Errorf("%w: the row kept changing between the write and the read that checks it", store.ErrConditionFailed))
+	return store.WriteOrExplain(op, key, cond, want,
+		func() (int64, error) {
+			res, err := s.db.ExecContext(ctx, stmt, args...)
+			if err != nil {
+				return 0, err
+			}
+			return res.RowsAffected()
+		},
+		func() (map[string]any, error) { return s.get(ctx, key) },
+		func(err error) error { return s.wrap(ctx, op, key, err) })
 }
 
 // wrap adds the key to err, the table to a server error, and the context's error when the
@@ -257,11 +244,4 @@ func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
 		err = fmt.Errorf("mysql: table %s: %w", s.table, err)
 	}
 	return store.WrapKey(op, key, err)
-}
-
-func check(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return store.CheckKey(key)
 }

@@ -44,20 +44,9 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 func OpenURL(ctx context.Context, u *url.URL) (*Store, error) {
 	s, err := openURL(ctx, u)
 	if err != nil {
-		return nil, fmt.Errorf("store/nats: open %s: %w", redact(u), err)
+		return nil, fmt.Errorf("store/nats: open %s: %w", store.Redact(u), err)
 	}
 	return s, nil
-}
-
-// redact is store.Redact, also hiding a token given as the URL's user (nats://token@host).
-func redact(u *url.URL) string {
-	c := *u
-	if c.User != nil {
-		if _, ok := c.User.Password(); !ok && c.User.Username() != "" {
-			c.User = url.User("xxxxx")
-		}
-	}
-	return store.Redact(&c)
 }
 
 // openURL is OpenURL for store.Open, which names the URL in its errors itself.
@@ -137,7 +126,7 @@ func (s *Store) JetStream() jetstream.JetStream { return s.js }
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return nil, store.WrapKey("get", key, err)
 	}
 	e, err := s.kv.Get(ctx, EncodeKey(key))
@@ -150,7 +139,7 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 
 // Create implements store.Store.
 func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return store.WrapKey("create", key, err)
 	}
 	n, err := store.NormalizeDoc(doc)
@@ -170,65 +159,49 @@ func (s *Store) Create(ctx context.Context, key string, doc map[string]any) erro
 
 // Patch implements store.Store.
 func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return store.WrapKey("patch", key, err)
 	}
 	n, err := store.NormalizeDoc(fields)
 	if err != nil {
 		return store.WrapKey("patch", key, err)
 	}
-	return store.WrapKey("patch", key, connErr(s.write(ctx, key, cond, n, false)))
+	return store.WrapKey("patch", key, connErr(s.write(ctx, key, cond, n)))
 }
 
 // Delete implements store.Store.
 func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return store.WrapKey("delete", key, err)
 	}
-	return store.WrapKey("delete", key, connErr(s.write(ctx, key, cond, nil, true)))
+	return store.WrapKey("delete", key, connErr(s.write(ctx, key, cond, nil)))
 }
 
-// write reads the entry, checks cond and writes the patched document (or a delete marker) on
-// the revision it read. When the key changed in between, it reads again and starts over: the
-// condition is checked again, so of several writers holding the same condition only the first
-// wins.
-func (s *Store) write(ctx context.Context, key string, cond *store.Condition, fields map[string]any, del bool) error {
-	want, err := store.CheckCondition(cond)
-	if err != nil {
-		return err
-	}
+// write reads the entry, checks cond and writes the patched document (or a delete marker, when
+// fields is nil) on the revision it read; see store.ReadCheckWrite.
+func (s *Store) write(ctx context.Context, key string, cond *store.Condition, fields map[string]any) error {
 	k := EncodeKey(key)
-	for {
+	read := func() (map[string]any, uint64, error) {
 		e, err := s.kv.Get(ctx, k)
 		if err != nil {
-			return notFound(err)
+			return nil, 0, notFound(err)
 		}
 		doc, err := decode(e.Value())
-		if err != nil {
-			return err
-		}
-		if err := conditionError(doc, cond, want); err != nil {
-			return err
-		}
-		if del {
-			err = s.kv.Delete(ctx, k, jetstream.LastRevision(e.Revision()))
-		} else {
-			for f, v := range fields {
-				doc[f] = v
-			}
-			b, merr := json.Marshal(doc)
-			if merr != nil {
-				return fmt.Errorf("%w: %v", store.ErrInvalid, merr)
-			}
-			_, err = s.kv.Update(ctx, k, b, e.Revision())
-		}
-		if !isConflict(err) {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+		return doc, e.Revision(), err
 	}
+	write := func(rev uint64, doc []byte) (bool, error) {
+		var err error
+		if doc == nil {
+			err = s.kv.Delete(ctx, k, jetstream.LastRevision(rev))
+		} else {
+			_, err = s.kv.Update(ctx, k, doc, rev)
+		}
+		if isConflict(err) {
+			return true, nil
+		}
+		return false, err
+	}
+	return store.ReadCheckWrite(ctx, cond, fields, read, write)
 }
 
 // isConflict reports whether err is JetStream's "wrong last sequence": the key's revision is not
@@ -261,34 +234,5 @@ func notFound(err error) error {
 	return err
 }
 
-func check(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return store.CheckKey(key)
-}
-
-// decode reads a stored document as encoding/json would, refusing anything but an object.
-func decode(raw []byte) (map[string]any, error) {
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
-		if err == nil {
-			err = errors.New("null")
-		}
-		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
-	}
-	return doc, nil
-}
-
-// conditionError returns nil when doc meets cond, and otherwise ErrConditionFailed saying
-// whether the field is missing or holds another value.
-func conditionError(doc map[string]any, cond *store.Condition, want any) error {
-	if store.Matches(doc, cond, want) {
-		return nil
-	}
-	if _, ok := doc[cond.Field]; !ok {
-		return fmt.Errorf("%w: the document has no field %q", store.ErrConditionFailed, cond.Field)
-	}
-	w, _ := json.Marshal(want)
-	return fmt.Errorf("%w: field %q is not %s", store.ErrConditionFailed, cond.Field, w)
-}
+// decode reads a stored document, refusing anything but a JSON object with ErrNotJSON.
+func decode(raw []byte) (map[string]any, error) { return store.DecodeObject(raw, ErrNotJSON) }

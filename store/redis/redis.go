@@ -71,7 +71,7 @@ func (s *Store) Client() *goredis.Client { return s.client }
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return nil, store.WrapKey("get", key, err)
 	}
 	raw, err := s.client.Get(ctx, s.prefix+key).Bytes()
@@ -87,7 +87,7 @@ func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
 
 // Create implements store.Store.
 func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return store.WrapKey("create", key, err)
 	}
 	n, err := store.NormalizeDoc(doc)
@@ -107,7 +107,7 @@ func (s *Store) Create(ctx context.Context, key string, doc map[string]any) erro
 
 // Patch implements store.Store.
 func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return store.WrapKey("patch", key, err)
 	}
 	n, err := store.NormalizeDoc(fields)
@@ -131,7 +131,7 @@ func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, co
 
 // Delete implements store.Store.
 func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	if err := check(ctx, key); err != nil {
+	if err := store.CheckCall(ctx, key); err != nil {
 		return store.WrapKey("delete", key, err)
 	}
 	args, err := conditionArgs("delete", cond)
@@ -141,21 +141,5 @@ func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) e
 	return store.WrapKey("delete", key, s.run(ctx, key, cond, args))
 }
 
-func check(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return store.CheckKey(key)
-}
-
-// decode reads a stored document as encoding/json would, refusing anything but an object.
-func decode(raw []byte) (map[string]any, error) {
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
-		if err == nil {
-			err = errors.New("null")
-		}
-		return nil, fmt.Errorf("%w: %v", ErrNotJSON, err)
-	}
-	return doc, nil
-}
+// decode reads a stored document, refusing anything but a JSON object with ErrNotJSON.
+func decode(raw []byte) (map[string]any, error) { return store.DecodeObject(raw, ErrNotJSON) }
