@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -234,11 +235,16 @@ func newActor(id, addr string) *actor {
 	return &actor{id: id, base: "http://" + addr + "/act", client: &http.Client{Timeout: 250 * time.Millisecond}}
 }
 
+// MaxWork bounds the work a leader does between checking IsLeader and writing its action.
+const MaxWork = 20 * time.Millisecond
+
 // lead acts at once, then every ActionInterval, until its leadership ends. Each action is
 // stamped before IsLeader is checked: when IsLeader says true, the stamp lies inside the
-// leadership (W7), which the checks verify against the leadership lines. The request does not
-// use ctx: an action sent just before the leadership ended may still arrive late, as a real
-// worker's write would, and the resource must reject it if a newer term acted meanwhile (W8).
+// leadership (W7), which the checks verify against the leadership lines. Then, as a real
+// leader computes before it writes, it works for a random time up to MaxWork, and sends the
+// action without ctx: a pause (SIGSTOP) in that window makes the write arrive after another
+// instance took over, and the resource must reject it if a newer term acted meanwhile (W8).
+// That is what fencing is for; IsLeader alone cannot prevent it.
 func (a *actor) lead(ctx context.Context, el *cluster.Elector) error {
 	term, ok := cluster.TermOf(ctx)
 	if !ok {
@@ -252,6 +258,7 @@ func (a *actor) lead(ctx context.Context, el *cluster.Elector) error {
 			return nil
 		}
 		if el.IsLeader() {
+			time.Sleep(rand.N(MaxWork)) // the work: it picks a duration, it waits for nothing
 			a.do(term, sent)
 		}
 		select {
