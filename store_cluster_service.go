@@ -27,13 +27,30 @@ var (
 	_ Service         = (*StoreClusterService)(nil)
 	_ Stopper         = (*StoreClusterService)(nil)
 	_ cluster.Cluster = (*StoreClusterService)(nil)
+	_ LockOpener      = (*StoreClusterService)(nil)
 )
 
 // Init starts the election over the Registry.
 func (s *StoreClusterService) Init(ctx context.Context, app *Application) error {
+	lock, err := s.OpenLock(ctx, app)
+	if err != nil {
+		return err
+	}
+	return s.StartElection(ctx, lock, app.Logger(), s.Observer)
+}
+
+// OpenLock returns the Lock over the application's Registry, without starting an election.
+func (s *StoreClusterService) OpenLock(_ context.Context, app *Application) (cluster.Lock, error) {
 	reg := app.Registry()
 	if reg == nil {
-		return errors.New("the application has no Registry")
+		return nil, errors.New("the application has no Registry")
 	}
-	return s.StartElection(ctx, cluster.NewStoreLock(reg), app.Logger(), s.Observer)
+	return cluster.NewStoreLock(reg), nil
+}
+
+// LockOpener is implemented by cluster services that can give the Lock of their lease without
+// starting an election, for tools that only read the lease (leasehold status). app must be
+// started, as the Lock may use its services (the Registry).
+type LockOpener interface {
+	OpenLock(ctx context.Context, app *Application) (cluster.Lock, error)
 }

@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -62,29 +63,41 @@ type ClusterService struct {
 }
 
 var (
-	_ leasehold.Service = (*ClusterService)(nil)
-	_ leasehold.Stopper = (*ClusterService)(nil)
-	_ cluster.Cluster   = (*ClusterService)(nil)
+	_ leasehold.LockOpener = (*ClusterService)(nil)
+	_ leasehold.Service    = (*ClusterService)(nil)
+	_ leasehold.Stopper    = (*ClusterService)(nil)
+	_ cluster.Cluster      = (*ClusterService)(nil)
 )
 
 // Init validates the parameters, builds the client and starts the election on the Lease.
 // It makes no request before the first attempt: an unreachable API server or a missing
 // permission shows in the attempts' errors (logged, and in AttemptFailed events).
 func (s *ClusterService) Init(ctx context.Context, app *leasehold.Application) error {
-	if err := s.Validate(); err != nil {
+	lock, err := s.OpenLock(ctx, app)
+	if err != nil {
 		return err
+	}
+	return s.StartElection(ctx, lock, app.Logger(), s.Observer)
+}
+
+// OpenLock builds the client and returns the Lock over the Lease, without starting an
+// election: Init uses it, and so do tools that only read the Lease (leasehold status). It
+// implements leasehold.LockOpener.
+func (s *ClusterService) OpenLock(ctx context.Context, app *leasehold.Application) (cluster.Lock, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
 	}
 	name := s.LeaseName
 	if name == "" {
 		name = cluster.DefaultLeaseName
 	}
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		return fmt.Errorf("parameter \"leaseName\": %q is not a valid Lease name (a Kubernetes object name must be a DNS-1123 subdomain): %s", name, strings.Join(errs, "; "))
+		return nil, fmt.Errorf("parameter \"leaseName\": %q is not a valid Lease name (a Kubernetes object name must be a DNS-1123 subdomain): %s", name, strings.Join(errs, "; "))
 	}
 	s.LeaseName = name
 	timeout, err := s.requestTimeout()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	saFile := s.saNamespaceFile
 	if saFile == "" {
@@ -92,12 +105,12 @@ func (s *ClusterService) Init(ctx context.Context, app *leasehold.Application) e
 	}
 	ns, nsSource, err := resolveNamespace(s.Namespace, os.Getenv, saFile)
 	if err != nil {
-		return fmt.Errorf("namespace: %w", err)
+		return nil, fmt.Errorf("namespace: %w", err)
 	}
 	cfg, cfgSource := s.RESTConfig, "RESTConfig"
 	if cfg == nil {
 		if cfg, cfgSource, err = restConfig(s.Config, s.Context); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	cfg = rest.CopyConfig(cfg)
@@ -106,18 +119,21 @@ func (s *ClusterService) Init(ctx context.Context, app *leasehold.Application) e
 	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return fmt.Errorf("kubernetes client (%s): %w", cfgSource, err)
+		return nil, fmt.Errorf("kubernetes client (%s): %w", cfgSource, err)
 	}
 	client, err := k8s.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
-		return fmt.Errorf("kubernetes client (%s): %w", cfgSource, err)
+		return nil, fmt.Errorf("kubernetes client (%s): %w", cfgSource, err)
 	}
 	s.httpClient = httpClient
 	s.namespace = ns
-	log := app.Logger()
+	log := slog.Default()
+	if app != nil {
+		log = app.Logger()
+	}
 	log.Info("kubernetes cluster service", "lease", ns+"/"+name, "namespaceFrom", string(nsSource),
 		"client", cfgSource, "server", cfg.Host, "instance", s.InstanceID())
-	return s.StartElection(ctx, NewLeaseLock(client.CoordinationV1(), ns, timeout), log, s.Observer)
+	return NewLeaseLock(client.CoordinationV1(), ns, timeout), nil
 }
 
 // requestTimeout is the timeout parameter, bounded by L - R (E3).

@@ -204,36 +204,33 @@ func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 		return nil, badInput(usage, "--config: %v", err)
 	}
 	// Find the cluster service, and keep every other service: starting them does not join an
-	// election.
+	// election. The cluster service only opens its Lock (leasehold.LockOpener).
 	var rest leasehold.Config
-	var es *leasehold.ElectionService
+	var svc cluster.Cluster
 	for _, sc := range cfg.Services {
 		one, err := leasehold.New(&leasehold.Config{Services: []leasehold.ServiceConfig{sc}})
 		if err != nil {
 			return nil, badInput(usage, "--config %s: %v", f.config, err)
 		}
-		svc := one.Cluster()
-		if _, local := svc.(*cluster.Local); local {
+		c := one.Cluster()
+		if _, local := c.(*cluster.Local); local {
 			rest.Services = append(rest.Services, sc)
 			continue
 		}
-		if es != nil {
+		if svc != nil {
 			continue // A5: the first cluster service is the application's
 		}
-		if _, ok := svc.(*leasehold.StoreClusterService); !ok {
-			return nil, badInput(usage, "--config %s: status reads leases kept in the Registry (Webda/StoreClusterService); service %q is %s",
+		if _, ok := c.(leasehold.LockOpener); !ok || electionServiceOf(c) == nil {
+			return nil, badInput(usage, "--config %s: service %q (%s) cannot open its lease without joining the election",
 				f.config, sc.Name, sc.Type)
 		}
-		es = electionServiceOf(svc)
+		svc = c
 	}
-	if es == nil {
+	if svc == nil {
 		return nil, badInput(usage, "--config %s has no cluster service (such as Webda/StoreClusterService)", f.config)
 	}
+	es := electionServiceOf(svc)
 	applyFlags(es, f)
-	lease := es.LeaseName
-	if lease == "" {
-		lease = cluster.DefaultLeaseName
-	}
 	app, err := leasehold.New(&rest)
 	if err != nil {
 		return nil, badInput(usage, "--config %s: %v", f.config, err)
@@ -242,5 +239,21 @@ func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 	if err := app.Start(ctx); err != nil {
 		return nil, err
 	}
-	return &leaseReader{lease: lease, where: f.config, lock: cluster.NewStoreLock(app.Registry()), close: app.Stop}, nil
+	lock, err := svc.(leasehold.LockOpener).OpenLock(ctx, app)
+	if err != nil {
+		_ = app.Stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("--config %s: %w", f.config, err)
+	}
+	lease := es.LeaseName
+	if lease == "" {
+		lease = cluster.DefaultLeaseName
+	}
+	closeAll := func(ctx context.Context) error {
+		var errs []error
+		if s, ok := svc.(leasehold.Stopper); ok {
+			errs = append(errs, s.Stop(ctx)) // no election to end: it releases the client only
+		}
+		return errors.Join(append(errs, app.Stop(ctx))...)
+	}
+	return &leaseReader{lease: lease, where: f.config, lock: lock, close: closeAll}, nil
 }
