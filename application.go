@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -120,7 +121,7 @@ func (a *Application) Start(ctx context.Context) error {
 	}
 	a.state = starting
 	a.mu.Unlock()
-	defaultApp.Store(a)
+	startedApps.push(a)
 
 	for _, e := range a.entries {
 		if err := e.svc.Init(ctx, a); err != nil {
@@ -131,7 +132,7 @@ func (a *Application) Start(ctx context.Context) error {
 			a.mu.Lock()
 			a.state = stopped
 			a.mu.Unlock()
-			defaultApp.CompareAndSwap(a, nil)
+			startedApps.remove(a)
 			return err
 		}
 		a.mu.Lock()
@@ -167,7 +168,7 @@ func (a *Application) Stop(ctx context.Context) error {
 	a.state = stopped
 	a.mu.Unlock()
 	err := a.stopServices(ctx)
-	defaultApp.CompareAndSwap(a, nil)
+	startedApps.remove(a)
 	return err
 }
 
@@ -252,14 +253,44 @@ func (a *Application) WhenLeader(fn cluster.LeaderFunc, deregistered func()) (re
 }
 
 var (
-	defaultApp   atomic.Pointer[Application]
+	startedApps  appStack
 	packageLocal = sync.OnceValue(func() *cluster.Local { return cluster.NewLocal("") })
 )
 
-// UseCluster returns the cluster of the default application (the one started last, A7), or,
-// with no application, a local cluster that always leads.
+// appStack holds the applications started and not yet stopped, in order of Start: the last
+// is the default one; when it stops, the one started before it is the default again.
+type appStack struct {
+	mu   sync.Mutex
+	apps []*Application
+}
+
+func (s *appStack) push(a *Application) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.apps = append(s.apps, a)
+}
+
+func (s *appStack) remove(a *Application) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.apps, a); i >= 0 {
+		s.apps = slices.Delete(s.apps, i, i+1)
+	}
+}
+
+func (s *appStack) top() *Application {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.apps) == 0 {
+		return nil
+	}
+	return s.apps[len(s.apps)-1]
+}
+
+// UseCluster returns the cluster of the default application (the one started last and not
+// stopped yet, A7), or, with no application, a local cluster that always leads.
 func UseCluster() cluster.Cluster {
-	if a := defaultApp.Load(); a != nil {
+	if a := startedApps.top(); a != nil {
 		return a.Cluster()
 	}
 	return packageLocal()

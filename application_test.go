@@ -264,6 +264,9 @@ func TestA7PackageLevel(t *testing.T) {
 		if err := b.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		if id := UseCluster().InstanceID(); id != "a" {
+			t.Fatalf("UseCluster() after b stopped is %q; want a, still running", id)
+		}
 		if err := a.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
