@@ -5,7 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 )
+
+// OpenWith is a backend's Open(ctx, rawURL): it parses rawURL with [ParseURL] (whose errors
+// never quote it) and opens it with [OpenURLWith]. name ("store/redis") starts every error.
+func OpenWith[S any](ctx context.Context, name, rawURL string, open func(context.Context, *url.URL) (S, error)) (S, error) {
+	u, err := ParseURL(rawURL)
+	if err != nil {
+		var zero S
+		return zero, fmt.Errorf("%s: %w", name, err)
+	}
+	return OpenURLWith(ctx, name, u, open)
+}
+
+// OpenURLWith is a backend's Open for a parsed URL: open's error, which need not name the URL,
+// is returned naming the backend and the redacted URL, with the URL's secrets hidden from it
+// (see [RedactError]).
+func OpenURLWith[S any](ctx context.Context, name string, u *url.URL, open func(context.Context, *url.URL) (S, error)) (S, error) {
+	s, err := open(ctx, u)
+	if err != nil {
+		var zero S
+		return zero, fmt.Errorf("%s: open %s: %w", name, Redact(u), RedactError(err, u))
+	}
+	return s, nil
+}
 
 // CheckCall returns the error an operation on key fails with before it starts: the context's
 // when it has ended, ErrInvalid for an empty key. Backends call it first in every operation, so

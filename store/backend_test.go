@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -36,6 +38,37 @@ func TestDecodeObject(t *testing.T) {
 		doc, err := store.DecodeObject([]byte(raw), errNotJSON)
 		if !errors.Is(err, errNotJSON) || !strings.Contains(err.Error(), want) || doc != nil {
 			t.Errorf("%s: %v, %v; want the sentinel and an error saying %q", raw, doc, err, want)
+		}
+	}
+}
+
+// TestOpenWith: a backend's Open names the backend and the redacted URL in its errors, hides the
+// URL's password from the driver's error and keeps that error reachable, and returns the store
+// open gives.
+func TestOpenWith(t *testing.T) {
+	const pw = "pw-open-with-3"
+	errDriver := errors.New("driver: login failed")
+	open := func(_ context.Context, u *url.URL) (*url.URL, error) {
+		if u.Query().Has("fail") {
+			p, _ := u.User.Password()
+			return nil, fmt.Errorf("%w for password %s", errDriver, p)
+		}
+		return u, nil
+	}
+	got, err := store.OpenWith(t.Context(), "store/x", "x://u:"+pw+"@h/db", open)
+	if err != nil || got.Host != "h" {
+		t.Fatalf("OpenWith = %v, %v", got, err)
+	}
+	for raw, want := range map[string]string{
+		"x://u:" + pw + "@h/db?fail=1": "store/x: open x://u:xxxxx@h/db?fail=1: driver: login failed for password xxxxx",
+		"://u:" + pw + "@h":            "store/x: store: invalid URL",
+	} {
+		_, err := store.OpenWith(t.Context(), "store/x", raw, open)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), pw) {
+			t.Errorf("OpenWith(%s): %v, want an error starting %q without the password", store.RedactString(raw), err, want)
+		}
+		if strings.Contains(raw, "fail") && !errors.Is(err, errDriver) {
+			t.Errorf("OpenWith(%s): the driver's error is not reachable with errors.Is: %v", store.RedactString(raw), err)
 		}
 	}
 }

@@ -30,20 +30,12 @@ var _ store.Store = (*Store)(nil)
 // Open connects to the etcd cluster named by rawURL (see the package documentation for its
 // form) and checks that it answers.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := store.ParseURL(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	return OpenURL(ctx, u)
+	return store.OpenWith(ctx, "store/etcd", rawURL, openURL)
 }
 
 // OpenURL is Open for a parsed URL.
 func OpenURL(ctx context.Context, u *url.URL) (*Store, error) {
-	s, err := openURL(ctx, u)
-	if err != nil {
-		return nil, fmt.Errorf("store/etcd: open %s: %w", store.Redact(u), err)
-	}
-	return s, nil
+	return store.OpenURLWith(ctx, "store/etcd", u, openURL)
 }
 
 // openURL is OpenURL for store.Open, which names the URL in its errors itself.

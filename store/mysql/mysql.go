@@ -31,15 +31,7 @@ var _ store.Store = (*Store)(nil)
 // Open connects to the server named by rawURL and creates the table if it is missing. The URL's
 // parameters are described in the package documentation.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := store.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("mysql: %w", err)
-	}
-	s, err := openURL(ctx, u)
-	if err != nil {
-		return nil, fmt.Errorf("mysql: open %s: %w", store.Redact(u), err)
-	}
-	return s, nil
+	return store.OpenWith(ctx, "mysql", rawURL, openURL)
 }
 
 // openURL returns errors without the URL: its callers add the redacted URL.

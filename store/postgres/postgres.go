@@ -54,15 +54,7 @@ func newQueries(table string) queries {
 // Open connects to the PostgreSQL server named by rawURL and creates the table if it is
 // missing. The URL's parameters are described in the package documentation.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := store.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	s, err := openURL(ctx, u)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: open %s: %w", store.Redact(u), err)
-	}
-	return s, nil
+	return store.OpenWith(ctx, "postgres", rawURL, openURL)
 }
 
 // openURL returns errors without the URL: its callers add the redacted URL.

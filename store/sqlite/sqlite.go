@@ -50,15 +50,7 @@ func newQueries(table string) queries {
 // and creates the table if it is missing. The URL's parameters are described in the package
 // documentation.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	u, err := store.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: %w", err)
-	}
-	s, err := openURL(ctx, u)
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", store.Redact(u), err)
-	}
-	return s, nil
+	return store.OpenWith(ctx, "sqlite", rawURL, openURL)
 }
 
 func openURL(ctx context.Context, u *url.URL) (*Store, error) {
