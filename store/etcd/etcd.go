@@ -52,7 +52,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	}
 	c, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("store/etcd: connect to %s: %w", strings.Join(cfg.Endpoints, ","), scrub(err, u))
+		return nil, fmt.Errorf("store/etcd: connect to %s: %w", strings.Join(cfg.Endpoints, ","), store.RedactError(err, u))
 	}
 	pctx := ctx
 	if _, ok := ctx.Deadline(); !ok && cfg.DialTimeout > 0 {
@@ -63,7 +63,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	// The client connects lazily: a first request tells an unreachable cluster at once.
 	if _, err := c.Get(pctx, prefix, clientv3.WithCountOnly(), clientv3.WithLimit(1)); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("store/etcd: no answer from %s: %w", strings.Join(cfg.Endpoints, ","), scrub(err, u))
+		return nil, fmt.Errorf("store/etcd: no answer from %s: %w", strings.Join(cfg.Endpoints, ","), store.RedactError(err, u))
 	}
 	return &Store{client: c, prefix: prefix}, nil
 }

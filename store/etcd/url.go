@@ -98,18 +98,3 @@ func parseConfig(u *url.URL) (clientv3.Config, string, error) {
 	})}
 	return cfg, prefix, nil
 }
-
-// scrub returns err, or a copy of its text without the URL's password if it quotes it.
-func scrub(err error, u *url.URL) error {
-	if err == nil || u.User == nil {
-		return err
-	}
-	pw, ok := u.User.Password()
-	if !ok || pw == "" {
-		return err
-	}
-	if msg := err.Error(); strings.Contains(msg, pw) {
-		return errors.New(strings.ReplaceAll(msg, pw, "xxxxx"))
-	}
-	return err
-}

@@ -47,7 +47,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	s := &Store{client: goredis.NewClient(opts), prefix: prefix}
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		s.client.Close()
-		return nil, fmt.Errorf("store/redis: ping %s: %w", opts.Addr, scrub(err, u))
+		return nil, fmt.Errorf("store/redis: ping %s: %w", opts.Addr, store.RedactError(err, u))
 	}
 	return s, nil
 }

@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -9,6 +8,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/leasehold/leasehold/store"
 )
 
 // parseOptions turns a store URL into go-redis options and the key prefix. Its errors never
@@ -29,7 +30,7 @@ func parseOptions(u *url.URL) (*goredis.Options, string, error) {
 	c.RawQuery = q.Encode()
 	opts, err := goredis.ParseURL(c.String())
 	if err != nil {
-		return nil, "", fmt.Errorf("store/redis: %w", scrub(err, u))
+		return nil, "", fmt.Errorf("store/redis: %w", store.RedactError(err, u))
 	}
 	// A lease's deadline must bound every call, including the time spent on a dead connection.
 	opts.ContextTimeoutEnabled = true
@@ -40,19 +41,4 @@ func parseOptions(u *url.URL) (*goredis.Options, string, error) {
 		opts.DialTimeout = 5 * time.Second
 	}
 	return opts, prefix, nil
-}
-
-// scrub returns err, or a copy of its text without the URL's password if it quotes it.
-func scrub(err error, u *url.URL) error {
-	if err == nil || u.User == nil {
-		return err
-	}
-	pw, ok := u.User.Password()
-	if !ok || pw == "" {
-		return err
-	}
-	if msg := err.Error(); strings.Contains(msg, pw) {
-		return errors.New(strings.ReplaceAll(msg, pw, "xxxxx"))
-	}
-	return err
 }
