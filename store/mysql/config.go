@@ -5,27 +5,21 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/leasehold/leasehold/store"
 )
 
 // DefaultTable is the table used when the URL has no table parameter.
 const DefaultTable = "leasehold_registry"
 
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
-
-// checkTable returns an error naming the table parameter when name is not a plain identifier,
-// the only names put in SQL text.
-func checkTable(name string) error {
-	if !identRE.MatchString(name) {
-		return fmt.Errorf("parameter table: %q is not a valid table name (letters, digits and underscores, starting with a letter or underscore, at most 64)", name)
-	}
-	return nil
-}
+// checkTable returns an error naming the table parameter when name is not a plain identifier
+// of at most 64 characters (MySQL's limit), the only names put in SQL text.
+func checkTable(name string) error { return store.CheckTableName(name, 64) }
 
 // poolConfig holds the database/sql pool settings read from the URL.
 type poolConfig struct {

@@ -3,11 +3,12 @@ package postgres
 import (
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/leasehold/leasehold/store"
 )
 
 // DefaultTable is the table used when the URL has no table parameter.
@@ -17,17 +18,9 @@ const DefaultTable = "leasehold_registry"
 // it, a host that drops packets would hold Open until the operating system gives up.
 const defaultConnectTimeout = 10 * time.Second
 
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
-
-// checkTable returns an error naming the table parameter when name is not a plain identifier.
-// Only plain identifiers are accepted so that the name can be put in SQL text safely and means
-// the same quoted or not.
-func checkTable(name string) error {
-	if !identRE.MatchString(name) {
-		return fmt.Errorf("parameter table: %q is not a valid table name (letters, digits and underscores, starting with a letter or underscore, at most 63)", name)
-	}
-	return nil
-}
+// checkTable returns an error naming the table parameter when name is not a plain identifier
+// of at most 63 characters (PostgreSQL's NAMEDATALEN - 1), the only names put in SQL text.
+func checkTable(name string) error { return store.CheckTableName(name, 63) }
 
 // parseURL turns a postgres:// URL into a pgxpool configuration and the table name. The
 // password is kept out of the string pgx parses, so that no parse error can quote it.
