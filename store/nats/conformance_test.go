@@ -1,11 +1,8 @@
 package nats
 
 import (
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/leasehold/leasehold/store"
@@ -75,54 +72,10 @@ func TestStoredUnderEncodedKey(t *testing.T) {
 	}
 }
 
-// TestRetryWhileConditionHolds checks the retry of a conditional Patch: writers that change
-// other fields move the key's revision, and every conditional patch whose condition still holds
-// must succeed anyway, none lost (T2).
+// TestRetryWhileConditionHolds: conditional patches whose condition holds succeed however
+// often other writers move the key's revision, none lost (T2); see
+// storetest.RetryWhileConditionHolds.
 func TestRetryWhileConditionHolds(t *testing.T) {
 	t.Parallel()
-	s := openTest(t)
-	ctx := t.Context()
-	if err := s.Create(ctx, "k", map[string]any{"holder": "me"}); err != nil {
-		t.Fatal(err)
-	}
-	const n = 8
-	var wg sync.WaitGroup
-	errs := make(chan error, 2*n)
-	for i := range n {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			errs <- s.Patch(ctx, "k", map[string]any{fmt.Sprintf("other%d", i): i}, nil)
-		}()
-		go func() {
-			defer wg.Done()
-			errs <- s.Patch(ctx, "k", map[string]any{fmt.Sprintf("mine%d", i): i}, &store.Condition{Field: "holder", Value: "me"})
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Error(err)
-		}
-	}
-	doc, err := s.Get(ctx, "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		for _, f := range []string{"other", "mine"} {
-			if doc[fmt.Sprintf("%s%d", f, i)] != float64(i) {
-				t.Errorf("T2: lost update %s%d: %v", f, i, doc)
-			}
-		}
-	}
-	err = s.Delete(ctx, "k", &store.Condition{Field: "holder", Value: "someone else"})
-	if !errors.Is(err, store.ErrConditionFailed) || !strings.Contains(err.Error(), `"holder" is not "someone else"`) {
-		t.Errorf("Delete on a mismatched condition: %v", err)
-	}
-	err = s.Delete(ctx, "k", &store.Condition{Field: "nosuchfield", Value: "me"})
-	if !errors.Is(err, store.ErrConditionFailed) || !strings.Contains(err.Error(), `no field "nosuchfield"`) {
-		t.Errorf("Delete on a missing field: %v", err)
-	}
+	storetest.RetryWhileConditionHolds(t, openTest(t))
 }
