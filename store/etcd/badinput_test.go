@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 // TestNotJSON checks that a key holding something this store did not write is an error naming
@@ -106,17 +107,12 @@ func TestCredentialsNotShown(t *testing.T) {
 // and never the password.
 func TestBadURL(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ url, want string }{
-		{"etcd://u:hunter2secret@127.0.0.1:2379?bogus=1", "bogus"},
-		{"etcd://u:hunter2secret@127.0.0.1:2379/some/path", "path"},
-		{"etcd://u:hunter2secret@127.0.0.1:2379?dial_timeout=soon", "dial_timeout"},
-		{"etcd://u:hunter2secret@127.0.0.1:2379?tls=maybe", "tls"},
-		{"etcd://u:hunter2secret@,127.0.0.1:2379?prefix=x", "empty server"},
-		{"etcd:///nohost", "no server"},
-	} {
-		_, err := Open(t.Context(), c.url)
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "hunter2secret") {
-			t.Errorf("Open(%s): %v, want an error naming %q without the password", store.RedactString(c.url), err, c.want)
-		}
-	}
+	storetest.BadURLs(t, "hunter2secret", map[string]string{
+		"etcd://u:hunter2secret@127.0.0.1:2379?bogus=1":           "bogus",
+		"etcd://u:hunter2secret@127.0.0.1:2379/some/path":         "path",
+		"etcd://u:hunter2secret@127.0.0.1:2379?dial_timeout=soon": "dial_timeout",
+		"etcd://u:hunter2secret@127.0.0.1:2379?tls=maybe":         "tls",
+		"etcd://u:hunter2secret@,127.0.0.1:2379?prefix=x":         "empty server",
+		"etcd:///nohost": "no server",
+	}, func(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) })
 }

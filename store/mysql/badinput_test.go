@@ -1,12 +1,14 @@
 package mysql
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strings"
 	"testing"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 const secret = "s3cr3t-Passw0rd"
@@ -71,27 +73,14 @@ func TestWrongPassword(t *testing.T) {
 // TestBadURL: parameters are checked, and errors name them without quoting the password.
 func TestBadURL(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ url, want string }{
-		{"mysql://u:" + secret + "@127.0.0.1:1/db?table=bad-name", "table"},
-		{"mysql://u:" + secret + "@127.0.0.1:1/db?max_open_conns=0", "max_open_conns"},
-		{"mysql://u:" + secret + "@127.0.0.1:1/db?conn_max_lifetime=soon", "conn_max_lifetime"},
-		{"mysql://u:" + secret + "@127.0.0.1:1/db?readTimeout=soon", "soon"},
-		{"mysql://u:" + secret + "@/db", "host"},
-		{"postgres://u:" + secret + "@127.0.0.1:1/db", "scheme"},
-	} {
-		_, err := Open(t.Context(), c.url)
-		if err == nil {
-			t.Errorf("Open(%s) succeeded", store.RedactString(c.url))
-			continue
-		}
-		t.Log(err)
-		if strings.Contains(err.Error(), secret) {
-			t.Errorf("Open(%s): error reveals the password: %v", store.RedactString(c.url), err)
-		}
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Open(%s): error %q does not name %q", store.RedactString(c.url), err, c.want)
-		}
-	}
+	storetest.BadURLs(t, secret, map[string]string{
+		"mysql://u:" + secret + "@127.0.0.1:1/db?table=bad-name":         "table",
+		"mysql://u:" + secret + "@127.0.0.1:1/db?max_open_conns=0":       "max_open_conns",
+		"mysql://u:" + secret + "@127.0.0.1:1/db?conn_max_lifetime=soon": "conn_max_lifetime",
+		"mysql://u:" + secret + "@127.0.0.1:1/db?readTimeout=soon":       "soon",
+		"mysql://u:" + secret + "@/db":                                   "host",
+		"postgres://u:" + secret + "@127.0.0.1:1/db":                     "scheme",
+	}, func(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) })
 }
 
 // TestRowNotAnObject: rows written by another program that are not JSON objects, or not JSON at

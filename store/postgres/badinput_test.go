@@ -1,12 +1,14 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strings"
 	"testing"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 const secret = "s3cr3t-Passw0rd"
@@ -78,26 +80,13 @@ func TestWrongCredentials(t *testing.T) {
 // TestBadURL: parameters are checked, and errors name them without quoting the password.
 func TestBadURL(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ url, want string }{
-		{"postgres://u:" + secret + "@127.0.0.1:1/db?table=bad-name", "table"},
-		{"postgres://u:" + secret + "@127.0.0.1:1/db?table=", "table"},
-		{"postgres://u:" + secret + "@127.0.0.1:1/db?pool_max_conns=zero", "pool_max_conns"},
-		{"postgres://u:" + secret + "@127.0.0.1:1/db?connect_timeout=soon", "connect_timeout"},
-		{"mysql://u:" + secret + "@127.0.0.1:1/db", "scheme"},
-	} {
-		_, err := Open(t.Context(), c.url)
-		if err == nil {
-			t.Errorf("Open(%s) succeeded", store.RedactString(c.url))
-			continue
-		}
-		if strings.Contains(err.Error(), secret) {
-			t.Errorf("Open(%s): error reveals the password: %v", store.RedactString(c.url), err)
-		}
-		t.Log(err)
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Open(%s): error %q does not name %q", store.RedactString(c.url), err, c.want)
-		}
-	}
+	storetest.BadURLs(t, secret, map[string]string{
+		"postgres://u:" + secret + "@127.0.0.1:1/db?table=bad-name":       "table",
+		"postgres://u:" + secret + "@127.0.0.1:1/db?table=":               "table",
+		"postgres://u:" + secret + "@127.0.0.1:1/db?pool_max_conns=zero":  "pool_max_conns",
+		"postgres://u:" + secret + "@127.0.0.1:1/db?connect_timeout=soon": "connect_timeout",
+		"mysql://u:" + secret + "@127.0.0.1:1/db":                         "scheme",
+	}, func(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) })
 }
 
 // TestRowNotAnObject: a row written by another program that is not a JSON object gives errors

@@ -1,40 +1,31 @@
 package sqlite
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 // TestBadURL: parameters are checked, and errors name them.
 func TestBadURL(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	for _, c := range []struct{ url, want string }{
-		{"sqlite://relative/file.db", "absolute"},
-		{"sqlite:relative.db", "absolute"},
-		{"sqlite://" + dir + "/x.db?table=bad-name", "table"},
-		{"sqlite://" + dir + "/x.db?busy_timeout=soon", "busy_timeout"},
-		{"sqlite://" + dir + "/x.db?synchronous=OFF", "synchronous"},
-		{"sqlite://" + dir + "/x.db?max_open_conns=0", "max_open_conns"},
-		{"sqlite://" + dir + "/x.db?tabel=t", "tabel"},
-		{"sqlite://" + dir + "/missing/dir/x.db", "missing/dir/x.db"},
-		{"postgres://" + dir + "/x.db", "scheme"},
-	} {
-		s, err := Open(t.Context(), c.url)
-		if err == nil {
-			s.Close()
-			t.Errorf("Open(%s) succeeded", c.url)
-			continue
-		}
-		t.Log(err)
-		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Open(%s): error %q does not name %q", c.url, err, c.want)
-		}
-	}
+	storetest.BadURLs(t, "", map[string]string{
+		"sqlite://relative/file.db":                   "absolute",
+		"sqlite:relative.db":                          "absolute",
+		"sqlite://" + dir + "/x.db?table=bad-name":    "table",
+		"sqlite://" + dir + "/x.db?busy_timeout=soon": "busy_timeout",
+		"sqlite://" + dir + "/x.db?synchronous=OFF":   "synchronous",
+		"sqlite://" + dir + "/x.db?max_open_conns=0":  "max_open_conns",
+		"sqlite://" + dir + "/x.db?tabel=t":           "tabel",
+		"sqlite://" + dir + "/missing/dir/x.db":       "missing/dir/x.db",
+		"postgres://" + dir + "/x.db":                 "scheme",
+	}, func(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) })
 }
 
 // TestNotADatabase: a file that is not an SQLite database is an error naming it, and is left
