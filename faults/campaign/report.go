@@ -89,7 +89,9 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 	}
 	b.WriteString("All times on the host's CLOCK_MONOTONIC, shared by the runner and the workers. ")
 	b.WriteString("Takeover bounds: L + R after a crash, pause or partition of the leader (from its last renewal, E6), ")
-	b.WriteString("R after a clean stop (from its release, E7), each plus the slack.\n\n")
+	b.WriteString("R after a clean stop (from its release, E7), each plus the slack. ")
+	b.WriteString("Unbounded rows: after latency or a reset, a change of leader is timed from the fault; after an outage, ")
+	b.WriteString("from the backend's return to the next leader (the clients' reconnection schedules included).\n\n")
 	b.WriteString("| backend | run | faults | overlaps outside pauses | accepted stale actions | stale actions rejected | actions accepted | worst crash takeover (bound) | worst clean-stop takeover (bound) | longest leaderless, backend up | violations |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range reps {
