@@ -19,7 +19,7 @@ func latencySVG(rep *report) string {
 		gap    = 40
 		rowH   = 26
 		top    = 56
-		bottom = 44
+		bottom = 58
 	)
 	rows := len(rep.Systems)
 	width := labelW + 2*panelW + gap + 20
