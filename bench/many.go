@@ -18,20 +18,22 @@ import (
 // manyResult is what a many worker reports: one process electing on n lease names over one
 // store, measured over a window once every lease is held (or the wait for that gave up).
 type manyResult struct {
-	Leases       int           `json:"leases"`
-	Leading      int           `json:"leading"`       // leases this process led at the end of the wait
-	ReadyAfter   time.Duration `json:"ready_after"`   // from the first Start to the last BecameLeader, or the wait's length
-	Window       time.Duration `json:"window"`        // the measurement window
-	LeadingAtEnd int           `json:"leading_end"`   // leases led at the end of the window
-	Requests     int64         `json:"requests"`      // lock operations during the window
-	CPU          time.Duration `json:"cpu"`           // CPU time during the window
-	RSS          int64         `json:"rss"`           // resident memory at the end of the window
-	Lost         int64         `json:"lost"`          // StoppedLeading events during the window
-	Failed       int64         `json:"failed"`        // AttemptFailed events during the window
-	AttemptP50   time.Duration `json:"attempt_p50"`   // attempt durations during the window
-	AttemptP99   time.Duration `json:"attempt_p99"`   //
-	StopTook     time.Duration `json:"stop_took"`     // Stop of every Elector, in parallel
-	StopFailures int           `json:"stop_failures"` // Stops that returned an error
+	Leases       int              `json:"leases"`
+	Leading      int              `json:"leading"`       // leases this process led at the end of the wait
+	ReadyAfter   time.Duration    `json:"ready_after"`   // from the first Start to the last BecameLeader, or the wait's length
+	Window       time.Duration    `json:"window"`        // the measurement window
+	LeadingAtEnd int              `json:"leading_end"`   // leases led at the end of the window
+	Requests     int64            `json:"requests"`      // lock operations during the window
+	CPU          time.Duration    `json:"cpu"`           // CPU time during the window
+	RSS          int64            `json:"rss"`           // resident memory at the end of the window
+	Lost         int64            `json:"lost"`          // StoppedLeading events during the window
+	LostBy       map[string]int64 `json:"lost_by"`       // the same, by cluster.Reason*
+	Failed       int64            `json:"failed"`        // AttemptFailed events during the window
+	FailedBy     map[string]int64 `json:"failed_by"`     // the same, by cluster.Reason*
+	AttemptP50   time.Duration    `json:"attempt_p50"`   // attempt durations during the window
+	AttemptP99   time.Duration    `json:"attempt_p99"`   //
+	StopTook     time.Duration    `json:"stop_took"`     // Stop of every Elector, in parallel
+	StopFailures int              `json:"stop_failures"` // Stops that returned an error
 }
 
 const manyPrefix = "bench-many "
@@ -61,6 +63,7 @@ func runMany(we workerEnv, fail func(string, ...any) int) int {
 		allOnce               sync.Once
 		mu                    sync.Mutex
 		durations             []time.Duration // attempt durations during the window
+		lostBy, failedBy      = map[string]int64{}, map[string]int64{}
 	)
 	observe := func(ev cluster.Event) {
 		switch ev.Kind {
@@ -72,10 +75,16 @@ func runMany(we workerEnv, fail func(string, ...any) int) int {
 			leading.Add(-1)
 			if measuring.Load() {
 				lost.Add(1)
+				mu.Lock()
+				lostBy[ev.Reason]++
+				mu.Unlock()
 			}
 		case cluster.AttemptFailed:
 			if measuring.Load() {
 				failed.Add(1)
+				mu.Lock()
+				failedBy[ev.Reason]++
+				mu.Unlock()
 			}
 		}
 		if (ev.Kind == cluster.AttemptSucceeded || ev.Kind == cluster.AttemptFailed) && measuring.Load() {
@@ -127,6 +136,7 @@ func runMany(we workerEnv, fail func(string, ...any) int) int {
 	res.LeadingAtEnd = int(leading.Load())
 	res.Lost, res.Failed = lost.Load(), failed.Load()
 	mu.Lock()
+	res.LostBy, res.FailedBy = lostBy, failedBy
 	slices.Sort(durations)
 	res.AttemptP50, res.AttemptP99 = quantile(durations, 0.50), quantile(durations, 0.99)
 	mu.Unlock()

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -17,54 +19,16 @@ func writeMarkdown(w io.Writer, rep *report) error {
 	fmt.Fprintf(&b, "## leasehold against the anchors\n\n")
 	fmt.Fprintf(&b, "`%s`, %s, took %v. Machine: %s CPUs (%s), %s, Linux %s, %s; load average (1, 5, 15 min) %s before, %s after: other engineers' tests shared the 2 cores.\n\n",
 		o.Command, rep.Started.UTC().Format("2006-01-02 15:04 UTC"), rep.Took.Round(time.Second), m.CPUs, m.Model, m.Memory, m.Kernel, m.Go, m.LoadBefore, m.LoadAfter)
-	fmt.Fprintf(&b, "Settings: L = %v, R = %v for everyone (client-go: LeaseDuration L, RenewDeadline (L+R)/2 = %v, RetryPeriod R, ReleaseOnCancel; etcd: session TTL %ds). "+
-		"%d crash and %d handover trials per system with %d candidate processes; steady state over %v windows; seed %d.\n\n",
-		o.L, o.R, (o.L+o.R)/2, int(o.L/time.Second), o.Trials, o.Trials, o.LatencyInstances, o.Window, rep.Seed)
-
-	b.WriteString("### Takeover latency (ms)\n\n")
-	b.WriteString("Crash: SIGKILL of the leader process → another process's leader callback starts. Handover: SIGTERM of the leader → another process's leader callback starts.\n\n")
-	b.WriteString("| system | crash p50 | p90 | p99 | max | handover p50 | p90 | p99 | max |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-	for _, s := range rep.Systems {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.System.Name,
-			msf(s.Crash.P50), msf(s.Crash.P90), msf(s.Crash.P99), msf(s.Crash.Max),
-			msf(s.Handover.P50), msf(s.Handover.P90), msf(s.Handover.P99), msf(s.Handover.Max))
-	}
-	fmt.Fprintf(&b, "\nleasehold's own bounds: crash takeover within L + R = %v of the killed leader's last renewal (E6); handover within R = %v of the old leader's unlead (E7).\n\n", o.L+o.R, o.R)
-	b.WriteString("| system | crash since last renewal: p50 | max | within L+R | handover since unlead: p50 | p99 | within R |\n|---|--:|--:|:-:|--:|--:|:-:|\n")
-	for _, s := range rep.Systems {
-		if s.System.Anchor {
-			continue
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.System.Name,
-			msf(s.CrashSinceRenewal.P50), msf(s.CrashSinceRenewal.Max), yes(s.CrashSinceRenewal.Max <= o.L+o.R),
-			msf(s.HandoverSinceUnlead.P50), msf(s.HandoverSinceUnlead.P99), yes(s.HandoverSinceUnlead.P99 <= o.R))
-	}
-
-	b.WriteString("\n### Steady state (one lease, nothing happening)\n\n")
-	fmt.Fprintf(&b, "Backend requests: lock operations for leasehold (a get, create or update: one query, command or HTTP request), HTTP requests for client-go, gRPC calls and stream messages sent for etcd. "+
-		"RSS above idle subtracts what an idle worker of the same binary holds (%s: every worker links every client and the embedded etcd server).\n\n", mib(rep.Baseline.RSS))
-	b.WriteString("| system | instances | backend requests/s | per instance per R | CPU s per instance-hour | RSS per instance (MiB) | above idle (MiB) |\n|---|--:|--:|--:|--:|--:|--:|\n")
-	for _, s := range rep.Systems {
-		for _, st := range s.Steady {
-			fmt.Fprintf(&b, "| %s | %d | %.1f | %.2f | %.1f | %.1f | %.1f |\n", s.System.Name, st.Instances, st.ReqPerSec,
-				st.ReqPerSec/float64(st.Instances)*o.R.Seconds(), st.CPUHour, float64(st.RSS)/(1<<20), float64(st.RSS-rep.Baseline.RSS)/(1<<20))
-		}
+	if len(rep.Systems) > 0 {
+		fmt.Fprintf(&b, "Settings: L = %v, R = %v for everyone (client-go: LeaseDuration L, RenewDeadline (L+R)/2 = %v, RetryPeriod R, ReleaseOnCancel; etcd: session TTL %ds). "+
+			"%d crash and %d handover trials per system with %d candidate processes; steady state over %v windows; seed %d.\n\n",
+			o.L, o.R, (o.L+o.R)/2, int(o.L/time.Second), o.Trials, o.Trials, o.LatencyInstances, o.Window, rep.Seed)
+		writeSystems(&b, rep)
 	}
 	fmt.Fprintf(&b, "\nIsLeader: %.1f ns per call (best of 3 rounds of 20 million calls, on a leader).\n", rep.IsLeader)
 
 	writeRatios(&b, rep)
-
-	if len(rep.Many) > 0 {
-		b.WriteString("\n### Many elections in one process\n\n")
-		fmt.Fprintf(&b, "One process, one store connection pool, N Electors on N lease names (L = %v, R = %v); measured over %v once every lease was held (or after the wait for that gave up). A lease needs 1/R = %.0f attempts per second, each a get plus an update.\n\n", o.L, o.R, o.Window, 1/o.R.Seconds())
-		b.WriteString("| backend | leases | leading | all led after | requests/s | per lease per s | CPU (% of a core) | CPU s per lease-hour | attempt p50 | p99 | lost leaderships | failed attempts | RSS (MiB) |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-		for _, r := range rep.Many {
-			rps := float64(r.Requests) / r.Window.Seconds()
-			fmt.Fprintf(&b, "| %s | %d | %d → %d | %.1fs | %.0f | %.2f | %.0f%% | %.2f | %s | %s | %d | %d | %.0f |\n", r.Backend, r.Leases, r.Leading, r.LeadingAtEnd,
-				r.ReadyAfter.Seconds(), rps, rps/float64(r.Leases), 100*r.CPU.Seconds()/r.Window.Seconds(), r.CPU.Seconds()/float64(r.Leases)/r.Window.Hours(),
-				msf(r.AttemptP50), msf(r.AttemptP99), r.Lost, r.Failed, float64(r.RSS)/(1<<20))
-		}
-	}
+	writeMany(&b, rep)
 	if len(rep.Skipped) > 0 {
 		b.WriteString("\nNot measured:\n\n")
 		for _, s := range rep.Skipped {
@@ -80,6 +44,68 @@ func writeMarkdown(w io.Writer, rep *report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSystems writes the takeover and steady-state tables.
+func writeSystems(b *strings.Builder, rep *report) {
+	o := rep.Options
+	b.WriteString("### Takeover latency (ms)\n\n")
+	b.WriteString("Crash: SIGKILL of the leader process → another process's leader callback starts. Handover: SIGTERM of the leader → another process's leader callback starts.\n\n")
+	b.WriteString("| system | crash p50 | p90 | p99 | max | handover p50 | p90 | p99 | max |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range rep.Systems {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s.System.Name,
+			msf(s.Crash.P50), msf(s.Crash.P90), msf(s.Crash.P99), msf(s.Crash.Max),
+			msf(s.Handover.P50), msf(s.Handover.P90), msf(s.Handover.P99), msf(s.Handover.Max))
+	}
+	fmt.Fprintf(b, "\nleasehold's own bounds: crash takeover within L + R = %v of the killed leader's last renewal (E6); handover within R = %v of the old leader's unlead (E7).\n\n", o.L+o.R, o.R)
+	b.WriteString("| system | crash since last renewal: p50 | max | within L+R | handover since unlead: p50 | p99 | within R |\n|---|--:|--:|:-:|--:|--:|:-:|\n")
+	for _, s := range rep.Systems {
+		if s.System.Anchor {
+			continue
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", s.System.Name,
+			msf(s.CrashSinceRenewal.P50), msf(s.CrashSinceRenewal.Max), yes(s.CrashSinceRenewal.Max <= o.L+o.R),
+			msf(s.HandoverSinceUnlead.P50), msf(s.HandoverSinceUnlead.P99), yes(s.HandoverSinceUnlead.P99 <= o.R))
+	}
+
+	b.WriteString("\n### Steady state (one lease, nothing happening)\n\n")
+	fmt.Fprintf(b, "Backend requests: lock operations for leasehold (a get, create or update: one query, command or HTTP request), HTTP requests for client-go, gRPC calls and stream messages sent for etcd. "+
+		"RSS above idle subtracts what an idle worker of the same binary holds (%s: every worker links every client and the embedded etcd server).\n\n", mib(rep.Baseline.RSS))
+	b.WriteString("| system | instances | backend requests/s | per instance per R | CPU s per instance-hour | RSS per instance (MiB) | above idle (MiB) |\n|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, s := range rep.Systems {
+		for _, st := range s.Steady {
+			fmt.Fprintf(b, "| %s | %d | %.1f | %.2f | %.1f | %.1f | %.1f |\n", s.System.Name, st.Instances, st.ReqPerSec,
+				st.ReqPerSec/float64(st.Instances)*o.R.Seconds(), st.CPUHour, float64(st.RSS)/(1<<20), float64(st.RSS-rep.Baseline.RSS)/(1<<20))
+		}
+	}
+}
+
+// writeMany writes the many-elections table.
+func writeMany(b *strings.Builder, rep *report) {
+	o := rep.Options
+	if len(rep.Many) > 0 {
+		b.WriteString("\n### Many elections in one process\n\n")
+		fmt.Fprintf(b, "One process, one store connection pool, N Electors on N lease names (L = %v, R = %v); measured over %v once every lease was held (or after the wait for that gave up). A lease needs 1/R = %.0f attempts per second, each a get plus an update.\n\n", o.L, o.R, o.Window, 1/o.R.Seconds())
+		b.WriteString("| backend | leases | leading | all led after | requests/s | per lease per s | CPU (% of a core) | CPU s per lease-hour | attempt p50 | p99 | lost leaderships | failed attempts | RSS (MiB) |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		for _, r := range rep.Many {
+			rps := float64(r.Requests) / r.Window.Seconds()
+			fmt.Fprintf(b, "| %s | %d | %d → %d | %.1fs | %.0f | %.2f | %.0f%% | %.2f | %s | %s | %s | %s | %.0f |\n", r.Backend, r.Leases, r.Leading, r.LeadingAtEnd,
+				r.ReadyAfter.Seconds(), rps, rps/float64(r.Leases), 100*r.CPU.Seconds()/r.Window.Seconds(), r.CPU.Seconds()/float64(r.Leases)/r.Window.Hours(),
+				msf(r.AttemptP50), msf(r.AttemptP99), byReason(r.Lost, r.LostBy), byReason(r.Failed, r.FailedBy), float64(r.RSS)/(1<<20))
+		}
+	}
+}
+
+// byReason formats a count with its breakdown by reason: "12 (deadline 10, late 2)".
+func byReason(n int64, by map[string]int64) string {
+	if n == 0 || len(by) == 0 {
+		return fmt.Sprint(n)
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(by)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, by[k]))
+	}
+	return fmt.Sprintf("%d (%s)", n, strings.Join(parts, ", "))
 }
 
 // writeRatios writes leasehold's figures divided by each anchor's: below 1, leasehold is
@@ -151,7 +177,9 @@ func writeFiles(dir string, rep *report) error {
 	if err := writeMarkdown(&md, rep); err != nil {
 		return err
 	}
-	md.WriteString("\n![latency distributions](latency.svg)\n")
+	if len(rep.Systems) > 0 {
+		md.WriteString("\n![latency distributions](latency.svg)\n")
+	}
 	if err := os.WriteFile(filepath.Join(dir, "results.md"), []byte(md.String()), 0o644); err != nil {
 		return err
 	}
@@ -161,6 +189,9 @@ func writeFiles(dir string, rep *report) error {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "results.json"), append(js, '\n'), 0o644); err != nil {
 		return err
+	}
+	if len(rep.Systems) == 0 {
+		return nil // no latency measured: no plot
 	}
 	return os.WriteFile(filepath.Join(dir, "latency.svg"), []byte(latencySVG(rep)), 0o644)
 }
