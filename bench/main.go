@@ -75,7 +75,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	o := options{Trials: *trials, LatencyInstances: *latInst, Window: *window, L: *lease, R: *renew, Out: *out, Seed: *seed, CI: *ci,
-		Command: strings.TrimSpace("go run ./bench " + strings.Join(args, " "))}
+		Command: commandLine(args)}
 	if *ci {
 		o.Trials, *instances, *many, o.Window, o.L, o.R = 2, "3", "100", time.Second, time.Second, 250*time.Millisecond
 	}
@@ -104,6 +104,19 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("--window %v: want a positive duration", o.Window)
 	}
 	return o, nil
+}
+
+// commandLine is the command as typed, for the report: empty arguments and arguments with
+// spaces quoted.
+func commandLine(args []string) string {
+	parts := []string{"go run ./bench"}
+	for _, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\"'") {
+			a = strconv.Quote(a)
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
 }
 
 func ints(flagName, s string) ([]int, error) {
