@@ -27,7 +27,7 @@ type fleet struct {
 	kind  string   // worker kind
 	lease string
 	l, r  time.Duration
-	inbox *inbox
+	inbox *proctest.Inbox[message]
 
 	procs   []*proc
 	started int
@@ -82,10 +82,10 @@ func (f *fleet) start(extra ...string) (*proc, error) {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			f.inbox.put(message{p: p, line: sc.Text()})
+			f.inbox.Put(message{p: p, line: sc.Text()})
 		}
 		err := p.cmd.Wait()
-		f.inbox.put(message{p: p, exit: true, err: err})
+		f.inbox.Put(message{p: p, exit: true, err: err})
 	}()
 	return p, nil
 }
@@ -165,14 +165,14 @@ func (f *fleet) wait(what string, timeout time.Duration, cond func() bool) error
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for !cond() {
-		if m, ok := f.inbox.take(); ok {
+		if m, ok := f.inbox.Take(); ok {
 			if err := f.handle(m); err != nil {
 				return err
 			}
 			continue
 		}
 		select {
-		case <-f.inbox.notify:
+		case <-f.inbox.Notify():
 		case <-t.C:
 			return fmt.Errorf("bench: %s %s: no %s within %v%s", f.kind, f.lease, what, timeout, f.stderrs())
 		case <-f.ctx.Done():
@@ -188,14 +188,14 @@ func (f *fleet) pause(d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
-		if m, ok := f.inbox.take(); ok {
+		if m, ok := f.inbox.Take(); ok {
 			if err := f.handle(m); err != nil {
 				return err
 			}
 			continue
 		}
 		select {
-		case <-f.inbox.notify:
+		case <-f.inbox.Notify():
 		case <-t.C:
 			return nil
 		case <-f.ctx.Done():
@@ -280,7 +280,7 @@ func (f *fleet) close() {
 	}
 	for _, p := range f.procs {
 		for !p.exited {
-			m := f.inbox.takeWait()
+			m := f.inbox.TakeWait()
 			m.p.exited = m.p.exited || m.exit
 		}
 	}
@@ -313,46 +313,6 @@ type message struct {
 	line string
 	exit bool
 	err  error
-}
-
-// inbox queues the workers' messages without bound, so that a worker's reader never blocks.
-type inbox struct {
-	mu     sync.Mutex
-	queue  []message
-	notify chan struct{}
-}
-
-func newInbox() *inbox { return &inbox{notify: make(chan struct{}, 1)} }
-
-func (b *inbox) put(m message) {
-	b.mu.Lock()
-	b.queue = append(b.queue, m)
-	b.mu.Unlock()
-	select {
-	case b.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (b *inbox) take() (message, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.queue) == 0 {
-		return message{}, false
-	}
-	m := b.queue[0]
-	b.queue = b.queue[1:]
-	return m, true
-}
-
-// takeWait returns the next message, waiting for one.
-func (b *inbox) takeWait() message {
-	for {
-		if m, ok := b.take(); ok {
-			return m
-		}
-		<-b.notify
-	}
 }
 
 // tailBuffer keeps the last 8 KiB a worker wrote on stderr, for error messages.

@@ -35,7 +35,7 @@ type driver struct {
 	store   store.Store // the runner's own connection to a networked backend, nil otherwise
 	res     *resource
 	rng     *rand.Rand
-	inbox   *inbox
+	inbox   *proctest.Inbox[message]
 	slots   []*slot
 	procs   []*proc // every worker started, in order
 	timers  []timer
@@ -76,7 +76,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o:       o,
 		exe:     o.Executable,
 		rng:     rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)),
-		inbox:   newInbox(),
+		inbox:   proctest.NewInbox[message](),
 		last:    map[string]proctest.Line{},
 		renews:  map[string]int{},
 		unleads: map[string][]proctest.Line{},
@@ -192,7 +192,7 @@ func (d *driver) wait(what string, timeout time.Duration, cond func() bool) erro
 	for {
 		d.fireTimers()
 		for {
-			m, ok := d.inbox.take()
+			m, ok := d.inbox.Take()
 			if !ok {
 				break
 			}
@@ -216,7 +216,7 @@ func (d *driver) wait(what string, timeout time.Duration, cond func() bool) erro
 		}
 		t.Reset(wake.Sub(now))
 		select {
-		case <-d.inbox.notify:
+		case <-d.inbox.Notify():
 		case <-t.C:
 		case <-d.ctx.Done():
 		}
@@ -392,14 +392,14 @@ func (d *driver) cleanup() {
 	deadline := time.Now().Add(exitTimeout)
 	for _, p := range d.procs {
 		for !p.exited && time.Now().Before(deadline) {
-			if m, ok := d.inbox.take(); ok {
+			if m, ok := d.inbox.Take(); ok {
 				if m.exit {
 					m.p.exited = true
 				}
 				continue
 			}
 			select {
-			case <-d.inbox.notify:
+			case <-d.inbox.Notify():
 			case <-time.After(time.Until(deadline)):
 			}
 		}

@@ -60,36 +60,6 @@ type message struct {
 	exit bool
 }
 
-// inbox queues the workers' messages without bound, so that a worker's reader never blocks.
-type inbox struct {
-	mu     sync.Mutex
-	queue  []message
-	notify chan struct{}
-}
-
-func newInbox() *inbox { return &inbox{notify: make(chan struct{}, 1)} }
-
-func (b *inbox) put(m message) {
-	b.mu.Lock()
-	b.queue = append(b.queue, m)
-	b.mu.Unlock()
-	select {
-	case b.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (b *inbox) take() (message, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.queue) == 0 {
-		return message{}, false
-	}
-	m := b.queue[0]
-	b.queue = b.queue[1:]
-	return m, true
-}
-
 // startProc starts a worker for slot s. Its stdout lines and then its exit arrive in the
 // inbox. The worker runs in a process group of its own (signals reach it and nothing else),
 // dies with the runner (parent-death signal, where the system has one, and stdin's EOF).
@@ -123,10 +93,10 @@ func (d *driver) startProc(s *slot) (*proc, error) {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			d.inbox.put(message{p: p, line: sc.Text()})
+			d.inbox.Put(message{p: p, line: sc.Text()})
 		}
 		err := p.cmd.Wait()
-		d.inbox.put(message{p: p, exit: true, line: errString(err)})
+		d.inbox.Put(message{p: p, exit: true, line: errString(err)})
 	}()
 	return p, nil
 }

@@ -88,7 +88,7 @@ func Run(t testing.TB, o Options) []Takeover {
 		o:       o,
 		log:     filepath.Join(t.TempDir(), "leadership.log"),
 		rng:     rand.New(rand.NewPCG(seed, seed)),
-		inbox:   newInbox(),
+		inbox:   NewInbox[message](),
 		workers: map[string]*worker{},
 		renews:  map[string]int{},
 		ready:   map[string]bool{},
@@ -120,7 +120,7 @@ type driver struct {
 	o     Options
 	log   string
 	rng   *rand.Rand
-	inbox *inbox
+	inbox *Inbox[message]
 
 	workers map[string]*worker
 	started int // workers started so far, to name the next one
@@ -173,7 +173,7 @@ func (d *driver) start() *worker {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			d.inbox.put(w.id, sc.Text())
+			d.inbox.Put(message{worker: w.id, text: sc.Text()})
 		}
 		w.err = w.cmd.Wait()
 		close(w.exited)
@@ -320,12 +320,12 @@ func (d *driver) wait(what string, cond func() bool) {
 	timeout := time.NewTimer(20 * (d.o.LeaseDuration + d.o.RenewInterval))
 	defer timeout.Stop()
 	for !cond() {
-		if m, ok := d.inbox.take(); ok {
+		if m, ok := d.inbox.Take(); ok {
 			d.observe(m)
 			continue
 		}
 		select {
-		case <-d.inbox.notify:
+		case <-d.inbox.Notify():
 		case <-timeout.C:
 			d.t.Fatalf("proctest: no %s within %v%s", what, 20*(d.o.LeaseDuration+d.o.RenewInterval), d.stderrs())
 		}
@@ -448,37 +448,6 @@ func (d *driver) cleanup() {
 
 // message is one stdout line of a worker.
 type message struct{ worker, text string }
-
-// inbox queues the workers' stdout lines without bound, so that a worker's reader never
-// blocks and a worker's exit can be awaited while lines are pending.
-type inbox struct {
-	mu     sync.Mutex
-	queue  []message
-	notify chan struct{} // holds a token when lines were put since the last take found none
-}
-
-func newInbox() *inbox { return &inbox{notify: make(chan struct{}, 1)} }
-
-func (b *inbox) put(worker, text string) {
-	b.mu.Lock()
-	b.queue = append(b.queue, message{worker, text})
-	b.mu.Unlock()
-	select {
-	case b.notify <- struct{}{}:
-	default:
-	}
-}
-
-func (b *inbox) take() (message, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.queue) == 0 {
-		return message{}, false
-	}
-	m := b.queue[0]
-	b.queue = b.queue[1:]
-	return m, true
-}
 
 // syncBuffer is a worker's stderr: written by exec's copying goroutine, read by the driver.
 type syncBuffer struct {
