@@ -185,7 +185,11 @@ func (d *driver) inject() error {
 			target.paused, resumed = false, true
 		})
 		if kind == PauseLeader {
-			f.Takeover, err = d.crashTakeover(target, f.Start, leads, crashBound, half)
+			if lockFileBackend(d.o.Backend) {
+				f.Takeover, err = d.pauseTakeover(target, f.Start, leads, crashBound, half, &resumed)
+			} else {
+				f.Takeover, err = d.crashTakeover(target, f.Start, leads, crashBound, half)
+			}
 			if err != nil {
 				return err
 			}
@@ -318,6 +322,36 @@ func (d *driver) crashTakeover(old *proc, faultAt int64, leads int, bound, half 
 		since, label = faultAt, "the fault (an attempt may have been in flight)"
 	}
 	return &Takeover{From: old.id, To: next.Instance, Since: label, Took: time.Duration(next.T - since), Bound: bound}, nil
+}
+
+// lockFileBackend reports whether the backend's store serializes writers through a lock on a
+// local file (the file store's flock, SQLite's database lock).
+func lockFileBackend(backend string) bool { return backend == "file" || backend == "sqlite" }
+
+// pauseTakeover is crashTakeover for a leader stopped by SIGSTOP over a lock-file backend. A
+// process stopped in the middle of a store call keeps the file's lock: no other instance can
+// write until it resumes, and then the resumed leader may renew its own lease first. So the
+// takeover is owed only if another instance leads before the pause ends; safety (no overlap,
+// no stale action accepted) is checked as for every fault.
+func (d *driver) pauseTakeover(old *proc, faultAt int64, leads int, bound, half time.Duration, resumed *bool) (*Takeover, error) {
+	other := func() bool {
+		for _, l := range d.leads[leads:] {
+			if l.Instance != old.id {
+				return true
+			}
+		}
+		return false
+	}
+	if err := d.wait("leader other than "+old.id+" or the end of its pause", bound+settleTimeout,
+		func() bool { return other() || *resumed }); err != nil {
+		return nil, err
+	}
+	if other() {
+		return d.crashTakeover(old, faultAt, leads, bound, half)
+	}
+	d.o.Logf("campaign %s: %s resumed before another instance could lead (it may have held the store's file lock while stopped)",
+		d.o.Backend, old.id)
+	return nil, nil
 }
 
 // nextLead waits for a lead line of an instance other than old, from the n-th lead line on.
