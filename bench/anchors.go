@@ -20,7 +20,7 @@ import (
 )
 
 // runClientGo is the client-go anchor: k8s.io/client-go/tools/leaderelection with a LeaseLock,
-// LeaseDuration = L, RenewDeadline = (L + R) / 2, RetryPeriod = R, ReleaseOnCancel, as issue 9
+// LeaseDuration = L, RenewDeadline = (L + R) / 2, RetryPeriod = R, ReleaseOnCancel
 // sets them. Its lead line is written when OnStartedLeading starts; its unlead line when
 // OnStoppedLeading runs after a leadership (client-go also calls it when it never led).
 func runClientGo(we workerEnv, fail func(string, ...any) int) int {

@@ -1,5 +1,5 @@
 // Command bench measures leasehold against the established Go leader-election libraries on
-// the same machine, in the same run, with equivalent settings (issue 9): crash takeover
+// the same machine, in the same run, with equivalent settings: crash takeover
 // (SIGKILL of the leader process), clean handover (SIGTERM), the steady-state cost of 3 and
 // 50 instances on one lease (backend requests/s, CPU seconds per instance-hour, resident
 // memory), and many elections in one process (1,000 and 10,000 lease names over PostgreSQL

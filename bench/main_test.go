@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 // write), as proctest.DefaultSlack.
 const ciSlack = 100 * time.Millisecond
 
-// TestCI runs the command's CI mode (issue 9): every system reachable here (a server that is
+// TestCI runs the command's CI mode: every system reachable here (a server that is
 // not is skipped, or fails the test under LEASEHOLD_REQUIRE_SERVERS=1 / LEASEHOLD_REQUIRE_KUBE=1),
 // 2 crash and 2 handover trials each, 3 instances, 100 lease names over PostgreSQL and Redis.
 // It checks that the command measured every figure and wrote its files, and, on the way,

@@ -1,4 +1,4 @@
-// Command faults runs the fault campaign of issue 8 over one or more leasehold backends and
+// Command faults runs the fault campaign over one or more leasehold backends and
 // writes a Markdown and JSON report with an SVG timeline per backend.
 //
 //	go run ./faults --backend file,postgres --duration 10m --out docs/faults

@@ -21,7 +21,7 @@ import (
 	"github.com/leasehold/leasehold/kubernetes/internal/kubetest"
 )
 
-// The tests' lease timing: L = 2 s, R = 500 ms (issue 5).
+// The tests' lease timing: L = 2 s, R = 500 ms.
 const (
 	testL = 2 * time.Second
 	testR = 500 * time.Millisecond

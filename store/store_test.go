@@ -80,7 +80,7 @@ func TestWrap(t *testing.T) {
 	}
 }
 
-// Sentinels carry the package prefix (DESIGN "Names") and are distinct.
+// Sentinels carry the package prefix (docs/design.md) and are distinct.
 func TestSentinels(t *testing.T) {
 	all := []error{store.ErrNotFound, store.ErrExists, store.ErrConditionFailed, store.ErrInvalid}
 	for i, a := range all {

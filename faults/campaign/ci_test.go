@@ -13,7 +13,7 @@ import (
 	"github.com/leasehold/leasehold/internal/testenv"
 )
 
-// TestCampaignCI is the CI mode of issue 8: for each backend, 3 worker processes, L = 1s,
+// TestCampaignCI is the CI mode of the campaign: for each backend, 3 worker processes, L = 1s,
 // R = 250ms, at least 50 faults over about LEASEHOLD_FAULTS_DURATION (default 45s: seven
 // backends in a row must fit the CI's budget), run one backend after the other. It fails on
 // any overlap of leaderships outside SIGSTOP pauses (E2, E5, W7), any action accepted from a

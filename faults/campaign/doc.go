@@ -1,4 +1,4 @@
-// Package campaign is the fault campaign of issue 8: it starts several worker processes
+// Package campaign is the fault campaign: it starts several worker processes
 // electing a leader over one backend, injects faults on a seeded random schedule (SIGKILL of
 // the leader or of a follower, SIGSTOP pauses longer than the lease, clean SIGTERM stops,
 // latency, resets and partitions of one instance through a loopback TCP proxy, outages of the

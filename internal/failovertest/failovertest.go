@@ -1,4 +1,4 @@
-// Package failovertest is the failover test of the networked stores (issues 6 and 7): three
+// Package failovertest is the failover test of the networked stores: three
 // Electors over one store, each through a TCP proxy of its own (internal/tcpproxy), in real
 // time with L = 600ms and R = 200ms. The leader's network is cut, then healed; connections are
 // reset; the new leader stops cleanly. Throughout, never two leaders at once.

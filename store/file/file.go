@@ -1,5 +1,5 @@
 // Package file is a [store.Store] kept in one JSON file, shared safely by the processes of one
-// host (DESIGN rule T6).
+// host (rule T6 of docs/design.md).
 //
 // # Format
 //

@@ -7,7 +7,7 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// TestFailover is issue 6's failover test over MySQL/MariaDB: three electors (L = 600ms,
+// TestFailover is the failover test over MySQL/MariaDB: three electors (L = 600ms,
 // R = 200ms), each through its own proxy; the leader's network cut → it stops leading by E5 and
 // another takes over within L + R (E6); healed → it follows; connections reset → still one
 // leader; a clean stop hands over within R (E7). See internal/failovertest.

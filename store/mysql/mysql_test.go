@@ -140,7 +140,7 @@ func (c *commandCounter) take() []byte {
 
 // TestOneStatementPerCall: a successful Create, Patch or Delete, conditional or not, sends one
 // command (a COM_QUERY: the statement with its arguments interpolated), with no read before the
-// write and no separate prepare (issue 6: one statement, one round trip).
+// write and no separate prepare (one statement, one round trip).
 func TestOneStatementPerCall(t *testing.T) {
 	t.Parallel()
 	raw := withParams(t, serverURL(t), "table", tableName(t), "max_open_conns", "1")

@@ -126,7 +126,7 @@ func (c *countingTracer) take() []string {
 }
 
 // TestOneStatementPerCall: a successful Create, Patch or Delete, conditional or not, sends one
-// statement, with no read before the write (issue 6: no read-modify-write in the client).
+// statement, with no read before the write (no read-modify-write in the client).
 func TestOneStatementPerCall(t *testing.T) {
 	t.Parallel()
 	cfg, table, err := parseURL(mustParse(t, withParams(t, serverURL(t), "table", tableName(t))))

@@ -10,7 +10,7 @@ import (
 )
 
 // TestOpenRetriesTableCreationLostToTypeExists is a regression test found by the fault
-// campaign (issue 8, faults/): three worker processes opening the same PostgreSQL store at
+// campaign (faults/): three worker processes opening the same PostgreSQL store at
 // once, on a database where the table did not exist yet, and one failed with
 //
 //	create table leasehold_registry: ERROR: type "leasehold_registry" already exists (SQLSTATE 42710)

@@ -1,4 +1,4 @@
-// Package storetest is the conformance suite every [store.Store] runs (rule T5 of DESIGN.md).
+// Package storetest is the conformance suite every [store.Store] runs (rule T5 of docs/design.md).
 //
 // A store's own tests call [Run] with a function that returns a ready store:
 //
