@@ -13,9 +13,11 @@
 // With lease duration L and renew interval R, an Elector attempts to acquire or renew the lease
 // at start and then every R. A leader stops leading when no attempt succeeded within (L+R)/2 of
 // the start of its last successful one, so it never leads on a lease that may have expired for
-// the others; a follower takes over a lease whose revision has not changed for L on its own
-// monotonic clock. A crashed leader is replaced within L+R of its last renewal; a leader that
-// stops cleanly releases the lease and is replaced within R.
+// the others; a follower takes over a lease whose revision has not changed, on its own
+// monotonic clock, for the longer of its own L and the duration the holder declared in the
+// record ([Record.Duration]), so that instances configured apart never lead together. A crashed
+// leader is replaced within that duration plus the follower's R of its last renewal (L+R when
+// all agree); a leader that stops cleanly releases the lease and is replaced within R.
 //
 // # Callbacks
 //
@@ -52,7 +54,7 @@ type Record struct {
 	Term       uint64        // grows each time the lease changes holder
 	AcquiredAt time.Time     // when the holder took it
 	RenewedAt  time.Time     // last renewal, by the holder's clock (informative)
-	Duration   time.Duration // the holder's lease duration (informative)
+	Duration   time.Duration // the holder's lease duration: followers wait at least this long
 	Revision   string        // opaque compare-and-swap token, set by the Lock, never empty
 }
 

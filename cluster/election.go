@@ -32,12 +32,22 @@ type outcome struct {
 }
 
 // observation is the last revision of another holder's record seen by this instance, and when
-// it was first seen, on this instance's monotonic clock (E6).
+// it expires, on this instance's monotonic clock (E6).
 type observation struct {
-	rev    string
-	holder string
-	term   uint64
-	seenAt time.Time
+	rev     string
+	holder  string
+	term    uint64
+	expires time.Time
+}
+
+// observe returns the observation of rec, first seen at seenAt. The record stays valid for the
+// longer of this instance's L and the duration its holder declared: a holder configured with a
+// longer lease still leads for (its L + its R)/2 after each renewal, which may outlast this
+// instance's L, and taking over then would make two leaders. A holder that declares a shorter
+// duration (or none) stopped leading before its own L, so waiting this instance's L for it costs
+// time, never safety.
+func (e *Elector) observe(rec Record, seenAt time.Time) observation {
+	return observation{rev: rec.Revision, holder: rec.Holder, term: rec.Term, expires: seenAt.Add(max(e.l, rec.Duration))}
 }
 
 // run is the election goroutine: it starts attempts, keeps the leadership deadline and
@@ -128,12 +138,12 @@ func (e *Elector) run(startCtx context.Context) {
 						e.log.Info("leasehold: observed leader", "holder", out.rec.Holder, "term", out.rec.Term)
 						e.emit(Event{Kind: ObservedLeader, Holder: out.rec.Holder, Term: out.rec.Term})
 					}
-					obs = observation{rev: out.rec.Revision, holder: out.rec.Holder, term: out.rec.Term, seenAt: out.at}
+					obs = e.observe(out.rec, out.at)
 				}
 				// E6: attempt again the moment that revision expires, if before the next
 				// regular attempt.
-				if exp := obs.seenAt.Add(e.l); exp.Before(next) {
-					next = exp
+				if obs.expires.Before(next) {
+					next = obs.expires
 				}
 			case failed:
 				reason := ReasonError
@@ -244,7 +254,7 @@ func (e *Elector) try(ctx context.Context, obs observation) outcome {
 		return fail(err)
 	case rec.Holder == e.id:
 		rec.RenewedAt, rec.Duration = wall, e.l
-	case rec.Holder == "" || (rec.Revision == obs.rev && now.Sub(obs.seenAt) >= e.l):
+	case rec.Holder == "" || (rec.Revision == obs.rev && !now.Before(obs.expires)):
 		// Released, or expired on this instance's own clock (E6): take over.
 		rec.Holder, rec.Term, rec.AcquiredAt, rec.RenewedAt, rec.Duration = e.id, rec.Term+1, wall, wall, e.l
 	default:
