@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -38,6 +40,9 @@ type election struct {
 func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
 	if f.config != "" {
 		return newConfigElection(f, log, observer, usage)
+	}
+	if err := f.makeStateDir(); err != nil {
+		return nil, err
 	}
 	st, err := openStore(ctx, f.store, usage)
 	if err != nil {
@@ -244,6 +249,10 @@ type leaseReader struct {
 // which is started; the cluster service is not.
 func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseReader, error) {
 	if f.config == "" {
+		if absentFileStore(f) {
+			return &leaseReader{lease: f.lease, where: store.RedactString(f.store), lock: absentLock{},
+				close: func(context.Context) error { return nil }}, nil
+		}
 		st, err := openStore(ctx, f.store, usage)
 		if err != nil {
 			return nil, err
@@ -279,4 +288,41 @@ func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 		return errors.Join(append(errs, reg.Stop(ctx))...)
 	}
 	return &leaseReader{lease: ac.lease(), where: f.config, lock: lock, close: closeAll}, nil
+}
+
+// absentFileStore reports whether --store is a file store whose data file does not exist: its
+// lease is missing, and opening the store would leave its lock file behind (and the state
+// directory, for the default store), which a command that only reads must not do.
+func absentFileStore(f *commonFlags) bool {
+	u, err := store.ParseURL(f.store)
+	if err != nil || !strings.EqualFold(u.Scheme, "file") || u.Opaque != "" || u.User != nil ||
+		(u.Host != "" && u.Host != "localhost") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" ||
+		!strings.HasPrefix(u.Path, "/") || strings.HasSuffix(u.Path, "/") {
+		return false // the opener says what is wrong with the URL
+	}
+	if _, err := os.Lstat(u.Path); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if f.defaultStore {
+		return true
+	}
+	// A missing directory is more likely a mistyped path than a store nobody used: the
+	// opener's error says so.
+	dir, err := os.Stat(filepath.Dir(u.Path))
+	return err == nil && dir.IsDir()
+}
+
+// absentLock is the Lock of a lease in a store that does not exist yet.
+type absentLock struct{}
+
+func (absentLock) Get(context.Context, string) (cluster.Record, error) {
+	return cluster.Record{}, cluster.ErrNotFound
+}
+
+func (absentLock) Create(context.Context, string, cluster.Record) (cluster.Record, error) {
+	return cluster.Record{}, errors.New("leasehold: the lease is only read")
+}
+
+func (absentLock) Update(context.Context, string, cluster.Record) (cluster.Record, error) {
+	return cluster.Record{}, errors.New("leasehold: the lease is only read")
 }
