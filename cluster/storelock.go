@@ -67,6 +67,18 @@ func (l storeLock) Update(ctx context.Context, name string, r Record) (Record, e
 	return r, nil
 }
 
+// DecodeStoreRecord reads the document of a lease record as the store Lock does: a malformed
+// one is an error naming the key and the field. A tool that repairs records judges them by the
+// elections' own rule.
+func DecodeStoreRecord(key string, doc map[string]any) (Record, error) { return decodeRecord(key, doc) }
+
+// EncodeStoreRecord returns the document the store Lock writes for r, r.Revision included.
+// Give it a revision from NewRevision: a record's revision must never repeat (E6).
+func EncodeStoreRecord(r Record) map[string]any { return encodeRecord(r) }
+
+// NewRevision returns a revision for a record written outside a Lock.
+func NewRevision() string { return newRevision() }
+
 // newRevision returns a random token: unique without coordination, so a deleted and
 // recreated record never repeats a revision a follower may remember (E6).
 func newRevision() string { return rand.Text() }
