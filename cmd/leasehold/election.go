@@ -19,6 +19,7 @@ import (
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/kubernetes"
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/file"
 )
 
 // election is the election a command joins: an Elector over the store of --store, or the
@@ -107,6 +108,7 @@ var clusterTypes = []string{"Webda/StoreClusterService", kubernetes.ServiceType}
 type appConfig struct {
 	path     string
 	name     string                     // the cluster service's name in the configuration
+	typ      string                     // and its type, as configured
 	app      *leasehold.Application     // the Registry and the cluster service, not started
 	svc      cluster.Cluster            // app's cluster service
 	es       *leasehold.ElectionService // svc's election, the command line's flags applied
@@ -126,10 +128,10 @@ func loadAppConfig(f *commonFlags, usage string) (*appConfig, error) {
 	if _, err := leasehold.New(cfg.Only(leasehold.ServiceConfig.Registered)); err != nil {
 		return nil, badInput(usage, "--config %s: %v", f.config, err)
 	}
-	var name string
+	var name, typ string
 	for _, sc := range cfg.Services {
 		if sc.Name != leasehold.RegistryName && slices.ContainsFunc(clusterTypes, sc.HasType) {
-			name = sc.Name // A5: the first cluster service is the application's
+			name, typ = sc.Name, sc.Type // A5: the first cluster service is the application's
 			break
 		}
 	}
@@ -150,7 +152,7 @@ func loadAppConfig(f *commonFlags, usage string) (*appConfig, error) {
 	}
 	applyFlags(es, f)
 	return &appConfig{
-		path: f.config, name: name, app: app, svc: svc, es: es,
+		path: f.config, name: name, typ: typ, app: app, svc: svc, es: es,
 		registry: cfg.Only(func(sc leasehold.ServiceConfig) bool { return sc.Name == leasehold.RegistryName }),
 	}, nil
 }
@@ -216,8 +218,8 @@ func electionServiceOf(svc any) *leasehold.ElectionService {
 	return nil
 }
 
-// openStore opens --store. An error from the network, the file system or a timeout is a
-// failure (exit 1); any other error is the opener rejecting the URL or its credentials: bad
+// openStore opens --store. An error from the network, the file system (a corrupt file
+// included) or a timeout is a failure (exit 1); any other error is the opener rejecting the URL or its credentials: bad
 // input (exit 2). store.Open's errors never show a password.
 func openStore(ctx context.Context, rawURL, usage string) (store.Store, error) {
 	st, err := store.Open(ctx, rawURL)
@@ -229,7 +231,7 @@ func openStore(ctx context.Context, rawURL, usage string) (store.Store, error) {
 		pathErr *fs.PathError
 		errno   syscall.Errno
 	)
-	if errors.As(err, &netErr) || errors.As(err, &pathErr) || errors.As(err, &errno) ||
+	if errors.As(err, &netErr) || errors.As(err, &pathErr) || errors.As(err, &errno) || errors.Is(err, file.ErrCorrupt) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil, err
 	}

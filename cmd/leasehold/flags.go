@@ -76,8 +76,7 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string) (help bool, err e
 // validate checks the flags once parsed, naming the one at fault, and fills in the default
 // store.
 func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
-	c.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+	c.visit(fs)
 	if c.lease == "" {
 		return badInput(usage, "--lease must not be empty")
 	}
@@ -96,6 +95,17 @@ func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
 	if _, err := parseLevel(c.logLevel); err != nil {
 		return badInput(usage, "--log-level: %v", err)
 	}
+	return c.validateStore(usage)
+}
+
+// visit records the flags given on the command line.
+func (c *commonFlags) visit(fs *flag.FlagSet) {
+	c.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+}
+
+// validateStore checks --store and --config, and fills in the default store.
+func (c *commonFlags) validateStore(usage string) error {
 	if c.config != "" {
 		if c.set["store"] {
 			return badInput(usage, "--store and --config cannot be used together: the configuration's Registry holds the lease")
