@@ -20,6 +20,11 @@ const StoreKeyPrefix = "cluster:"
 // store's atomic create-if-absent and updated with a Patch conditioned on its "revision"
 // field. The document's fields are holder, term, acquiredAt and renewedAt (RFC 3339 times),
 // leaseDuration (milliseconds) and revision.
+//
+// A document the Lock cannot read stops the election of its lease (no instance takes it over,
+// E8). Mend it with `leasehold repair`, which replaces it by a released record above its term,
+// rather than by deleting it: the next leader would get term 1, and a resource that refuses
+// stale terms would refuse it.
 func NewStoreLock(s store.Store) Lock { return storeLock{s} }
 
 type storeLock struct{ s store.Store }
