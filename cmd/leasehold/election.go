@@ -170,7 +170,7 @@ func (ac *appConfig) lease() string {
 func (ac *appConfig) startRegistry(ctx context.Context) (*leasehold.Application, error) {
 	reg, err := leasehold.New(ac.registry)
 	if err != nil {
-		return nil, badInput("", "--config %s: %v", ac.path, err)
+		return nil, fmt.Errorf("--config %s: %w", ac.path, err) // loadAppConfig built it already
 	}
 	reg.SetLogger(slog.New(slog.DiscardHandler))
 	if err := reg.Start(ctx); err != nil {
