@@ -25,6 +25,31 @@ type ServiceConfig struct {
 	Params json.RawMessage // the whole object, "type" included
 }
 
+// Only returns the configuration of the services keep accepts, in their order. A program that
+// uses part of an application's configuration builds an Application of just those: the
+// leasehold command keeps the Registry and the cluster service, and leaves aside the
+// application's own services, whose types it does not link.
+func (c *Config) Only(keep func(ServiceConfig) bool) *Config {
+	out := &Config{}
+	for _, sc := range c.Services {
+		if keep(sc) {
+			out.Services = append(out.Services, sc)
+		}
+	}
+	return out
+}
+
+// HasType reports whether the service is of type typ, with or without the Webda/ namespace
+// (A2).
+func (sc ServiceConfig) HasType(typ string) bool { return typeKey(sc.Type) == typeKey(typ) }
+
+// Registered reports whether the service's type is registered in this program, so that New can
+// create it.
+func (sc ServiceConfig) Registered() bool {
+	_, ok := lookupType(sc.Type)
+	return ok
+}
+
 // ParseConfig parses a configuration. A malformed document is an error giving the line and
 // column; a service that is not an object, or has no string "type", is an error naming it.
 // Service types and parameters are checked by New.

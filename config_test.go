@@ -165,3 +165,56 @@ func TestRegisterServiceTypeDuplicatePanics(t *testing.T) {
 		}()
 	}
 }
+
+// Only keeps the chosen services in their order (A1), so that a program can build an
+// Application of part of a configuration: one whose other services are of types it does not
+// link.
+func TestConfigOnly(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{"services": {
+		"poller": {"type": "MyApp/Poller", "interval": "10s"},
+		"cluster": {"type": "StoreClusterService", "leaseName": "jobs"},
+		"Registry": {"type": "Webda/MemoryStore"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), `unknown type "MyApp/Poller"`) {
+		t.Fatalf("New of the whole configuration: %v; want the unknown type", err)
+	}
+	var names []string
+	for _, sc := range cfg.Services {
+		if !sc.Registered() {
+			names = append(names, sc.Name)
+		}
+	}
+	if !reflect.DeepEqual(names, []string{"poller"}) {
+		t.Fatalf("services of unregistered types: %v; want [poller]", names)
+	}
+	part := cfg.Only(func(sc ServiceConfig) bool { return sc.Registered() })
+	if len(part.Services) != 2 || part.Services[0].Name != "cluster" || part.Services[1].Name != "Registry" {
+		t.Fatalf("Only: %+v; want cluster then Registry", part.Services)
+	}
+	if len(cfg.Services) != 3 {
+		t.Fatalf("Only changed the configuration it was called on: %+v", cfg.Services)
+	}
+	app, err := New(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := app.Cluster().(*StoreClusterService); !ok || c.LeaseName != "jobs" {
+		t.Fatalf("cluster of the part: %T %+v", app.Cluster(), app.Cluster())
+	}
+	for _, tc := range []struct {
+		typ, name string
+		want      bool
+	}{
+		{"StoreClusterService", "Webda/StoreClusterService", true},
+		{"Webda/StoreClusterService", "StoreClusterService", true},
+		{" Webda/StoreClusterService", "Webda/StoreClusterService", true},
+		{"Webda/MemoryStore", "Webda/StoreClusterService", false},
+		{"MyApp/Poller", "Poller", false},
+	} {
+		if got := (ServiceConfig{Type: tc.typ}).HasType(tc.name); got != tc.want {
+			t.Errorf("ServiceConfig{Type: %q}.HasType(%q) = %v, want %v", tc.typ, tc.name, got, tc.want)
+		}
+	}
+}

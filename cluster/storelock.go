@@ -20,6 +20,11 @@ const StoreKeyPrefix = "cluster:"
 // store's atomic create-if-absent and updated with a Patch conditioned on its "revision"
 // field. The document's fields are holder, term, acquiredAt and renewedAt (RFC 3339 times),
 // leaseDuration (milliseconds) and revision.
+//
+// A document the Lock cannot read stops the election of its lease (no instance takes it over,
+// E8). Mend it with `leasehold repair`, which replaces it by a released record above its term,
+// rather than by deleting it: the next leader would get term 1, and a resource that refuses
+// stale terms would refuse it.
 func NewStoreLock(s store.Store) Lock { return storeLock{s} }
 
 type storeLock struct{ s store.Store }
@@ -66,6 +71,18 @@ func (l storeLock) Update(ctx context.Context, name string, r Record) (Record, e
 	}
 	return r, nil
 }
+
+// DecodeStoreRecord reads the document of a lease record as the store Lock does: a malformed
+// one is an error naming the key and the field. A tool that repairs records judges them by the
+// elections' own rule.
+func DecodeStoreRecord(key string, doc map[string]any) (Record, error) { return decodeRecord(key, doc) }
+
+// EncodeStoreRecord returns the document the store Lock writes for r, r.Revision included.
+// Give it a revision from NewRevision: a record's revision must never repeat (E6).
+func EncodeStoreRecord(r Record) map[string]any { return encodeRecord(r) }
+
+// NewRevision returns a revision for a record written outside a Lock.
+func NewRevision() string { return newRevision() }
 
 // newRevision returns a random token: unique without coordination, so a deleted and
 // recreated record never repeats a revision a follower may remember (E6).

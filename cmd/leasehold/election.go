@@ -8,12 +8,18 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/kubernetes"
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/file"
 )
 
 // election is the election a command joins: an Elector over the store of --store, or the
@@ -35,6 +41,9 @@ type election struct {
 func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
 	if f.config != "" {
 		return newConfigElection(f, log, observer, usage)
+	}
+	if err := f.makeStateDir(); err != nil {
+		return nil, err
 	}
 	st, err := openStore(ctx, f.store, usage)
 	if err != nil {
@@ -64,48 +73,110 @@ func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer
 	}, nil
 }
 
-// newConfigElection prepares the application of --config. Its cluster service may be of any
-// registered type embedding leasehold.ElectionService (StoreClusterService, the kubernetes
-// module's KubernetesClusterService, ...): the flags given on the command line override its
-// parameters, and its Observer field, if it has one, receives the events.
+// newConfigElection prepares the application of --config: its Registry and its cluster
+// service (see loadAppConfig). The flags given on the command line override the cluster
+// service's parameters; observer receives its events.
 func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
+	ac, err := loadAppConfig(f, usage)
+	if err != nil {
+		return nil, err
+	}
+	if err := ac.es.Validate(); err != nil {
+		return nil, badInput(usage, "--config %s: cluster service %q: %v", f.config, ac.name, err)
+	}
+	ac.app.SetLogger(log)
+	if observer != nil {
+		ac.es.AddObserver(observer)
+	}
+	l, r := durations(ac.es)
+	return &election{
+		lease: ac.lease(), id: ac.es.InstanceID(), l: l, r: r, where: f.config,
+		Cluster: ac.svc,
+		start:   ac.app.Start,
+		elector: ac.es.Elector,
+		stop:    ac.app.Stop,
+	}, nil
+}
+
+// clusterTypes are the cluster services the command drives: the first service of one of these
+// types is the configuration's cluster service. A cluster type of the application's own is
+// not linked in the command, so it cannot be driven.
+var clusterTypes = []string{"Webda/StoreClusterService", kubernetes.ServiceType}
+
+// appConfig is what the command uses of an application's configuration: the Registry and the
+// cluster service, nothing else.
+type appConfig struct {
+	path     string
+	name     string                     // the cluster service's name in the configuration
+	typ      string                     // and its type, as configured
+	app      *leasehold.Application     // the Registry and the cluster service, not started
+	svc      cluster.Cluster            // app's cluster service
+	es       *leasehold.ElectionService // svc's election, the command line's flags applied
+	registry *leasehold.Config          // the Registry alone, to reach the lease without electing
+}
+
+// loadAppConfig reads --config once and builds an application of its Registry and cluster
+// service only: the configuration is the application's own, so its other services may be of
+// types the command does not link (MyApp/Poller), and they are left aside. Those of types the
+// command links are still checked, though not used: a mistake in them (an unknown parameter)
+// is an error here as it is in the application.
+func loadAppConfig(f *commonFlags, usage string) (*appConfig, error) {
 	cfg, err := leasehold.LoadConfig(f.config)
 	if err != nil {
 		return nil, badInput(usage, "--config: %v", err)
 	}
-	app, err := leasehold.New(cfg)
+	if _, err := leasehold.New(cfg.Only(leasehold.ServiceConfig.Registered)); err != nil {
+		return nil, badInput(usage, "--config %s: %v", f.config, err)
+	}
+	var name, typ string
+	for _, sc := range cfg.Services {
+		if sc.Name != leasehold.RegistryName && slices.ContainsFunc(clusterTypes, sc.HasType) {
+			name, typ = sc.Name, sc.Type // A5: the first cluster service is the application's
+			break
+		}
+	}
+	if name == "" {
+		return nil, badInput(usage, "--config %s has no cluster service (%s): nothing to elect with",
+			f.config, strings.Join(clusterTypes, " or "))
+	}
+	app, err := leasehold.New(cfg.Only(func(sc leasehold.ServiceConfig) bool {
+		return sc.Name == leasehold.RegistryName || sc.Name == name
+	}))
 	if err != nil {
 		return nil, badInput(usage, "--config %s: %v", f.config, err)
 	}
-	app.SetLogger(log)
 	svc := app.Cluster()
-	if _, local := svc.(*cluster.Local); local {
-		return nil, badInput(usage, "--config %s has no cluster service (such as Webda/StoreClusterService): nothing to elect with", f.config)
-	}
 	es := electionServiceOf(svc)
 	if es == nil {
-		return nil, badInput(usage, "--config %s: cluster service %T does not embed leasehold.ElectionService; leasehold cannot drive it", f.config, svc)
+		return nil, badInput(usage, "--config %s: cluster service %q (%T) does not embed leasehold.ElectionService; leasehold cannot drive it", f.config, name, svc)
 	}
 	applyFlags(es, f)
-	if err := es.Validate(); err != nil {
-		return nil, badInput(usage, "--config %s: cluster service: %v", f.config, err)
-	}
-	if observer != nil && !setObserver(svc, observer) {
-		log.Warn("leasehold: the cluster service has no Observer field: metrics and health will not see its events",
-			"type", fmt.Sprintf("%T", svc))
-	}
-	l, r := durations(es)
-	lease := es.LeaseName
-	if lease == "" {
-		lease = cluster.DefaultLeaseName
-	}
-	return &election{
-		lease: lease, id: es.InstanceID(), l: l, r: r, where: f.config,
-		Cluster: svc,
-		start:   app.Start,
-		elector: es.Elector,
-		stop:    app.Stop,
+	return &appConfig{
+		path: f.config, name: name, typ: typ, app: app, svc: svc, es: es,
+		registry: cfg.Only(func(sc leasehold.ServiceConfig) bool { return sc.Name == leasehold.RegistryName }),
 	}, nil
+}
+
+// lease is the cluster service's lease name, the default applied as the Elector does.
+func (ac *appConfig) lease() string {
+	if ac.es.LeaseName == "" {
+		return cluster.DefaultLeaseName
+	}
+	return ac.es.LeaseName
+}
+
+// startRegistry starts an application of the configuration's Registry alone: the lease can be
+// reached through it without the cluster service joining the election.
+func (ac *appConfig) startRegistry(ctx context.Context) (*leasehold.Application, error) {
+	reg, err := leasehold.New(ac.registry)
+	if err != nil {
+		return nil, fmt.Errorf("--config %s: %w", ac.path, err) // loadAppConfig built it already
+	}
+	reg.SetLogger(slog.New(slog.DiscardHandler))
+	if err := reg.Start(ctx); err != nil {
+		return nil, fmt.Errorf("--config %s: %w", ac.path, err)
+	}
+	return reg, nil
 }
 
 // applyFlags lets the election flags given on the command line override the configuration.
@@ -147,18 +218,8 @@ func electionServiceOf(svc any) *leasehold.ElectionService {
 	return nil
 }
 
-// setObserver adds observer to the events of a cluster service's election.
-func setObserver(svc any, observer func(cluster.Event)) bool {
-	es := electionServiceOf(svc)
-	if es == nil {
-		return false
-	}
-	es.AddObserver(observer)
-	return true
-}
-
-// openStore opens --store. An error from the network, the file system or a timeout is a
-// failure (exit 1); any other error is the opener rejecting the URL or its credentials: bad
+// openStore opens --store. An error from the network, the file system (a corrupt file
+// included) or a timeout is a failure (exit 1); any other error is the opener rejecting the URL or its credentials: bad
 // input (exit 2). store.Open's errors never show a password.
 func openStore(ctx context.Context, rawURL, usage string) (store.Store, error) {
 	st, err := store.Open(ctx, rawURL)
@@ -170,7 +231,7 @@ func openStore(ctx context.Context, rawURL, usage string) (store.Store, error) {
 		pathErr *fs.PathError
 		errno   syscall.Errno
 	)
-	if errors.As(err, &netErr) || errors.As(err, &pathErr) || errors.As(err, &errno) ||
+	if errors.As(err, &netErr) || errors.As(err, &pathErr) || errors.As(err, &errno) || errors.Is(err, file.ErrCorrupt) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
 		return nil, err
 	}
@@ -185,11 +246,15 @@ type leaseReader struct {
 	close func(context.Context) error
 }
 
-// newLeaseReader opens what holds the lease of the flags. With --config, the lease is read from
-// the configuration's Registry, which needs a cluster service that keeps it there
-// (Webda/StoreClusterService); the Registry is started, the cluster service is not.
+// newLeaseReader opens what holds the lease of the flags. With --config, the lease is read
+// through the cluster service's Lock (leasehold.LockOpener) over the configuration's Registry,
+// which is started; the cluster service is not.
 func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseReader, error) {
 	if f.config == "" {
+		if absentFileStore(f) {
+			return &leaseReader{lease: f.lease, where: store.RedactString(f.store), lock: absentLock{},
+				close: func(context.Context) error { return nil }}, nil
+		}
 		st, err := openStore(ctx, f.store, usage)
 		if err != nil {
 			return nil, err
@@ -199,61 +264,67 @@ func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 			close: func(context.Context) error { return store.Close(st) },
 		}, nil
 	}
-	cfg, err := leasehold.LoadConfig(f.config)
+	ac, err := loadAppConfig(f, usage)
 	if err != nil {
-		return nil, badInput(usage, "--config: %v", err)
-	}
-	// Find the cluster service, and keep every other service: starting them does not join an
-	// election. The cluster service only opens its Lock (leasehold.LockOpener).
-	var rest leasehold.Config
-	var svc cluster.Cluster
-	for _, sc := range cfg.Services {
-		one, err := leasehold.New(&leasehold.Config{Services: []leasehold.ServiceConfig{sc}})
-		if err != nil {
-			return nil, badInput(usage, "--config %s: %v", f.config, err)
-		}
-		c := one.Cluster()
-		if _, local := c.(*cluster.Local); local {
-			rest.Services = append(rest.Services, sc)
-			continue
-		}
-		if svc != nil {
-			continue // A5: the first cluster service is the application's
-		}
-		if _, ok := c.(leasehold.LockOpener); !ok || electionServiceOf(c) == nil {
-			return nil, badInput(usage, "--config %s: service %q (%s) cannot open its lease without joining the election",
-				f.config, sc.Name, sc.Type)
-		}
-		svc = c
-	}
-	if svc == nil {
-		return nil, badInput(usage, "--config %s has no cluster service (such as Webda/StoreClusterService)", f.config)
-	}
-	es := electionServiceOf(svc)
-	applyFlags(es, f)
-	app, err := leasehold.New(&rest)
-	if err != nil {
-		return nil, badInput(usage, "--config %s: %v", f.config, err)
-	}
-	app.SetLogger(slog.New(slog.DiscardHandler))
-	if err := app.Start(ctx); err != nil {
 		return nil, err
 	}
-	lock, err := svc.(leasehold.LockOpener).OpenLock(ctx, app)
-	if err != nil {
-		_ = app.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("--config %s: %w", f.config, err)
+	opener, ok := ac.svc.(leasehold.LockOpener)
+	if !ok {
+		return nil, badInput(usage, "--config %s: cluster service %q (%T) cannot open its lease without joining the election",
+			f.config, ac.name, ac.svc)
 	}
-	lease := es.LeaseName
-	if lease == "" {
-		lease = cluster.DefaultLeaseName
+	reg, err := ac.startRegistry(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := opener.OpenLock(ctx, reg)
+	if err != nil {
+		_ = reg.Stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("--config %s: %w", f.config, err)
 	}
 	closeAll := func(ctx context.Context) error {
 		var errs []error
-		if s, ok := svc.(leasehold.Stopper); ok {
+		if s, ok := ac.svc.(leasehold.Stopper); ok {
 			errs = append(errs, s.Stop(ctx)) // no election to end: it releases the client only
 		}
-		return errors.Join(append(errs, app.Stop(ctx))...)
+		return errors.Join(append(errs, reg.Stop(ctx))...)
 	}
-	return &leaseReader{lease: lease, where: f.config, lock: lock, close: closeAll}, nil
+	return &leaseReader{lease: ac.lease(), where: f.config, lock: lock, close: closeAll}, nil
+}
+
+// absentFileStore reports whether --store is a file store whose data file does not exist: its
+// lease is missing, and opening the store would leave its lock file behind (and the state
+// directory, for the default store), which a command that only reads must not do.
+func absentFileStore(f *commonFlags) bool {
+	u, err := store.ParseURL(f.store)
+	if err != nil || !strings.EqualFold(u.Scheme, "file") || u.Opaque != "" || u.User != nil ||
+		(u.Host != "" && u.Host != "localhost") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" ||
+		!strings.HasPrefix(u.Path, "/") || strings.HasSuffix(u.Path, "/") {
+		return false // the opener says what is wrong with the URL
+	}
+	if _, err := os.Lstat(u.Path); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if f.defaultStore {
+		return true
+	}
+	// A missing directory is more likely a mistyped path than a store nobody used: the
+	// opener's error says so.
+	dir, err := os.Stat(filepath.Dir(u.Path))
+	return err == nil && dir.IsDir()
+}
+
+// absentLock is the Lock of a lease in a store that does not exist yet.
+type absentLock struct{}
+
+func (absentLock) Get(context.Context, string) (cluster.Record, error) {
+	return cluster.Record{}, cluster.ErrNotFound
+}
+
+func (absentLock) Create(context.Context, string, cluster.Record) (cluster.Record, error) {
+	return cluster.Record{}, errors.New("leasehold: the lease is only read")
+}
+
+func (absentLock) Update(context.Context, string, cluster.Record) (cluster.Record, error) {
+	return cluster.Record{}, errors.New("leasehold: the lease is only read")
 }

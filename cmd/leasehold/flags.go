@@ -44,7 +44,8 @@ type commonFlags struct {
 	logFormat     string
 	logLevel      string
 
-	set map[string]bool // the flags given on the command line
+	set          map[string]bool // the flags given on the command line
+	defaultStore bool            // store is the default one, whose directory may not exist yet
 }
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
@@ -75,8 +76,7 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string) (help bool, err e
 // validate checks the flags once parsed, naming the one at fault, and fills in the default
 // store.
 func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
-	c.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+	c.visit(fs)
 	if c.lease == "" {
 		return badInput(usage, "--lease must not be empty")
 	}
@@ -95,6 +95,17 @@ func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
 	if _, err := parseLevel(c.logLevel); err != nil {
 		return badInput(usage, "--log-level: %v", err)
 	}
+	return c.validateStore(usage)
+}
+
+// visit records the flags given on the command line.
+func (c *commonFlags) visit(fs *flag.FlagSet) {
+	c.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
+}
+
+// validateStore checks --store and --config, and fills in the default store.
+func (c *commonFlags) validateStore(usage string) error {
 	if c.config != "" {
 		if c.set["store"] {
 			return badInput(usage, "--store and --config cannot be used together: the configuration's Registry holds the lease")
@@ -106,7 +117,7 @@ func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
 		if err != nil {
 			return fmt.Errorf("no --store given and no default: %w", err)
 		}
-		c.store = def
+		c.store, c.defaultStore = def, true
 	}
 	u, err := store.ParseURL(c.store)
 	if err != nil {
@@ -118,8 +129,17 @@ func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
 	return nil
 }
 
-// defaultStoreURL is a file store under the user's state directory, created if needed.
+// defaultStoreURL is a file store under the user's state directory. The directory is created
+// by the commands that write (makeStateDir), not by those that only read.
 func defaultStoreURL() (string, error) {
+	dir, err := stateDir()
+	if err != nil {
+		return "", err
+	}
+	return "file://" + filepath.ToSlash(filepath.Join(dir, "registry.json")), nil
+}
+
+func stateDir() (string, error) {
 	dir := os.Getenv("XDG_STATE_HOME")
 	if dir == "" || !filepath.IsAbs(dir) {
 		home, err := os.UserHomeDir()
@@ -128,11 +148,22 @@ func defaultStoreURL() (string, error) {
 		}
 		dir = filepath.Join(home, ".local", "state")
 	}
-	dir = filepath.Join(dir, "leasehold")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("state directory: %w", err)
+	return filepath.Join(dir, "leasehold"), nil
+}
+
+// makeStateDir creates the directory of the default store, when that is the store.
+func (c *commonFlags) makeStateDir() error {
+	if !c.defaultStore {
+		return nil
 	}
-	return "file://" + filepath.ToSlash(filepath.Join(dir, "registry.json")), nil
+	dir, err := stateDir()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	return nil
 }
 
 func parseLevel(s string) (slog.Level, error) {

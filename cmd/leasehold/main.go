@@ -3,6 +3,7 @@
 //
 //	leasehold run [flags] -- CMD [ARGS...]    run CMD while this instance leads
 //	leasehold status [flags] [--json]         who holds the lease (exit 3 when nobody does)
+//	leasehold repair [flags]                  replace a corrupt lease record, the term kept growing
 //	leasehold demo [--instances N] [--duration D]
 //	leasehold version
 //
@@ -35,6 +36,8 @@ const usage = `leasehold runs a command on one instance only, with lease-based l
 Usage:
   leasehold run [flags] -- CMD [ARGS...]    run CMD while this instance leads the lease
   leasehold status [flags] [--json]         show who holds the lease (exit 3 when nobody does)
+  leasehold repair [flags]                  replace a corrupt lease record by a released one,
+                                            its term above the last
   leasehold demo [--instances N] [--duration D]
                                             watch an election with crashes, in one process
   leasehold version                         print the version and the linked stores
@@ -67,6 +70,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		code, err = runCommand(args[1:], stdout, stderr)
 	case "status":
 		code, err = statusCommand(args[1:], stdout, stderr)
+	case "repair":
+		code, err = repairCommand(args[1:], stdout, stderr)
 	case "demo":
 		code, err = demoCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-version":

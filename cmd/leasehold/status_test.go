@@ -145,3 +145,46 @@ func TestConfig(t *testing.T) {
 		t.Errorf("leasehold run --config exited %d after SIGTERM, want 0", code)
 	}
 }
+
+// status only reads: over a file store nobody has written yet, it creates neither the data
+// file, nor its lock file, nor (for the default store) the state directory.
+func TestStatusCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := runLeasehold(t, "status", "--store", "file://"+filepath.Join(dir, "r.json"), "--lease", "jobs")
+	if code != 3 || !strings.Contains(out, "missing") {
+		t.Errorf("status of a store nobody wrote: exit %d, want 3 (missing)\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if names := dirNames(t, dir); len(names) != 0 {
+		t.Errorf("status created %v in the store's directory", names)
+	}
+
+	state := filepath.Join(dir, "state")
+	cmd := exec.Command(bin, "status", "--lease", "jobs")
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
+	outb, err := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 3 || !strings.Contains(string(outb), "missing") {
+		t.Errorf("status of the default store, never used: %v, want exit 3 (missing)\n%s", err, outb)
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Errorf("status created the state directory (%v): %v", state, dirNames(t, dir))
+	}
+
+	// A store in a directory that does not exist is more likely a mistyped path: an error.
+	_, errOut, code = runLeasehold(t, "status", "--store", "file://"+filepath.Join(dir, "nowhere", "r.json"))
+	if code != 1 || !strings.Contains(errOut, "nowhere") {
+		t.Errorf("status of a store in a missing directory: exit %d, want 1 naming it\n%s", code, errOut)
+	}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}

@@ -23,7 +23,10 @@
 //
 // A data file that is not valid JSON (corrupt or truncated, or empty), or not an object of
 // objects, is an error wrapping [ErrCorrupt] that names the file (and for syntax errors the byte
-// offset); the store never writes over it. Repair or remove the file by hand.
+// offset); the store never writes over it. Repair or remove the file by hand. Removing it
+// removes the lease records in it too, and their terms would restart at 1: once the file is
+// moved aside, `leasehold repair --min-term N` recreates a lease's record at the last term N.
+// A lease record that is corrupt in a valid file needs `leasehold repair` only.
 //
 // The operations of one Store run one at a time; those of different processes (or of different
 // Stores on one file) take turns through the lock, readers together. An operation waiting for

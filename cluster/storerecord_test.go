@@ -1,0 +1,26 @@
+package cluster
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// S1: a record encoded for a store decodes back to itself; a malformed document is an error
+// naming the field, by the rule the store Lock applies.
+func TestS1StoreRecordRoundTrip(t *testing.T) {
+	at := time.Date(2026, 11, 30, 9, 17, 13, 382846842, time.UTC)
+	r := Record{Holder: "web-1", Term: 41, AcquiredAt: at, RenewedAt: at.Add(time.Second), Duration: 15 * time.Second, Revision: NewRevision()}
+	got, err := DecodeStoreRecord("cluster:jobs", EncodeStoreRecord(r))
+	if err != nil || got != r {
+		t.Fatalf("DecodeStoreRecord(EncodeStoreRecord(%+v)) = %+v, %v", r, got, err)
+	}
+	if NewRevision() == NewRevision() {
+		t.Fatal("NewRevision repeats")
+	}
+	doc := EncodeStoreRecord(r)
+	doc["term"] = "garbage"
+	if _, err := DecodeStoreRecord("cluster:jobs", doc); err == nil || !strings.Contains(err.Error(), `"cluster:jobs": field "term"`) {
+		t.Fatalf("DecodeStoreRecord of a record with a garbage term: %v; want an error naming the key and the field", err)
+	}
+}
