@@ -1,0 +1,64 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// OpenWith is a backend's exported Open(ctx, rawURL): it parses rawURL with store.ParseURL
+// (whose errors never quote it) and opens it with [OpenURLWith]. name ("store/redis") starts
+// every error.
+func OpenWith[S any](ctx context.Context, name, rawURL string, open func(context.Context, *url.URL) (S, error)) (S, error) {
+	u, err := store.ParseURL(rawURL)
+	if err != nil {
+		var zero S
+		return zero, fmt.Errorf("%s: %w", name, err)
+	}
+	return OpenURLWith(ctx, name, u, open)
+}
+
+// OpenURLWith is a backend's exported Open for a parsed URL: open's error, which need not name
+// the URL, is returned naming the backend and the redacted URL, with the URL's secrets hidden
+// from it (see store.RedactError).
+func OpenURLWith[S any](ctx context.Context, name string, u *url.URL, open func(context.Context, *url.URL) (S, error)) (S, error) {
+	s, err := open(ctx, u)
+	if err != nil {
+		var zero S
+		return zero, fmt.Errorf("%s: open %s: %w", name, store.Redact(u), store.RedactError(err, u))
+	}
+	return s, nil
+}
+
+// DecodeObject reads a stored document as encoding/json would, refusing anything but a JSON
+// object (null included) with notJSON, the backend's sentinel for a value something else wrote,
+// joined with what is wrong.
+func DecodeObject(raw []byte, notJSON error) (map[string]any, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return nil, fmt.Errorf("%w: %v", notJSON, err)
+	}
+	return doc, nil
+}
+
+// DecodeRow reads the document of a row of an SQL backend's table. A row that is not a JSON
+// object (another program wrote it) is an error naming the backend ("postgres") and the table,
+// quoting the start of the row.
+func DecodeRow(backend, table string, raw []byte) (map[string]any, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		what := "not a JSON object"
+		if !json.Valid(raw) {
+			what = "not valid JSON"
+		}
+		return nil, fmt.Errorf("%s: the document in table %s is %s: %.60q", backend, table, what, raw)
+	}
+	return doc, nil
+}
