@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 // DefaultTable is the table used when the URL has no table parameter.
@@ -20,7 +20,7 @@ const defaultConnectTimeout = 10 * time.Second
 
 // checkTable returns an error naming the table parameter when name is not a plain identifier
 // of at most 63 characters (PostgreSQL's NAMEDATALEN - 1), the only names put in SQL text.
-func checkTable(name string) error { return store.CheckTableName(name, 63) }
+func checkTable(name string) error { return driver.CheckTableName(name, 63) }
 
 // parseURL turns a postgres:// URL into a pgxpool configuration and the table name. The
 // password is kept out of the string pgx parses, so that no parse error can quote it.
