@@ -47,18 +47,3 @@ func DecodeObject(raw []byte, notJSON error) (map[string]any, error) {
 	}
 	return doc, nil
 }
-
-// DecodeRow reads the document of a row of an SQL backend's table. A row that is not a JSON
-// object (another program wrote it) is an error naming the backend ("postgres") and the table,
-// quoting the start of the row.
-func DecodeRow(backend, table string, raw []byte) (map[string]any, error) {
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
-		what := "not a JSON object"
-		if !json.Valid(raw) {
-			what = "not valid JSON"
-		}
-		return nil, fmt.Errorf("%s: the document in table %s is %s: %.60q", backend, table, what, raw)
-	}
-	return doc, nil
-}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 // DefaultTable is the table used when the URL has no table parameter.
@@ -19,7 +19,7 @@ const DefaultTable = "leasehold_registry"
 
 // checkTable returns an error naming the table parameter when name is not a plain identifier
 // of at most 64 characters (MySQL's limit), the only names put in SQL text.
-func checkTable(name string) error { return store.CheckTableName(name, 64) }
+func checkTable(name string) error { return driver.CheckTableName(name, 64) }
 
 // poolConfig holds the database/sql pool settings read from the URL.
 type poolConfig struct {

@@ -1,0 +1,51 @@
+package driver
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+)
+
+// The SQL backends share these.
+
+// CheckTableName returns an error naming the table parameter when name is not a plain SQL
+// identifier of at most maxLen characters: letters, digits and underscores, starting with a
+// letter or an underscore. The SQL backends accept only such names, so that a name can be put
+// in SQL text safely and means the same quoted or not; maxLen is the server's limit.
+func CheckTableName(name string, maxLen int) error {
+	ok := name != "" && len(name) <= maxLen
+	for i, c := range name {
+		if !ok {
+			break
+		}
+		ok = c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9'
+	}
+	if !ok {
+		return fmt.Errorf("parameter table: %q is not a valid table name (letters, digits and underscores, starting with a letter or underscore, at most %d)", name, maxLen)
+	}
+	return nil
+}
+
+// DecodeRow reads the document of a row of an SQL backend's table. A row that is not a JSON
+// object (another program wrote it) is an error naming the backend ("postgres") and the table,
+// quoting the start of the row.
+func DecodeRow(backend, table string, raw []byte) (map[string]any, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		what := "not a JSON object"
+		if !json.Valid(raw) {
+			what = "not valid JSON"
+		}
+		return nil, fmt.Errorf("%s: the document in table %s is %s: %.60q", backend, table, what, raw)
+	}
+	return doc, nil
+}
+
+// RowsAffected returns the number of rows a database/sql statement changed, or the error of
+// the statement.
+func RowsAffected(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
