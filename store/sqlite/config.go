@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 // DefaultTable is the table used when the URL has no table parameter.
@@ -16,7 +16,7 @@ const DefaultTable = "leasehold_registry"
 
 // checkTable returns an error naming the table parameter when name is not a plain identifier
 // of at most 64 characters (as MySQL's: SQLite has none), the only names put in SQL text.
-func checkTable(name string) error { return store.CheckTableName(name, 64) }
+func checkTable(name string) error { return driver.CheckTableName(name, 64) }
 
 type config struct {
 	path        string
