@@ -22,7 +22,7 @@ func TestNotJSON(t *testing.T) {
 	s := openTest(t)
 	for i, raw := range []string{"not json", "[1,2]", "null", `"text"`, `{"a":1} trailing`, `{"a":}`, "42"} {
 		key := fmt.Sprintf("bad:%d", i)
-		if err := s.client.Set(t.Context(), s.prefix+key, raw, 0).Err(); err != nil {
+		if err := s.Client().Set(t.Context(), s.Prefix()+key, raw, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		cond := &store.Condition{Field: "a", Value: 1}
@@ -42,7 +42,7 @@ func TestNotJSON(t *testing.T) {
 				t.Errorf("%s of %q holding %q: %v, want %v naming the key", op, key, raw, err, want)
 			}
 		}
-		if got, err := s.client.Get(t.Context(), s.prefix+key).Result(); err != nil || got != raw {
+		if got, err := s.Client().Get(t.Context(), s.Prefix()+key).Result(); err != nil || got != raw {
 			t.Errorf("%q holding %q now holds %q (%v)", key, raw, got, err)
 		}
 	}
@@ -52,7 +52,7 @@ func TestNotJSON(t *testing.T) {
 func TestWrongType(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
-	if err := s.client.HSet(t.Context(), s.prefix+"h", "a", "1").Err(); err != nil {
+	if err := s.Client().HSet(t.Context(), s.Prefix()+"h", "a", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(t.Context(), "h"); err == nil || !strings.Contains(err.Error(), `"h"`) {
