@@ -78,7 +78,7 @@ func deleteBucket(t *testing.T, raw, bucket string) {
 		return
 	}
 	defer s.Close()
-	if err := s.js.DeleteKeyValue(ctx, bucket); err != nil {
+	if err := s.JetStream().DeleteKeyValue(ctx, bucket); err != nil {
 		t.Errorf("deleting bucket %s: %v", bucket, err)
 	}
 }
