@@ -148,7 +148,7 @@ func (s *URLStore[S]) opened(op, key string) (S, error) {
 		name = kind.Type
 	}
 	var zero S
-	return zero, store.WrapKey(op, key, fmt.Errorf("%s: %w", name, ErrNotInitialized))
+	return zero, &store.KeyError{Op: op, Key: key, Err: fmt.Errorf("%s: %w", name, ErrNotInitialized)}
 }
 
 // ErrNotInitialized is returned (wrapped with the key and the service type) by the store

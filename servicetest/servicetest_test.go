@@ -14,6 +14,7 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/servicetest"
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 	"github.com/leasehold/leasehold/store/memory"
 )
 
@@ -35,7 +36,7 @@ type fakeStore struct {
 
 func (f *fakeStore) check(op, key string) error {
 	if f.closed.Load() {
-		return store.WrapKey(op, key, errors.New("fake: closed"))
+		return driver.WrapKey(op, key, errors.New("fake: closed"))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 func TestOpenCreatesDataFileOnFirstWrite(t *testing.T) {
@@ -27,7 +28,7 @@ func TestOpenCreatesDataFileOnFirstWrite(t *testing.T) {
 	if err := s.Create(t.Context(), "k", map[string]any{"a": 1}); err != nil {
 		t.Fatal(err)
 	}
-	if got := fileDocs(t, path); !store.JSONEqual(got, map[string]any{"k": map[string]any{"a": 1}}) {
+	if got := fileDocs(t, path); !driver.JSONEqual(got, map[string]any{"k": map[string]any{"a": 1}}) {
 		t.Fatalf("data file holds %v", got)
 	}
 }
@@ -80,7 +81,7 @@ func TestReopenReadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !store.JSONEqual(got, map[string]any{"n": 2, "s": "x"}) {
+	if !driver.JSONEqual(got, map[string]any{"n": 2, "s": "x"}) {
 		t.Fatalf("after reopening: %v", got)
 	}
 }
