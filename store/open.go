@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -14,36 +15,84 @@ import (
 // never put them in an error or a log line (use [Redact]).
 type OpenFunc func(ctx context.Context, u *url.URL) (Store, error)
 
+// Backend is a store backend as [Open] and an application's configuration know it: a backend's
+// package registers one, with [Register], from init. The URL's query parameters are its
+// configuration; a configuration's service of type ServiceType gives them as its url
+// parameter, and Params beside it.
+type Backend struct {
+	// Schemes are the URL schemes the backend opens ("postgres", "postgresql").
+	Schemes []string
+	// Open opens a store from a URL of one of the schemes. Its errors need not name the URL:
+	// its callers add it, redacted, and hide the URL's secrets from them. The store it returns
+	// is the portable one of package store/driver, or a type embedding it.
+	Open OpenFunc
+	// ServiceType is the service type configurations name to open such a store from a url
+	// parameter ("Webda/PostgresStore"); empty when the backend has none.
+	ServiceType string
+	// Example is a URL of the expected form, shown when a service's url parameter is missing.
+	Example string
+	// Params are the service's parameters besides url ("table"): each, when given, sets the
+	// URL's query parameter of the same name, replacing the URL's own.
+	Params []string
+}
+
 var (
-	openersMu sync.RWMutex
-	openers   = map[string]OpenFunc{}
+	backendsMu sync.RWMutex
+	backends   = map[string]Backend{} // by scheme
 )
 
-// RegisterOpener makes Open handle URLs of the given scheme. Backends call it from init. It
-// panics when the scheme is empty or already registered, as two backends claiming one scheme
-// is a programming error.
-func RegisterOpener(scheme string, open OpenFunc) {
-	scheme = strings.ToLower(scheme)
-	if scheme == "" || open == nil {
-		panic("store: RegisterOpener with an empty scheme or a nil OpenFunc")
+// Register makes Open handle URLs of b's schemes, and makes b's service type known to
+// applications. It panics when b has no scheme, no Open, an empty scheme, a scheme or a service
+// type already registered, or a parameter named url: two backends claiming one name is a
+// programming error.
+func Register(b Backend) {
+	if len(b.Schemes) == 0 || b.Open == nil {
+		panic("store: Register with no scheme or a nil Open")
 	}
-	openersMu.Lock()
-	defer openersMu.Unlock()
-	if _, dup := openers[scheme]; dup {
-		panic(fmt.Sprintf("store: RegisterOpener called twice for scheme %q", scheme))
+	if slices.Contains(b.Params, "url") || (len(b.Params) > 0 && b.ServiceType == "") {
+		panic(fmt.Sprintf("store: Register %v: parameters need a service type, and url is its own", b.Schemes))
 	}
-	openers[scheme] = open
+	b.Schemes = slices.Clone(b.Schemes)
+	for i, s := range b.Schemes {
+		b.Schemes[i] = strings.ToLower(s)
+		if s == "" {
+			panic("store: Register with an empty scheme")
+		}
+	}
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	for _, s := range b.Schemes {
+		if _, dup := backends[s]; dup {
+			panic(fmt.Sprintf("store: scheme %q registered twice", s))
+		}
+	}
+	for _, o := range backends {
+		if b.ServiceType != "" && o.ServiceType == b.ServiceType {
+			panic(fmt.Sprintf("store: service type %q registered twice", b.ServiceType))
+		}
+	}
+	for _, s := range b.Schemes {
+		backends[s] = b
+	}
 }
 
 // Schemes returns the registered URL schemes, sorted.
 func Schemes() []string {
-	openersMu.RLock()
-	defer openersMu.RUnlock()
-	out := make([]string, 0, len(openers))
-	for s := range openers {
-		out = append(out, s)
+	backendsMu.RLock()
+	defer backendsMu.RUnlock()
+	return slices.Sorted(maps.Keys(backends))
+}
+
+// Backends returns the registered backends, each once, in the order of their first schemes.
+func Backends() []Backend {
+	backendsMu.RLock()
+	defer backendsMu.RUnlock()
+	var out []Backend
+	for _, s := range slices.Sorted(maps.Keys(backends)) {
+		if b := backends[s]; b.Schemes[0] == s {
+			out = append(out, b)
+		}
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -56,14 +105,14 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	openersMu.RLock()
-	open, ok := openers[strings.ToLower(u.Scheme)]
-	openersMu.RUnlock()
+	backendsMu.RLock()
+	b, ok := backends[strings.ToLower(u.Scheme)]
+	backendsMu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("store: unknown URL scheme %q in %s (known: %s)",
 			u.Scheme, Redact(u), strings.Join(Schemes(), ", "))
 	}
-	s, err := open(ctx, u)
+	s, err := b.Open(ctx, u)
 	if err != nil {
 		// The opener should not quote its URL's secrets, but a driver's error might: hide them
 		// here too, keeping the error itself reachable with errors.Is and errors.As.

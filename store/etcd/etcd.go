@@ -16,6 +16,20 @@ import (
 	"github.com/leasehold/leasehold/store/driver"
 )
 
+// ServiceType is the service type configurations name to open a [Store] from the parameters
+// url and prefix (see the package documentation).
+const ServiceType = "Webda/EtcdStore"
+
+func init() {
+	store.Register(store.Backend{
+		Schemes:     []string{"etcd"},
+		Open:        func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) },
+		ServiceType: ServiceType,
+		Example:     "etcd://host:port[,host:port]",
+		Params:      []string{"prefix"},
+	})
+}
+
 // ErrNotJSON means a key holds a value that is not a JSON object: something other than this
 // store wrote it. The value is left as it is.
 var ErrNotJSON = errors.New("store/etcd: value is not a JSON object")

@@ -20,7 +20,7 @@ import (
 )
 
 func init() {
-	store.RegisterOpener("mem", func(_ context.Context, u *url.URL) (store.Store, error) {
+	store.Register(store.Backend{Schemes: []string{"mem"}, Open: func(_ context.Context, u *url.URL) (store.Store, error) {
 		name := storeName(u)
 		if name == "" {
 			return New(), nil
@@ -33,7 +33,7 @@ func init() {
 			named[name] = s
 		}
 		return s, nil
-	})
+	}})
 }
 
 // storeName is the name a mem URL gives its store: "mem://a/b", "mem:///a/b/" and "mem:a/b" all

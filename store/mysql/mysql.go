@@ -14,8 +14,18 @@ import (
 	"github.com/leasehold/leasehold/store/driver"
 )
 
+// ServiceType is the service type configurations name to open a [Store] from the parameters
+// url and table (see the package documentation).
+const ServiceType = "Webda/MySQLStore"
+
 func init() {
-	store.RegisterOpener("mysql", func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) })
+	store.Register(store.Backend{
+		Schemes:     []string{"mysql"},
+		Open:        func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) },
+		ServiceType: ServiceType,
+		Example:     "mysql://user:password@host:3306/database",
+		Params:      []string{"table"},
+	})
 }
 
 // Store is a store.Store kept in one MySQL or MariaDB table. It is safe for concurrent use;

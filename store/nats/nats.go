@@ -15,6 +15,20 @@ import (
 	"github.com/leasehold/leasehold/store/driver"
 )
 
+// ServiceType is the service type configurations name to open a [Store] from the parameters
+// url and bucket (see the package documentation).
+const ServiceType = "Webda/NatsStore"
+
+func init() {
+	store.Register(store.Backend{
+		Schemes:     []string{"nats"},
+		Open:        func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) },
+		ServiceType: ServiceType,
+		Example:     "nats://host:port[,host:port]",
+		Params:      []string{"bucket"},
+	})
+}
+
 // ErrNotJSON means a key holds a value that is not a JSON object: something other than this
 // store wrote it. The value is left as it is.
 var ErrNotJSON = errors.New("store/nats: value is not a JSON object")

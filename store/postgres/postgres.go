@@ -16,10 +16,18 @@ import (
 	"github.com/leasehold/leasehold/store/driver"
 )
 
+// ServiceType is the service type configurations name to open a [Store] from the parameters
+// url and table (see the package documentation).
+const ServiceType = "Webda/PostgresStore"
+
 func init() {
-	open := func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) }
-	store.RegisterOpener("postgres", open)
-	store.RegisterOpener("postgresql", open)
+	store.Register(store.Backend{
+		Schemes:     []string{"postgres", "postgresql"},
+		Open:        func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) },
+		ServiceType: ServiceType,
+		Example:     "postgres://user@host:5432/database",
+		Params:      []string{"table"},
+	})
 }
 
 // Store is a store.Store kept in one PostgreSQL table. It is safe for concurrent use; Close

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
@@ -117,10 +118,13 @@ func TestCredentialsNotShown(t *testing.T) {
 			t.Errorf("T4: the error shows the password: %v", err)
 		}
 		t.Logf("error: %v", err)
-		var svc Service
+		svc, err := leasehold.NewURLStore(ServiceType)
+		if err != nil {
+			t.Fatal(err)
+		}
 		svc.URL = u.String()
 		if err := svc.Init(t.Context(), nil); err == nil || strings.Contains(err.Error(), "hunter2secret") {
-			t.Errorf("T4: Service.Init: %v", err)
+			t.Errorf("T4: the service's Init: %v", err)
 		}
 	}
 	if strings.Contains(logs.String(), "hunter2secret") {

@@ -13,6 +13,20 @@ import (
 	"github.com/leasehold/leasehold/store/driver"
 )
 
+// ServiceType is the service type configurations name to open a [Store] from the parameters
+// url and prefix (see the package documentation).
+const ServiceType = "Webda/RedisStore"
+
+func init() {
+	store.Register(store.Backend{
+		Schemes:     []string{"redis", "rediss"},
+		Open:        func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) },
+		ServiceType: ServiceType,
+		Example:     "redis://host:port/db",
+		Params:      []string{"prefix"},
+	})
+}
+
 // DefaultPrefix is the key prefix used when the URL has no prefix parameter.
 const DefaultPrefix = "leasehold:"
 

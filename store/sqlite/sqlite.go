@@ -15,8 +15,18 @@ import (
 	"github.com/leasehold/leasehold/store/driver"
 )
 
+// ServiceType is the service type configurations name to open a [Store] from the parameters
+// url and table (see the package documentation).
+const ServiceType = "Webda/SQLiteStore"
+
 func init() {
-	store.RegisterOpener("sqlite", func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) })
+	store.Register(store.Backend{
+		Schemes:     []string{"sqlite"},
+		Open:        func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) },
+		ServiceType: ServiceType,
+		Example:     "sqlite:///absolute/path.db",
+		Params:      []string{"table"},
+	})
 }
 
 // Store is a store.Store kept in one table of an SQLite file. It is safe for concurrent use,
