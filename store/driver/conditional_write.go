@@ -19,6 +19,19 @@ func Matches(doc map[string]any, cond *Condition) bool {
 	return ok && reflect.DeepEqual(got, cond.Value)
 }
 
+// Find returns the document under key in docs, the in-process backends' map, when it meets
+// cond: ErrNotFound when there is none, ErrConditionFailed when it does not meet cond.
+func Find[M ~map[string]map[string]any](docs M, key string, cond *Condition) (map[string]any, error) {
+	doc, ok := docs[key]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	if !Matches(doc, cond) {
+		return nil, store.ErrConditionFailed
+	}
+	return doc, nil
+}
+
 // ConditionError returns nil when the normalized document doc meets cond, and otherwise
 // ErrConditionFailed saying whether the field is missing or holds another value.
 func ConditionError(doc map[string]any, cond *Condition) error {

@@ -180,3 +180,21 @@ func TestReadCheckWrite(t *testing.T) {
 		t.Errorf("endless conflicts: %v after %d writes, want context.Canceled after 3", err, conflicts)
 	}
 }
+
+// TestFind: the in-process backends' lookup tells a missing document from one failing the
+// condition (T3).
+func TestFind(t *testing.T) {
+	docs := map[string]map[string]any{"k": {"rev": 1.0}}
+	if doc, err := driver.Find(docs, "k", &driver.Condition{Field: "rev", Value: 1.0}); err != nil || doc["rev"] != 1.0 {
+		t.Errorf("Find of a matching document = %v, %v", doc, err)
+	}
+	if _, err := driver.Find(docs, "k", nil); err != nil {
+		t.Errorf("Find without a condition: %v", err)
+	}
+	if _, err := driver.Find(docs, "other", nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Find of a missing key: %v, want ErrNotFound", err)
+	}
+	if _, err := driver.Find(docs, "k", &driver.Condition{Field: "rev", Value: 2.0}); !errors.Is(err, store.ErrConditionFailed) {
+		t.Errorf("Find of a document failing the condition: %v, want ErrConditionFailed", err)
+	}
+}

@@ -34,6 +34,30 @@ func OpenURLWith[S any](ctx context.Context, name string, u *url.URL, open func(
 	return s, nil
 }
 
+// Opener is a backend's typed opener as a store.OpenFunc, for store.Backend's Open: a failed
+// open returns a nil store.Store, never one holding a nil S.
+func Opener[S store.Store](open func(context.Context, *url.URL) (S, error)) store.OpenFunc {
+	return func(ctx context.Context, u *url.URL) (store.Store, error) {
+		s, err := open(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// TakeParam returns the URL query parameter name from q, or def when q has none, and removes it
+// from q: the backend's own parameters are not handed to the client library, which might
+// refuse them.
+func TakeParam(q url.Values, name, def string) string {
+	if !q.Has(name) {
+		return def
+	}
+	v := q.Get(name)
+	q.Del(name)
+	return v
+}
+
 // DecodeObject reads a stored document as encoding/json would, refusing anything but a JSON
 // object (null included) with notJSON, the backend's sentinel for a value something else wrote,
 // joined with what is wrong.

@@ -73,3 +73,28 @@ func TestOpenWith(t *testing.T) {
 		}
 	}
 }
+
+// TestOpener: a failed open is a nil store.Store, not one holding a nil pointer.
+func TestOpener(t *testing.T) {
+	fail := driver.Opener(func(context.Context, *url.URL) (*driver.Portable, error) { return nil, errors.New("refused") })
+	if s, err := fail(t.Context(), &url.URL{}); s != nil || err == nil {
+		t.Errorf("failed open = %#v, %v; want a nil store and the error", s, err)
+	}
+	p := driver.New(nil)
+	ok := driver.Opener(func(context.Context, *url.URL) (*driver.Portable, error) { return p, nil })
+	if s, err := ok(t.Context(), &url.URL{}); s != store.Store(p) || err != nil {
+		t.Errorf("open = %v, %v; want the store", s, err)
+	}
+}
+
+// TestTakeParam: a backend's parameter is read, empty included, and removed; an absent one is
+// the default.
+func TestTakeParam(t *testing.T) {
+	q := url.Values{"table": {""}, "sslmode": {"disable"}}
+	if got := driver.TakeParam(q, "table", "dflt"); got != "" || q.Has("table") || !q.Has("sslmode") {
+		t.Errorf("TakeParam = %q, leaving %v; want the empty value, removed", got, q)
+	}
+	if got := driver.TakeParam(q, "table", "dflt"); got != "dflt" {
+		t.Errorf("TakeParam of an absent parameter = %q, want the default", got)
+	}
+}

@@ -23,7 +23,7 @@ const ServiceType = "Webda/EtcdStore"
 func init() {
 	store.Register(store.Backend{
 		Schemes:     []string{"etcd"},
-		Open:        func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) },
+		Open:        driver.Opener(openURL),
 		ServiceType: ServiceType,
 		Example:     "etcd://host:port[,host:port]",
 		Params:      []string{"prefix"},

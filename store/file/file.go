@@ -205,7 +205,7 @@ func (s *backend) Create(ctx context.Context, key string, doc map[string]any) er
 
 func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, cond *driver.Condition) error {
 	return s.exclusive(ctx, func(d docs) (docs, error) {
-		doc, err := d.matching(key, cond)
+		doc, err := driver.Find(d, key, cond)
 		if err != nil {
 			return nil, err
 		}
@@ -223,7 +223,7 @@ func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, 
 
 func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition) error {
 	return s.exclusive(ctx, func(d docs) (docs, error) {
-		if _, err := d.matching(key, cond); err != nil {
+		if _, err := driver.Find(d, key, cond); err != nil {
 			return nil, err
 		}
 		out := make(docs, len(d))
@@ -234,18 +234,6 @@ func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition
 		}
 		return out, nil
 	})
-}
-
-// matching returns the document under key when it meets cond.
-func (d docs) matching(key string, cond *driver.Condition) (map[string]any, error) {
-	doc, ok := d[key]
-	if !ok {
-		return nil, store.ErrNotFound
-	}
-	if !driver.Matches(doc, cond) {
-		return nil, store.ErrConditionFailed
-	}
-	return doc, nil
 }
 
 // with returns a copy of d (sharing its documents) with doc stored under key.

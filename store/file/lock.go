@@ -16,29 +16,23 @@ const maxPoll = 2 * time.Millisecond
 
 // shared runs fn on the current documents, holding a shared lock on the file.
 func (s *backend) shared(ctx context.Context, fn func(docs) error) error {
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	defer s.leave()
-	if err := s.lockFile(ctx, false); err != nil {
-		return err
-	}
-	defer s.unlockFile()
-	d, err := s.load()
-	if err != nil {
-		return err
-	}
-	return fn(d)
+	return s.locked(ctx, false, func(d docs) (docs, error) { return nil, fn(d) })
 }
 
 // exclusive runs fn on the current documents, holding an exclusive lock on the file, and
 // writes the documents fn returns, unless it returns nil or an error.
 func (s *backend) exclusive(ctx context.Context, fn func(docs) (docs, error)) error {
+	return s.locked(ctx, true, fn)
+}
+
+// locked runs fn under the in-process semaphore and the file's lock, shared or exclusive, and
+// writes the documents fn returns, unless it returns nil or an error.
+func (s *backend) locked(ctx context.Context, exclusive bool, fn func(docs) (docs, error)) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
 	defer s.leave()
-	if err := s.lockFile(ctx, true); err != nil {
+	if err := s.lockFile(ctx, exclusive); err != nil {
 		return err
 	}
 	defer s.unlockFile()

@@ -85,12 +85,9 @@ func (s *backend) Create(_ context.Context, key string, doc map[string]any) erro
 func (s *backend) Patch(_ context.Context, key string, fields map[string]any, cond *driver.Condition) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	doc, ok := s.docs[key]
-	if !ok {
-		return store.ErrNotFound
-	}
-	if !driver.Matches(doc, cond) {
-		return store.ErrConditionFailed
+	doc, err := driver.Find(s.docs, key, cond)
+	if err != nil {
+		return err
 	}
 	// Get hands out copies, so the stored map can be updated in place.
 	for k, v := range fields {
@@ -102,12 +99,8 @@ func (s *backend) Patch(_ context.Context, key string, fields map[string]any, co
 func (s *backend) Delete(_ context.Context, key string, cond *driver.Condition) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	doc, ok := s.docs[key]
-	if !ok {
-		return store.ErrNotFound
-	}
-	if !driver.Matches(doc, cond) {
-		return store.ErrConditionFailed
+	if _, err := driver.Find(s.docs, key, cond); err != nil {
+		return err
 	}
 	delete(s.docs, key)
 	return nil

@@ -21,7 +21,7 @@ const ServiceType = "Webda/MySQLStore"
 func init() {
 	store.Register(store.Backend{
 		Schemes:     []string{"mysql"},
-		Open:        func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) },
+		Open:        driver.Opener(openURL),
 		ServiceType: ServiceType,
 		Example:     "mysql://user:password@host:3306/database",
 		Params:      []string{"table"},
@@ -93,7 +93,7 @@ func (s *backend) setup(ctx context.Context) error {
 	return nil
 }
 
-// quoted is the table's name for SQL text (checkTable allowed only identifier characters).
+// quoted is the table's name for SQL text (driver.CheckTableName allowed only identifier characters).
 func (s *backend) quoted() string { return "`" + s.table + "`" }
 
 // Close closes the store's connections.

@@ -22,7 +22,7 @@ const ServiceType = "Webda/NatsStore"
 func init() {
 	store.Register(store.Backend{
 		Schemes:     []string{"nats"},
-		Open:        func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) },
+		Open:        driver.Opener(openURL),
 		ServiceType: ServiceType,
 		Example:     "nats://host:port[,host:port]",
 		Params:      []string{"bucket"},

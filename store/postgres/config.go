@@ -18,10 +18,6 @@ const DefaultTable = "leasehold_registry"
 // it, a host that drops packets would hold Open until the operating system gives up.
 const defaultConnectTimeout = 10 * time.Second
 
-// checkTable returns an error naming the table parameter when name is not a plain identifier
-// of at most 63 characters (PostgreSQL's NAMEDATALEN - 1), the only names put in SQL text.
-func checkTable(name string) error { return driver.CheckTableName(name, 63) }
-
 // parseURL turns a postgres:// URL into a pgxpool configuration and the table name. The
 // password is kept out of the string pgx parses, so that no parse error can quote it.
 func parseURL(u *url.URL) (*pgxpool.Config, string, error) {
@@ -31,12 +27,9 @@ func parseURL(u *url.URL) (*pgxpool.Config, string, error) {
 		return nil, "", fmt.Errorf("scheme %q is not postgres or postgresql", u.Scheme)
 	}
 	q := u.Query()
-	table := DefaultTable
-	if q.Has("table") {
-		table = q.Get("table")
-		q.Del("table")
-	}
-	if err := checkTable(table); err != nil {
+	// 63: PostgreSQL's NAMEDATALEN - 1.
+	table := driver.TakeParam(q, "table", DefaultTable)
+	if err := driver.CheckTableName(table, 63); err != nil {
 		return nil, "", err
 	}
 	password, hasPassword := "", false

@@ -23,7 +23,7 @@ const ServiceType = "Webda/PostgresStore"
 func init() {
 	store.Register(store.Backend{
 		Schemes:     []string{"postgres", "postgresql"},
-		Open:        func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) },
+		Open:        driver.Opener(openURL),
 		ServiceType: ServiceType,
 		Example:     "postgres://user@host:5432/database",
 		Params:      []string{"table"},

@@ -20,7 +20,7 @@ const ServiceType = "Webda/RedisStore"
 func init() {
 	store.Register(store.Backend{
 		Schemes:     []string{"redis", "rediss"},
-		Open:        func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) },
+		Open:        driver.Opener(openURL),
 		ServiceType: ServiceType,
 		Example:     "redis://host:port/db",
 		Params:      []string{"prefix"},

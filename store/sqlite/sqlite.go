@@ -22,7 +22,7 @@ const ServiceType = "Webda/SQLiteStore"
 func init() {
 	store.Register(store.Backend{
 		Schemes:     []string{"sqlite"},
-		Open:        func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) },
+		Open:        driver.Opener(openURL),
 		ServiceType: ServiceType,
 		Example:     "sqlite:///absolute/path.db",
 		Params:      []string{"table"},
