@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+
+	"github.com/leasehold/leasehold/store"
 )
 
 // The SQL backends share these.
@@ -39,6 +41,15 @@ func DecodeRow(backend, table string, raw []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("%s: the document in table %s is %s: %.60q", backend, table, what, raw)
 	}
 	return doc, nil
+}
+
+// Inserted is the answer of a Create made as an INSERT that does nothing on a conflict: err, or
+// ErrExists when the statement inserted no row (n).
+func Inserted(n int64, err error) error {
+	if err == nil && n == 0 {
+		return store.ErrExists
+	}
+	return err
 }
 
 // RowsAffected returns the number of rows a database/sql statement changed, or the error of

@@ -1,9 +1,11 @@
 package driver_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/driver"
 )
 
@@ -20,5 +22,19 @@ func TestCheckTableName(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "parameter table") || !strings.Contains(err.Error(), "at most 63") {
 			t.Errorf("%q: %v, want an error naming the table parameter and the limit", name, err)
 		}
+	}
+}
+
+// TestInserted: an INSERT that inserted no row is ErrExists; its error is kept as it is.
+func TestInserted(t *testing.T) {
+	boom := errors.New("disk full")
+	if err := driver.Inserted(1, nil); err != nil {
+		t.Errorf("a row inserted: %v", err)
+	}
+	if err := driver.Inserted(0, nil); !errors.Is(err, store.ErrExists) {
+		t.Errorf("no row inserted: %v, want ErrExists", err)
+	}
+	if err := driver.Inserted(0, boom); err != boom {
+		t.Errorf("a failed statement: %v, want its error", err)
 	}
 }

@@ -173,13 +173,7 @@ func (s *backend) Create(ctx context.Context, key string, doc map[string]any) er
 		return err
 	}
 	tag, err := s.pool.Exec(ctx, s.q.create, key, b)
-	if err != nil {
-		return s.explain(ctx, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return store.ErrExists
-	}
-	return nil
+	return driver.Inserted(tag.RowsAffected(), s.explain(ctx, err))
 }
 
 // Patch is one UPDATE whose WHERE clause carries the condition, so the check and the write are

@@ -141,13 +141,7 @@ func (s *backend) Create(ctx context.Context, key string, doc map[string]any) er
 		return err
 	}
 	n, err := driver.RowsAffected(s.exec(ctx, s.q.create, key, b))
-	if err != nil {
-		return s.explain(ctx, err)
-	}
-	if n == 0 {
-		return store.ErrExists
-	}
-	return nil
+	return driver.Inserted(n, s.explain(ctx, err))
 }
 
 // Patch is one UPDATE whose WHERE clause carries the condition, so the check and the write are
