@@ -58,19 +58,20 @@ const maxRowWrites = 8
 // instant of that read, which lies within the call, and the call had no effect: this is where
 // it takes effect. If the row read does meet cond (a concurrent writer changed it between the
 // two statements), the statement is run again, as the call has not taken effect yet, up to 8
-// times. The errors of write and get are returned as they are.
-func WriteOrExplain(cond *Condition, write func() (int64, error), get func() (map[string]any, error)) error {
+// times. The errors of write and get go through explain (the backend adds its table and the
+// context's error, see TableError).
+func WriteOrExplain(cond *Condition, write func() (int64, error), get func() (map[string]any, error), explain func(error) error) error {
 	for range maxRowWrites {
 		n, err := write()
 		if err != nil {
-			return err
+			return explain(err)
 		}
 		if n > 0 {
 			return nil
 		}
 		doc, err := get()
 		if err != nil {
-			return err
+			return explain(err)
 		}
 		if !Matches(doc, cond) {
 			return store.ErrConditionFailed

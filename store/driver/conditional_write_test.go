@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -65,15 +66,16 @@ func (r *rowStore) get() (map[string]any, error) {
 // (T2, T3).
 func TestWriteOrExplain(t *testing.T) {
 	cond := &driver.Condition{Field: "rev", Value: 1.0}
+	explain := func(err error) error { return fmt.Errorf("table t: %w", err) }
 	run := func(r *rowStore) error {
-		return driver.WriteOrExplain(cond, r.write, r.get)
+		return driver.WriteOrExplain(cond, r.write, r.get, explain)
 	}
 	r := &rowStore{writes: []int64{1}}
 	if err := run(r); err != nil || r.runs != 1 {
 		t.Errorf("a changed row: %v after %d runs, want success after 1", err, r.runs)
 	}
-	if err := run(&rowStore{writes: []int64{0}}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("no row: %v, want ErrNotFound", err)
+	if err := run(&rowStore{writes: []int64{0}}); !errors.Is(err, store.ErrNotFound) || !strings.HasPrefix(err.Error(), "table t: ") {
+		t.Errorf("no row: %v, want ErrNotFound through explain", err)
 	}
 	if err := run(&rowStore{writes: []int64{0}, row: map[string]any{"rev": 2.0}}); !errors.Is(err, store.ErrConditionFailed) {
 		t.Errorf("a row failing the condition: %v, want ErrConditionFailed", err)
@@ -88,9 +90,9 @@ func TestWriteOrExplain(t *testing.T) {
 	}
 	boom := errors.New("connection reset")
 	err := driver.WriteOrExplain(nil, func() (int64, error) { return 0, boom },
-		func() (map[string]any, error) { t.Error("read after a failed statement"); return nil, nil })
-	if !errors.Is(err, boom) {
-		t.Errorf("a failed statement: %v, want its error", err)
+		func() (map[string]any, error) { t.Error("read after a failed statement"); return nil, nil }, explain)
+	if !errors.Is(err, boom) || !strings.HasPrefix(err.Error(), "table t: ") {
+		t.Errorf("a failed statement: %v, want its error through explain", err)
 	}
 }
 

@@ -1,8 +1,10 @@
 package driver
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/leasehold/leasehold/store"
@@ -41,6 +43,18 @@ func DecodeRow(backend, table string, raw []byte) (map[string]any, error) {
 		return nil, fmt.Errorf("%s: the document in table %s is %s: %.60q", backend, table, what, raw)
 	}
 	return doc, nil
+}
+
+// TableError is an SQL backend's explanation of an operation's error: the context's error
+// joined to it (see ContextError), and the backend's name ("mysql") and its table put before a
+// server error, one of type E.
+func TableError[E error](ctx context.Context, err error, backend, table string) error {
+	err = ContextError(ctx, err)
+	var native E
+	if errors.As(err, &native) {
+		return fmt.Errorf("%s: table %s: %w", backend, table, err)
+	}
+	return err
 }
 
 // Inserted is the answer of a Create made as an INSERT that does nothing on a conflict: err, or

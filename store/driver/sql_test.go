@@ -1,7 +1,9 @@
 package driver_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -36,5 +38,32 @@ func TestInserted(t *testing.T) {
 	}
 	if err := driver.Inserted(0, boom); err != boom {
 		t.Errorf("a failed statement: %v, want its error", err)
+	}
+}
+
+type serverError struct{ code int }
+
+func (e *serverError) Error() string { return fmt.Sprintf("server error %d", e.code) }
+
+// TestTableError: a server error names the backend and the table; an operation its context
+// ended has the context's error too; other errors are kept as they are.
+func TestTableError(t *testing.T) {
+	native := fmt.Errorf("exec: %w", &serverError{1146})
+	err := driver.TableError[*serverError](t.Context(), native, "sql", "t1")
+	var se *serverError
+	if !errors.As(err, &se) || err.Error() != "sql: table t1: exec: server error 1146" {
+		t.Errorf("server error: %v", err)
+	}
+	other := errors.New("broken pipe")
+	if err := driver.TableError[*serverError](t.Context(), other, "sql", "t1"); err != other {
+		t.Errorf("another error: %v, want it as it is", err)
+	}
+	if err := driver.TableError[*serverError](t.Context(), nil, "sql", "t1"); err != nil {
+		t.Errorf("no error: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := driver.TableError[*serverError](ctx, other, "sql", "t1"); !errors.Is(err, context.Canceled) || !errors.Is(err, other) {
+		t.Errorf("an ended context: %v, want context.Canceled and the error", err)
 	}
 }

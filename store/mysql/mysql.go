@@ -182,24 +182,12 @@ func (s *backend) condition(cond *driver.Condition) (string, []any) {
 // when the statement changes no row.
 func (s *backend) write(ctx context.Context, key string, cond *driver.Condition, stmt string, args []any) error {
 	return driver.WriteOrExplain(cond,
-		func() (int64, error) {
-			n, err := driver.RowsAffected(s.db.ExecContext(ctx, stmt, args...))
-			return n, s.explain(ctx, err)
-		},
-		func() (map[string]any, error) {
-			doc, err := s.get(ctx, key)
-			return doc, s.explain(ctx, err)
-		})
+		func() (int64, error) { return driver.RowsAffected(s.db.ExecContext(ctx, stmt, args...)) },
+		func() (map[string]any, error) { return s.get(ctx, key) },
+		func(err error) error { return s.explain(ctx, err) })
 }
 
-// explain adds the context's error to err when the context ended the operation, so that
-// errors.Is finds context.Canceled or DeadlineExceeded whatever the driver reported, and the
-// table to a server error.
+// explain adds the context's error and the table to err (see driver.TableError).
 func (s *backend) explain(ctx context.Context, err error) error {
-	err = driver.ContextError(ctx, err)
-	var me *mysql.MySQLError
-	if errors.As(err, &me) {
-		err = fmt.Errorf("mysql: table %s: %w", s.table, err)
-	}
-	return err
+	return driver.TableError[*mysql.MySQLError](ctx, err, "mysql", s.table)
 }

@@ -212,26 +212,20 @@ func (s *backend) write(ctx context.Context, key string, cond *driver.Condition,
 	return driver.WriteOrExplain(cond,
 		func() (int64, error) {
 			tag, err := s.pool.Exec(ctx, stmt, args...)
-			return tag.RowsAffected(), s.explain(ctx, err)
+			return tag.RowsAffected(), err
 		},
-		func() (map[string]any, error) {
-			doc, err := s.get(ctx, key)
-			return doc, s.explain(ctx, err)
-		})
+		func() (map[string]any, error) { return s.get(ctx, key) },
+		func(err error) error { return s.explain(ctx, err) })
 }
 
-// explain adds the context's error to err when the context ended the operation, so that
-// errors.Is finds context.Canceled or DeadlineExceeded whatever pgx reported, and the table to
-// a server error.
+// explain adds the context's error and the table to err (see driver.TableError); an error of
+// an operation its context ended keeps pgx's own text.
 func (s *backend) explain(ctx context.Context, err error) error {
 	err = driver.ContextError(ctx, err)
-	if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-			err = fmt.Errorf("postgres: table %s: %w", s.table, err)
-		}
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	return err
+	return driver.TableError[*pgconn.PgError](ctx, err, "postgres", s.table)
 }
 
 // encodeJSON escapes a normalized value (see nul.go) and returns its JSON text.
