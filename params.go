@@ -19,6 +19,11 @@ func decodeParams(svc Service, raw json.RawMessage) error {
 		return err
 	}
 	known := paramNames(reflect.TypeOf(svc))
+	if d, ok := svc.(paramDeclarer); ok && known != nil {
+		for _, name := range d.declaredParams() {
+			known[name] = true
+		}
+	}
 	for _, f := range fields {
 		if f.name == "type" {
 			continue
@@ -35,6 +40,10 @@ func decodeParams(svc Service, raw json.RawMessage) error {
 	}
 	return nil
 }
+
+// paramDeclarer is a service with parameters that are not fields of its struct, which its
+// UnmarshalJSON decodes: the store service type takes those its backend declares.
+type paramDeclarer interface{ declaredParams() []string }
 
 type field struct {
 	name  string

@@ -45,23 +45,34 @@ func RegisterServiceType(name string, factory func() Service) {
 	types[key] = factory
 }
 
-// ServiceTypes returns the registered type names, with their namespace, sorted.
+// ServiceTypes returns the registered type names, with their namespace, sorted: those of
+// RegisterServiceType and those of the store backends (see [URLStore]).
 func ServiceTypes() []string {
 	typesMu.RLock()
-	defer typesMu.RUnlock()
 	out := make([]string, 0, len(types))
 	for k := range types {
 		out = append(out, namespace+k)
 	}
+	typesMu.RUnlock()
+	out = append(out, storeServiceTypes()...)
 	slices.Sort(out)
-	return out
+	return slices.Compact(out)
 }
 
+// lookupType returns the factory of the type name: a registered one, or else the store service
+// type of the backend that declares name.
 func lookupType(name string) (func() Service, bool) {
 	typesMu.RLock()
-	defer typesMu.RUnlock()
 	f, ok := types[typeKey(name)]
-	return f, ok
+	typesMu.RUnlock()
+	if ok {
+		return f, true
+	}
+	b, ok := storeBackend(name)
+	if !ok {
+		return nil, false
+	}
+	return func() Service { return &URLStore{backend: b} }, true
 }
 
 // typeKey drops the Webda/ namespace: type names are looked up without it.

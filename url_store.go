@@ -2,153 +2,180 @@ package leasehold
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/leasehold/leasehold/store"
 )
 
-// ClosableStore is a store that holds resources (connections, a file) until Close.
-type ClosableStore interface {
-	store.Store
-	Close() error
-}
-
-// URLStoreKind describes a service type whose services open a store of type S from their url
-// parameter: the networked and SQL backends' Webda/PostgresStore, Webda/RedisStore and so on.
-type URLStoreKind[S ClosableStore] struct {
-	// Type is the service type's name, "Webda/PostgresStore": errors name it.
-	Type string
-	// Schemes are the URL schemes the type accepts, lower case; an error lists them.
-	Schemes []string
-	// Example is a URL of the expected form, shown when the url parameter is missing.
-	Example string
-	// Open opens the store. Its errors need not name the URL: Init adds it, redacted.
-	Open func(ctx context.Context, u *url.URL) (S, error)
-}
-
-var (
-	urlKindsMu sync.RWMutex
-	urlKinds   = map[reflect.Type]any{} // store type S → URLStoreKind[S]
-)
-
-// RegisterURLStoreType registers kind.Type as a service type made by factory, whose services
-// embed a [URLStore] of S. The kind is kept for S, so that a service knows its type's name
-// even before Init (a zero Service used without the application names it in its errors). It
-// panics on a second kind for the same S, an empty type name or no scheme, which are
-// programming errors.
-func RegisterURLStoreType[S ClosableStore](kind URLStoreKind[S], factory func() Service) {
-	if kind.Type == "" || len(kind.Schemes) == 0 || kind.Open == nil {
-		panic("leasehold: RegisterURLStoreType with an empty type name, no scheme or no Open")
-	}
-	t := reflect.TypeFor[S]()
-	urlKindsMu.Lock()
-	if _, dup := urlKinds[t]; dup {
-		urlKindsMu.Unlock()
-		panic(fmt.Sprintf("leasehold: RegisterURLStoreType called twice for %v", t))
-	}
-	urlKinds[t] = kind
-	urlKindsMu.Unlock()
-	RegisterServiceType(kind.Type, factory)
-}
-
-// urlKind returns the kind registered for S; ok is false when none was.
-func urlKind[S ClosableStore]() (URLStoreKind[S], bool) {
-	urlKindsMu.RLock()
-	defer urlKindsMu.RUnlock()
-	k, ok := urlKinds[reflect.TypeFor[S]()].(URLStoreKind[S])
-	return k, ok
-}
-
-// URLStore is the shared base of the store service types configured by a url parameter. A
-// backend's Service embeds it, adds its own overriding parameters (a table, a prefix, a bucket)
-// and an Init that checks them and calls [URLStore.OpenURL]. Until then, and after Stop, the
-// store methods fail with an error saying the service is not initialized. Between the two,
-// the service implements store.Store by delegating to the opened store, so a service of such
-// a type named Registry is the application's Registry.
+// URLStore is the service type of every store backend registered with a service type
+// (store.Backend's ServiceType: Webda/PostgresStore, Webda/RedisStore, ...), so that a backend
+// needs no code of its own here. Its parameters are url, required, and those the backend
+// declares (store.Backend's Params: a table, a prefix, a bucket), each of which, when given,
+// sets the URL's query parameter of that name; any other parameter is an error naming it (A2).
 //
-// The type S must have been registered with [RegisterURLStoreType].
-type URLStore[S ClosableStore] struct {
+//	"Registry": {"type": "Webda/PostgresStore", "url": "postgres://app@db:5432/app", "table": "registry"}
+//
+// Init opens the store and Stop closes it. Until then, and after Stop, the store methods fail
+// with an error saying the service is not initialized. Between the two, the service implements
+// store.Store by delegating to the opened store, so a service of such a type named Registry is
+// the application's Registry.
+type URLStore struct {
 	// URL is the store's URL, with the parameters its backend documents. Required.
 	URL string `json:"url"`
 
-	// cur holds the opened store; nil before Init and after Stop. A pointer to S, as
-	// atomic.Pointer stores pointers: Stop may race with a store method of the Registry.
-	cur atomic.Pointer[S]
+	backend store.Backend
+	params  url.Values // the backend's parameters the configuration gives
+
+	// cur holds the opened store; nil before Init and after Stop. Stop may race with a store
+	// method of the Registry.
+	cur atomic.Pointer[store.Store]
 }
 
-// OpenURL parses the url parameter, checks its scheme against the kind registered for S, sets
-// the query parameters in overrides (they win over the URL's own), and opens the store,
-// closing one opened before. Errors name the service type and the parameter, and never hold
-// the URL's secrets. A backend's Init calls it after checking its own parameters.
-func (s *URLStore[S]) OpenURL(ctx context.Context, overrides url.Values) error {
-	kind, ok := urlKind[S]()
+var (
+	_ Service     = (*URLStore)(nil)
+	_ Stopper     = (*URLStore)(nil)
+	_ store.Store = (*URLStore)(nil)
+)
+
+// NewURLStore returns a new service of the store service type typ ("Webda/PostgresStore", with
+// or without its namespace), as a configuration naming that type makes it. The backend's
+// package must have been imported, for its registration.
+func NewURLStore(typ string) (*URLStore, error) {
+	b, ok := storeBackend(typ)
 	if !ok {
-		return fmt.Errorf("leasehold: no URL store type registered for %v", reflect.TypeFor[S]())
+		return nil, fmt.Errorf("leasehold: no store backend registers the service type %q (known types: %v)", typ, ServiceTypes())
+	}
+	return &URLStore{backend: b}, nil
+}
+
+// storeBackend returns the backend registered with the service type name.
+func storeBackend(name string) (store.Backend, bool) {
+	for _, b := range store.Backends() {
+		if b.ServiceType != "" && typeKey(b.ServiceType) == typeKey(name) {
+			return b, true
+		}
+	}
+	return store.Backend{}, false
+}
+
+// storeServiceTypes returns the service types of the store backends, with their namespace.
+func storeServiceTypes() []string {
+	var out []string
+	for _, b := range store.Backends() {
+		if b.ServiceType != "" {
+			out = append(out, namespace+typeKey(b.ServiceType))
+		}
+	}
+	return out
+}
+
+// declaredParams implements paramDeclarer: the application's decoding accepts the backend's
+// parameters beside url.
+func (s *URLStore) declaredParams() []string { return s.backend.Params }
+
+// UnmarshalJSON decodes the service's parameters strictly: url and the backend's parameters,
+// each a string (null leaves a parameter unset); any other is an error naming it.
+func (s *URLStore) UnmarshalJSON(data []byte) error {
+	fields, err := objectFields(data)
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{"url": true}
+	for _, p := range s.backend.Params {
+		known[p] = true
+	}
+	for _, f := range fields {
+		if !known[f.name] {
+			return unknownParam(f.name, known)
+		}
+		var v *string
+		if err := json.Unmarshal(f.value, &v); err != nil {
+			return fmt.Errorf("parameter %q: %w", f.name, err)
+		}
+		switch {
+		case v == nil:
+		case f.name == "url":
+			s.URL = *v
+		default:
+			if s.params == nil {
+				s.params = url.Values{}
+			}
+			s.params.Set(f.name, *v)
+		}
+	}
+	return nil
+}
+
+// Init opens the store from the url parameter, its query parameters replaced by the backend's
+// parameters given, closing a store opened before. Errors name the service type and the
+// parameter, and never hold the URL's secrets. It does not use app, which may be nil.
+func (s *URLStore) Init(ctx context.Context, _ *Application) error {
+	b := s.backend
+	if b.Open == nil {
+		return errors.New("leasehold: a URLStore is made by NewURLStore or by a configuration")
 	}
 	if s.URL == "" {
-		return fmt.Errorf("%s: parameter \"url\" is required (%s)", kind.Type, kind.Example)
+		return fmt.Errorf("%s: parameter \"url\" is required (%s)", b.ServiceType, b.Example)
 	}
 	u, err := store.ParseURL(s.URL)
 	if err != nil {
-		return fmt.Errorf("%s: parameter \"url\": %w", kind.Type, err)
+		return fmt.Errorf("%s: parameter \"url\": %w", b.ServiceType, err)
 	}
-	if !slices.Contains(kind.Schemes, strings.ToLower(u.Scheme)) {
+	if !slices.Contains(b.Schemes, strings.ToLower(u.Scheme)) {
 		return fmt.Errorf("%s: parameter \"url\": scheme %q is not %s in %s",
-			kind.Type, u.Scheme, strings.Join(kind.Schemes, " or "), store.Redact(u))
+			b.ServiceType, u.Scheme, strings.Join(b.Schemes, " or "), store.Redact(u))
 	}
-	if len(overrides) > 0 {
+	if len(s.params) > 0 {
 		q := u.Query()
-		for k, v := range overrides {
+		for k, v := range s.params {
 			q[k] = v
 		}
 		u.RawQuery = q.Encode()
 	}
-	st, err := kind.Open(ctx, u)
+	st, err := b.Open(ctx, u)
 	if err != nil {
-		return fmt.Errorf("%s: parameter \"url\" (%s): %w", kind.Type, store.Redact(u), store.RedactError(err, u))
+		return fmt.Errorf("%s: parameter \"url\" (%s): %w", b.ServiceType, store.Redact(u), store.RedactError(err, u))
 	}
 	if old := s.cur.Swap(&st); old != nil {
-		(*old).Close()
+		store.Close(*old)
 	}
 	return nil
 }
 
 // Stop closes the store. It does nothing before Init or when called again.
-func (s *URLStore[S]) Stop(context.Context) error {
+func (s *URLStore) Stop(context.Context) error {
 	if old := s.cur.Swap(nil); old != nil {
-		return (*old).Close()
+		return store.Close(*old)
 	}
 	return nil
 }
 
-// Store returns the opened store; the zero S (nil) before Init and after Stop.
-func (s *URLStore[S]) Store() S {
+// Store returns the opened store (the backend's own type, such as *postgres.Store); nil before
+// Init and after Stop.
+func (s *URLStore) Store() store.Store {
 	if p := s.cur.Load(); p != nil {
 		return *p
 	}
-	var zero S
-	return zero
+	return nil
 }
 
 // opened returns the opened store, or an error for op on key saying the service is not
 // initialized.
-func (s *URLStore[S]) opened(op, key string) (S, error) {
-	if p := s.cur.Load(); p != nil {
-		return *p, nil
+func (s *URLStore) opened(op, key string) (store.Store, error) {
+	if st := s.Store(); st != nil {
+		return st, nil
 	}
-	name := "store service"
-	if kind, ok := urlKind[S](); ok {
-		name = kind.Type
+	name := s.backend.ServiceType
+	if name == "" {
+		name = "store service"
 	}
-	var zero S
-	return zero, store.WrapKey(op, key, fmt.Errorf("%s: %w", name, ErrNotInitialized))
+	return nil, &store.KeyError{Op: op, Key: key, Err: fmt.Errorf("%s: %w", name, ErrNotInitialized)}
 }
 
 // ErrNotInitialized is returned (wrapped with the key and the service type) by the store
@@ -156,7 +183,7 @@ func (s *URLStore[S]) opened(op, key string) (S, error) {
 var ErrNotInitialized = errors.New("not initialized (Init not called, or stopped)")
 
 // Get implements store.Store.
-func (s *URLStore[S]) Get(ctx context.Context, key string) (map[string]any, error) {
+func (s *URLStore) Get(ctx context.Context, key string) (map[string]any, error) {
 	st, err := s.opened("get", key)
 	if err != nil {
 		return nil, err
@@ -165,7 +192,7 @@ func (s *URLStore[S]) Get(ctx context.Context, key string) (map[string]any, erro
 }
 
 // Create implements store.Store.
-func (s *URLStore[S]) Create(ctx context.Context, key string, doc map[string]any) error {
+func (s *URLStore) Create(ctx context.Context, key string, doc map[string]any) error {
 	st, err := s.opened("create", key)
 	if err != nil {
 		return err
@@ -174,7 +201,7 @@ func (s *URLStore[S]) Create(ctx context.Context, key string, doc map[string]any
 }
 
 // Patch implements store.Store.
-func (s *URLStore[S]) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
+func (s *URLStore) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
 	st, err := s.opened("patch", key)
 	if err != nil {
 		return err
@@ -183,7 +210,7 @@ func (s *URLStore[S]) Patch(ctx context.Context, key string, fields map[string]a
 }
 
 // Delete implements store.Store.
-func (s *URLStore[S]) Delete(ctx context.Context, key string, cond *store.Condition) error {
+func (s *URLStore) Delete(ctx context.Context, key string, cond *store.Condition) error {
 	st, err := s.opened("delete", key)
 	if err != nil {
 		return err

@@ -2,9 +2,11 @@ package leasehold
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,32 +28,18 @@ func (f *fakeURLStore) Close() error {
 	return nil
 }
 
-// fakeURLService is the service type test/FakeURLStore, built as the backends' are: the
-// shared base plus one overriding parameter.
-type fakeURLService struct {
-	URLStore[*fakeURLStore]
-	Prefix string `json:"prefix,omitempty"`
-}
-
-func (s *fakeURLService) Init(ctx context.Context, _ *Application) error {
-	var q url.Values
-	if s.Prefix != "" {
-		q = url.Values{"prefix": {s.Prefix}}
-	}
-	return s.OpenURL(ctx, q)
-}
-
 const fakeURLSecret = "pw-7c1e9"
 
 // fakeURLOpens counts the stores opened by test/FakeURLStore.
 var fakeURLOpens atomic.Int32
 
 func init() {
-	RegisterURLStoreType(URLStoreKind[*fakeURLStore]{
-		Type:    "test/FakeURLStore",
-		Schemes: []string{"fake", "fakes"},
-		Example: "fake://host/db",
-		Open: func(_ context.Context, u *url.URL) (*fakeURLStore, error) {
+	store.Register(store.Backend{
+		Schemes:     []string{"fake", "fakes"},
+		ServiceType: "test/FakeURLStore",
+		Example:     "fake://host/db",
+		Params:      []string{"prefix"},
+		Open: func(_ context.Context, u *url.URL) (store.Store, error) {
 			if u.Query().Has("fail") {
 				// A driver quoting what it was given: the password must not get through.
 				return nil, fmt.Errorf("cannot log in as %s", u.User)
@@ -59,15 +47,34 @@ func init() {
 			fakeURLOpens.Add(1)
 			return &fakeURLStore{Store: memory.New(), url: u}, nil
 		},
-	}, func() Service { return new(fakeURLService) })
+	})
+}
+
+// newFake returns a test/FakeURLStore service with the parameters params (JSON).
+func newFake(t *testing.T, params string) *URLStore {
+	t.Helper()
+	svc, err := NewURLStore("test/FakeURLStore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(params), svc); err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// fakeOf returns the service's opened store; nil before Init and after Stop.
+func fakeOf(svc *URLStore) *fakeURLStore {
+	st, _ := svc.Store().(*fakeURLStore)
+	return st
 }
 
 // TestURLStoreLifecycle: before Init and after Stop the store methods fail with an error naming
 // the service type and the key; in between they reach the opened store; a second Init closes
 // the first store; Stop closes once, and again does nothing.
 func TestURLStoreLifecycle(t *testing.T) {
-	var svc fakeURLService // a zero service, as a user of the library builds one
-	var s store.Store = &svc
+	svc := newFake(t, `{}`) // as a user of the library builds one
+	var s store.Store = svc
 	ops := map[string]func() error{
 		"get":    func() error { _, err := s.Get(t.Context(), "k1"); return err },
 		"create": func() error { return s.Create(t.Context(), "k1", map[string]any{"a": 1}) },
@@ -94,12 +101,13 @@ func TestURLStoreLifecycle(t *testing.T) {
 		t.Errorf("Stop before Init: %v", err)
 	}
 
-	svc.URL = "fake://u@host/db?prefix=url"
-	svc.Prefix = "param"
+	if err := json.Unmarshal([]byte(`{"url": "fake://u@host/db?prefix=url", "prefix": "param"}`), svc); err != nil {
+		t.Fatal(err)
+	}
 	if err := svc.Init(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
-	first := svc.Store()
+	first := fakeOf(svc)
 	if got := first.url.Query().Get("prefix"); got != "param" {
 		t.Errorf("the opener saw prefix %q, want the parameter's %q over the URL's", got, "param")
 	}
@@ -125,7 +133,7 @@ func TestURLStoreLifecycle(t *testing.T) {
 	if first.closed.Load() != 1 {
 		t.Errorf("the first store was closed %d times by a second Init, want 1", first.closed.Load())
 	}
-	second := svc.Store()
+	second := fakeOf(svc)
 	if second == first {
 		t.Fatal("a second Init kept the first store")
 	}
@@ -151,7 +159,8 @@ func TestURLStoreParams(t *testing.T) {
 		{"redis://u:" + fakeURLSecret + "@host/0", `scheme "redis" is not fake or fakes`},
 		{"fake://u:" + fakeURLSecret + "@host/db?fail=1", `parameter "url" (fake://u:xxxxx@host/db?fail=1)`},
 	} {
-		svc := &fakeURLService{URLStore: URLStore[*fakeURLStore]{URL: c.url}}
+		svc := newFake(t, `{}`)
+		svc.URL = c.url
 		err := svc.Init(t.Context(), nil)
 		if err == nil {
 			t.Errorf("Init with url %q succeeded", store.RedactString(c.url))
@@ -172,7 +181,7 @@ func TestURLStoreParams(t *testing.T) {
 		t.Errorf("failed Inits opened %d stores", n)
 	}
 	// Upper-case schemes are schemes too.
-	svc := &fakeURLService{URLStore: URLStore[*fakeURLStore]{URL: "FAKES://host/db"}}
+	svc := newFake(t, `{"url": "FAKES://host/db"}`)
 	if err := svc.Init(t.Context(), nil); err != nil {
 		t.Errorf("Init with an upper-case scheme: %v", err)
 	}
@@ -207,11 +216,11 @@ func TestURLStoreInApplication(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc, _ := app.Service("Registry")
-	fs, ok := svc.(*fakeURLService)
+	fs, ok := svc.(*URLStore)
 	if !ok {
-		t.Fatalf("Registry is a %T, want *fakeURLService", svc)
+		t.Fatalf("Registry is a %T, want *URLStore", svc)
 	}
-	st := fs.Store()
+	st := fakeOf(fs)
 	if got := st.url.Query().Get("prefix"); got != "p" {
 		t.Errorf("prefix parameter reached the opener as %q, want p", got)
 	}
@@ -229,23 +238,60 @@ func TestURLStoreInApplication(t *testing.T) {
 	}
 }
 
-// TestRegisterURLStoreTypePanics: registering a second kind for one store type, or a kind
-// without a name or a scheme, is a programming error.
-func TestRegisterURLStoreTypePanics(t *testing.T) {
-	open := func(context.Context, *url.URL) (*fakeURLStore, error) { return nil, nil }
-	factory := func() Service { return new(fakeURLService) }
-	for name, kind := range map[string]URLStoreKind[*fakeURLStore]{
-		"second kind": {Type: "test/FakeURLStore2", Schemes: []string{"fake2"}, Open: open},
-		"no name":     {Schemes: []string{"fake3"}, Open: open},
-		"no scheme":   {Type: "test/FakeURLStore3", Open: open},
+// TestURLStoreDecoding: the backend's parameters decode beside url, a string each, null
+// leaving one unset; another parameter, or a value that is not a string, is an error naming the
+// parameter, from the application's decoding (A2) as from encoding/json.
+func TestURLStoreDecoding(t *testing.T) {
+	svc := newFake(t, `{"url": "fake://h/d", "prefix": null}`)
+	if err := svc.Init(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := fakeOf(svc).url.Query(); got.Has("prefix") {
+		t.Errorf("a null prefix reached the opener as %q", got.Get("prefix"))
+	}
+	svc.Stop(t.Context())
+	svc = newFake(t, `{"url": "fake://h/d?prefix=u", "prefix": ""}`)
+	if err := svc.Init(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := fakeOf(svc).url.Query().Get("prefix"); got != "" {
+		t.Errorf("an empty prefix reached the opener as %q, want it empty over the URL's", got)
+	}
+	svc.Stop(t.Context())
+	for params, want := range map[string]string{
+		`{"url": "fake://h/d", "tabel": "t"}`:  `unknown parameter "tabel"`,
+		`{"url": "fake://h/d", "Prefix": "p"}`: `did you mean "prefix"`,
+		`{"url": 1}`:                           `parameter "url": want a string, got number`,
+		`{"url": "fake://h/d", "prefix": []}`:  `parameter "prefix": want a string, got array`,
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: RegisterURLStoreType did not panic", name)
-				}
-			}()
-			RegisterURLStoreType(kind, factory)
-		}()
+		cfg, err := ParseConfig([]byte(`{"services": {"Registry": {"type": "test/FakeURLStore", ` + params[1:] + `}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(cfg)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `service "Registry"`) {
+			t.Errorf("New with %s: %v, want an error naming the service and saying %s", params, err, want)
+		}
+		svc, _ := NewURLStore("test/FakeURLStore")
+		if err := json.Unmarshal([]byte(params), svc); err == nil || !strings.Contains(err.Error(), strings.Split(want, ":")[0]) {
+			t.Errorf("json.Unmarshal of %s: %v, want an error naming the parameter", params, err)
+		}
+	}
+}
+
+// TestURLStoreTypes: the backends' service types are service types, found with or without
+// their namespace; a zero URLStore and an unknown type are errors, not panics.
+func TestURLStoreTypes(t *testing.T) {
+	if !slices.Contains(ServiceTypes(), "Webda/test/FakeURLStore") {
+		t.Errorf("ServiceTypes() = %v, without the fake backend's type", ServiceTypes())
+	}
+	if _, ok := lookupType("Webda/test/FakeURLStore"); !ok {
+		t.Error("the fake backend's type is not found with the namespace")
+	}
+	if _, err := NewURLStore("test/NoSuchStore"); err == nil || !strings.Contains(err.Error(), "test/FakeURLStore") {
+		t.Errorf("NewURLStore of an unknown type: %v, want an error listing the known types", err)
+	}
+	if err := new(URLStore).Init(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "NewURLStore") {
+		t.Errorf("Init of a zero URLStore: %v", err)
 	}
 }

@@ -1,7 +1,7 @@
-// Package servicetest checks a store service type built on [leasehold.URLStore] (the backends'
-// Webda/PostgresStore, Webda/RedisStore, ...) the same way for every backend: a backend's
-// tests call [Run] with what differs (its parameters, where its documents land, which bad
-// parameters it refuses).
+// Package servicetest checks the store service type of a backend ([leasehold.URLStore] for the
+// backend's service type: Webda/PostgresStore, Webda/RedisStore, ...) the same way for every
+// backend: a backend's tests call [Run] with what differs (its parameters, where its documents
+// land, which bad parameters it refuses).
 //
 // What it checks:
 //
@@ -24,7 +24,6 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -34,21 +33,10 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// Service is what a store service type built on [leasehold.URLStore] offers.
-type Service[S leasehold.ClosableStore] interface {
-	leasehold.Service
-	leasehold.Stopper
-	store.Store
-	// Store returns the opened store, the zero S before Init and after Stop.
-	Store() S
-}
-
-// Case describes a service type to check.
-type Case[S leasehold.ClosableStore] struct {
-	// Type is the name the type is registered under, "Webda/PostgresStore".
+// Case describes a service type to check; S is the type of the backend's stores.
+type Case[S store.Store] struct {
+	// Type is the name the backend registers its service type under, "Webda/PostgresStore".
 	Type string
-	// New returns a new, zero service of the type.
-	New func() Service[S]
 	// Setup returns working parameters (url and the type's own) for a store no other test
 	// uses, and check, called once the service has written a document under key: it checks
 	// that the document is where the parameters say (the table, prefix or bucket they name).
@@ -64,7 +52,7 @@ type Case[S leasehold.ClosableStore] struct {
 }
 
 // Run checks the service type described by c, in parallel subtests.
-func Run[S leasehold.ClosableStore](t *testing.T, c Case[S]) {
+func Run[S store.Store](t *testing.T, c Case[S]) {
 	t.Run("Registered", func(t *testing.T) {
 		t.Parallel()
 		// ServiceTypes lists the names with their namespace.
@@ -86,21 +74,35 @@ func Run[S leasehold.ClosableStore](t *testing.T, c Case[S]) {
 	})
 }
 
-// decode decodes a service's parameters strictly, as the application does (A2).
-func decode[S leasehold.ClosableStore](c Case[S], params []byte) (Service[S], error) {
-	svc := c.New()
+// decode makes a service of the type and decodes its parameters strictly (A2).
+func decode[S store.Store](t *testing.T, c Case[S], params []byte) (*leasehold.URLStore, error) {
+	t.Helper()
+	svc, err := leasehold.NewURLStore(c.Type)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(params))
 	dec.DisallowUnknownFields()
 	return svc, dec.Decode(svc)
 }
 
-func lifecycle[S leasehold.ClosableStore](t *testing.T, c Case[S]) {
+// opened returns the service's store as an S.
+func opened[S store.Store](t *testing.T, svc *leasehold.URLStore) S {
+	t.Helper()
+	st, ok := svc.Store().(S)
+	if !ok {
+		t.Fatalf("Store() is %T, not the backend's store type %T", svc.Store(), st)
+	}
+	return st
+}
+
+func lifecycle[S store.Store](t *testing.T, c Case[S]) {
 	params, check := c.Setup(t)
 	raw, err := json.Marshal(params)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := decode(c, raw)
+	svc, err := decode(t, c, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +110,10 @@ func lifecycle[S leasehold.ClosableStore](t *testing.T, c Case[S]) {
 	if err := svc.Init(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
-	opened := svc.Store()
-	if isZero(opened) {
+	if svc.Store() == nil {
 		t.Fatal("Store() is nil after Init")
 	}
+	st := opened[S](t, svc)
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
@@ -123,7 +125,7 @@ func lifecycle[S leasehold.ClosableStore](t *testing.T, c Case[S]) {
 	if err := s.Create(t.Context(), key, map[string]any{"holder": "a", "rev": 1}); err != nil {
 		t.Fatal(err)
 	}
-	check(t, opened, key)
+	check(t, st, key)
 	if err := s.Patch(t.Context(), key, map[string]any{"holder": "b", "rev": 2}, &store.Condition{Field: "rev", Value: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -143,14 +145,14 @@ func lifecycle[S leasehold.ClosableStore](t *testing.T, c Case[S]) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()
 	// The document was deleted: an open store would answer ErrNotFound, a closed one fails.
-	if _, err := opened.Get(ctx, key); err == nil || errors.Is(err, store.ErrNotFound) {
+	if _, err := st.Get(ctx, key); err == nil || errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Get on the store after the service stopped: %v; Stop did not close it", err)
 	}
 	checkNotInitialized(t, c, svc, "after Stop")
 }
 
 // checkNotInitialized checks that svc's store methods fail, naming the type and the key.
-func checkNotInitialized[S leasehold.ClosableStore](t *testing.T, c Case[S], svc Service[S], when string) {
+func checkNotInitialized[S store.Store](t *testing.T, c Case[S], svc *leasehold.URLStore, when string) {
 	t.Helper()
 	_, err := svc.Get(t.Context(), "k")
 	if !errors.Is(err, leasehold.ErrNotInitialized) || !strings.Contains(err.Error(), "not initialized") ||
@@ -160,19 +162,19 @@ func checkNotInitialized[S leasehold.ClosableStore](t *testing.T, c Case[S], svc
 	if err := svc.Create(t.Context(), "k", map[string]any{"a": 1}); !errors.Is(err, leasehold.ErrNotInitialized) {
 		t.Errorf("Create %s: %v, want ErrNotInitialized", when, err)
 	}
-	if st := svc.Store(); !isZero(st) {
+	if st := svc.Store(); st != nil {
 		t.Errorf("Store() %s = %v, want nil", when, st)
 	}
 }
 
-func params[S leasehold.ClosableStore](t *testing.T, c Case[S]) {
+func params[S store.Store](t *testing.T, c Case[S]) {
 	raw, _ := json.Marshal(map[string]any{"url": "x://y", c.Unknown: "z"})
-	if _, err := decode(c, raw); err == nil || !strings.Contains(err.Error(), c.Unknown) {
+	if _, err := decode(t, c, raw); err == nil || !strings.Contains(err.Error(), c.Unknown) {
 		t.Errorf("unknown parameter %q: %v, want an error naming it", c.Unknown, err)
 	}
 	for _, params := range slices.Sorted(maps.Keys(c.Bad)) {
 		want := c.Bad[params]
-		svc, err := decode(c, []byte(params))
+		svc, err := decode(t, c, []byte(params))
 		if err != nil {
 			t.Fatalf("decode %s: %v", store.RedactString(params), err)
 		}
@@ -205,7 +207,7 @@ func redactSecret(s, secret string) string {
 	return strings.ReplaceAll(s, secret, "xxxxx")
 }
 
-func inApplication[S leasehold.ClosableStore](t *testing.T, c Case[S]) {
+func inApplication[S store.Store](t *testing.T, c Case[S]) {
 	params, check := c.Setup(t)
 	reg := map[string]any{"type": strings.TrimPrefix(c.Type, "Webda/")} // the namespace is optional (A2)
 	for k, v := range params {
@@ -236,10 +238,11 @@ func inApplication[S leasehold.ClosableStore](t *testing.T, c Case[S]) {
 	if !ok {
 		t.Fatal("no Registry service")
 	}
-	ss, ok := svc.(Service[S])
+	ss, ok := svc.(*leasehold.URLStore)
 	if !ok {
 		t.Fatalf("Registry is a %T, not a service of type %s", svc, c.Type)
 	}
+	st := opened[S](t, ss)
 	if app.Registry() != store.Store(ss) {
 		t.Errorf("app.Registry() is %T, not the Registry service", app.Registry())
 	}
@@ -247,10 +250,10 @@ func inApplication[S leasehold.ClosableStore](t *testing.T, c Case[S]) {
 	if err := app.Registry().Create(t.Context(), key, map[string]any{"a": 1}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ss.Store().Get(t.Context(), key); err != nil {
+	if _, err := st.Get(t.Context(), key); err != nil {
 		t.Errorf("the Registry's document is not in the service's store: %v", err)
 	}
-	check(t, ss.Store(), key)
+	check(t, st, key)
 	if err := app.Registry().Delete(t.Context(), key, nil); err != nil {
 		t.Error(err)
 	}
@@ -260,12 +263,7 @@ func inApplication[S leasehold.ClosableStore](t *testing.T, c Case[S]) {
 	if err := app.Stop(t.Context()); err != nil {
 		t.Error(err)
 	}
-	if st := ss.Store(); !isZero(st) {
+	if st := ss.Store(); st != nil {
 		t.Errorf("Store() after the application stopped = %v, want nil", st)
 	}
-}
-
-// isZero reports whether st is the zero S (a nil pointer).
-func isZero[S any](st S) bool {
-	return reflect.ValueOf(&st).Elem().IsZero()
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 )
@@ -15,36 +15,84 @@ import (
 // never put them in an error or a log line (use [Redact]).
 type OpenFunc func(ctx context.Context, u *url.URL) (Store, error)
 
+// Backend is a store backend as [Open] and an application's configuration know it: a backend's
+// package registers one, with [Register], from init. The URL's query parameters are its
+// configuration; a configuration's service of type ServiceType gives them as its url
+// parameter, and Params beside it.
+type Backend struct {
+	// Schemes are the URL schemes the backend opens ("postgres", "postgresql").
+	Schemes []string
+	// Open opens a store from a URL of one of the schemes. Its errors need not name the URL:
+	// its callers add it, redacted, and hide the URL's secrets from them. The store it returns
+	// is the portable one of package store/driver, or a type embedding it.
+	Open OpenFunc
+	// ServiceType is the service type configurations name to open such a store from a url
+	// parameter ("Webda/PostgresStore"); empty when the backend has none.
+	ServiceType string
+	// Example is a URL of the expected form, shown when a service's url parameter is missing.
+	Example string
+	// Params are the service's parameters besides url ("table"): each, when given, sets the
+	// URL's query parameter of the same name, replacing the URL's own.
+	Params []string
+}
+
 var (
-	openersMu sync.RWMutex
-	openers   = map[string]OpenFunc{}
+	backendsMu sync.RWMutex
+	backends   = map[string]Backend{} // by scheme
 )
 
-// RegisterOpener makes Open handle URLs of the given scheme. Backends call it from init. It
-// panics when the scheme is empty or already registered, as two backends claiming one scheme
-// is a programming error.
-func RegisterOpener(scheme string, open OpenFunc) {
-	scheme = strings.ToLower(scheme)
-	if scheme == "" || open == nil {
-		panic("store: RegisterOpener with an empty scheme or a nil OpenFunc")
+// Register makes Open handle URLs of b's schemes, and makes b's service type known to
+// applications. It panics when b has no scheme, no Open, an empty scheme, a scheme or a service
+// type already registered, or a parameter named url: two backends claiming one name is a
+// programming error.
+func Register(b Backend) {
+	if len(b.Schemes) == 0 || b.Open == nil {
+		panic("store: Register with no scheme or a nil Open")
 	}
-	openersMu.Lock()
-	defer openersMu.Unlock()
-	if _, dup := openers[scheme]; dup {
-		panic(fmt.Sprintf("store: RegisterOpener called twice for scheme %q", scheme))
+	if slices.Contains(b.Params, "url") || (len(b.Params) > 0 && b.ServiceType == "") {
+		panic(fmt.Sprintf("store: Register %v: parameters need a service type, and url is its own", b.Schemes))
 	}
-	openers[scheme] = open
+	b.Schemes = slices.Clone(b.Schemes)
+	for i, s := range b.Schemes {
+		b.Schemes[i] = strings.ToLower(s)
+		if s == "" {
+			panic("store: Register with an empty scheme")
+		}
+	}
+	backendsMu.Lock()
+	defer backendsMu.Unlock()
+	for _, s := range b.Schemes {
+		if _, dup := backends[s]; dup {
+			panic(fmt.Sprintf("store: scheme %q registered twice", s))
+		}
+	}
+	for _, o := range backends {
+		if b.ServiceType != "" && o.ServiceType == b.ServiceType {
+			panic(fmt.Sprintf("store: service type %q registered twice", b.ServiceType))
+		}
+	}
+	for _, s := range b.Schemes {
+		backends[s] = b
+	}
 }
 
 // Schemes returns the registered URL schemes, sorted.
 func Schemes() []string {
-	openersMu.RLock()
-	defer openersMu.RUnlock()
-	out := make([]string, 0, len(openers))
-	for s := range openers {
-		out = append(out, s)
+	backendsMu.RLock()
+	defer backendsMu.RUnlock()
+	return slices.Sorted(maps.Keys(backends))
+}
+
+// Backends returns the registered backends, each once, in the order of their first schemes.
+func Backends() []Backend {
+	backendsMu.RLock()
+	defer backendsMu.RUnlock()
+	var out []Backend
+	for _, s := range slices.Sorted(maps.Keys(backends)) {
+		if b := backends[s]; b.Schemes[0] == s {
+			out = append(out, b)
+		}
 	}
-	slices.Sort(out)
 	return out
 }
 
@@ -57,14 +105,14 @@ func Open(ctx context.Context, rawURL string) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	openersMu.RLock()
-	open, ok := openers[strings.ToLower(u.Scheme)]
-	openersMu.RUnlock()
+	backendsMu.RLock()
+	b, ok := backends[strings.ToLower(u.Scheme)]
+	backendsMu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("store: unknown URL scheme %q in %s (known: %s)",
 			u.Scheme, Redact(u), strings.Join(Schemes(), ", "))
 	}
-	s, err := open(ctx, u)
+	s, err := b.Open(ctx, u)
 	if err != nil {
 		// The opener should not quote its URL's secrets, but a driver's error might: hide them
 		// here too, keeping the error itself reachable with errors.Is and errors.As.
@@ -91,170 +139,6 @@ func ParseURL(rawURL string) (*url.URL, error) {
 		return nil, fmt.Errorf("store: URL %s has no scheme (known: %s)", Redact(u), strings.Join(Schemes(), ", "))
 	}
 	return u, nil
-}
-
-// scrub removes from msg, an error of url.Parse about rawURL, what may come from a password.
-// The user information is taken as everything between the scheme and the last "@", as meant,
-// even when a password holding "/", "?" or "#" made url.Parse end the authority early: it
-// then rejects and quotes a piece of that password (`invalid port ":s3c" after host`), so
-// any quoted piece found in that text is hidden too.
-func scrub(msg, rawURL string) string {
-	start := strings.Index(rawURL, "://")
-	if start >= 0 {
-		start += 3
-	} else {
-		start = strings.Index(rawURL, ":") + 1
-	}
-	at := strings.LastIndex(rawURL, "@")
-	if at < start {
-		return msg
-	}
-	userinfo := rawURL[start:at]
-	if colon := strings.Index(userinfo, ":"); colon >= 0 && colon+1 < len(userinfo) {
-		msg = strings.ReplaceAll(msg, userinfo[colon+1:], "xxxxx")
-	}
-	var b strings.Builder
-	for {
-		i := strings.IndexByte(msg, '"')
-		if i < 0 {
-			break
-		}
-		b.WriteString(msg[:i])
-		q, err := strconv.QuotedPrefix(msg[i:])
-		if err != nil {
-			b.WriteByte('"')
-			msg = msg[i+1:]
-			continue
-		}
-		msg = msg[i+len(q):]
-		if piece, err := strconv.Unquote(q); err == nil && piece != "" && strings.Contains(userinfo, piece) {
-			q = `"xxxxx"`
-		}
-		b.WriteString(q)
-	}
-	b.WriteString(msg)
-	return b.String()
-}
-
-// Redact returns u as a string with its password replaced by "xxxxx", and with the values of
-// query parameters that commonly hold secrets (password, token, secret, auth, credential, API
-// and access keys) hidden too. A URL that only parsed because a password was not escaped
-// ("user:pass@host/db" without "//", or a password holding "/") has the text before its last
-// "@" hidden.
-func Redact(u *url.URL) string {
-	if u == nil {
-		return ""
-	}
-	c := *u
-	if c.RawQuery != "" {
-		q := c.Query()
-		for k := range q {
-			if secretParam(k) {
-				q[k] = []string{"xxxxx"}
-			}
-		}
-		c.RawQuery = q.Encode()
-	}
-	if at := strings.LastIndex(c.Opaque, "@"); at >= 0 {
-		c.Opaque = "xxxxx" + c.Opaque[at:]
-	}
-	if c.User != nil {
-		if _, hasPassword := c.User.Password(); !hasPassword && tokenUserSchemes[strings.ToLower(c.Scheme)] {
-			// nats://TOKEN@host: the user part is the secret.
-			c.User = url.User("xxxxx")
-		}
-	}
-	// "postgres://u:12/34@host/db" parses as host "u:12" and path "/34@host/db".
-	if p := c.EscapedPath(); c.User == nil && strings.Contains(c.Host, ":") && strings.Contains(p, "@") {
-		out := c.Scheme + "://xxxxx@" + p[strings.LastIndex(p, "@")+1:]
-		if c.RawQuery != "" {
-			out += "?" + c.RawQuery
-		}
-		if c.Fragment != "" {
-			out += "#" + c.EscapedFragment()
-		}
-		return out
-	}
-	return c.Redacted()
-}
-
-// tokenUserSchemes are the schemes whose URLs may carry a token as a user without a
-// password, which Redact hides too.
-var tokenUserSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}
-
-// secretParam reports whether a URL query parameter named name holds a secret that Redact
-// hides: its name, lower-cased and without "_" and "-", contains password, passwd, pwd, token,
-// secret, auth, credential, apikey, accesskey or privatekey.
-func secretParam(name string) bool {
-	n := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(name))
-	for _, s := range []string{"password", "passwd", "pwd", "token", "secret", "auth", "credential", "apikey", "accesskey", "privatekey"} {
-		if strings.Contains(n, s) {
-			return true
-		}
-	}
-	return false
-}
-
-// secrets returns the secrets u carries, as they may appear in a driver's error: the password
-// and the values of secret query parameters, decoded and as written.
-func secrets(u *url.URL) []string {
-	var out []string
-	add := func(decoded, raw string) {
-		for _, s := range []string{decoded, raw} {
-			if s != "" && !slices.Contains(out, s) {
-				out = append(out, s)
-			}
-		}
-	}
-	if p, ok := u.User.Password(); ok {
-		raw := u.User.String()
-		add(p, raw[strings.Index(raw, ":")+1:])
-	}
-	for _, pair := range strings.Split(u.RawQuery, "&") {
-		k, v, _ := strings.Cut(pair, "=")
-		if name, err := url.QueryUnescape(k); err == nil && secretParam(name) {
-			dv, _ := url.QueryUnescape(v)
-			add(dv, v)
-		}
-	}
-	// Longest first, so that a secret containing another is hidden whole.
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return out
-}
-
-// redactError returns err, or when there are secrets, err with them hidden from its text.
-func redactError(err error, secrets []string) error {
-	if len(secrets) == 0 {
-		return err
-	}
-	return &redactedError{err: err, secrets: secrets}
-}
-
-type redactedError struct {
-	err     error
-	secrets []string
-}
-
-func (e *redactedError) Error() string {
-	msg := e.err.Error()
-	for _, s := range e.secrets {
-		msg = strings.ReplaceAll(msg, s, "xxxxx")
-	}
-	return msg
-}
-
-func (e *redactedError) Unwrap() error { return e.err }
-
-// RedactString is Redact for a raw URL; an unparsable URL is reduced to its scheme.
-func RedactString(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		if i := strings.Index(rawURL, "://"); i > 0 {
-			return rawURL[:i] + "://…"
-		}
-		return "<invalid URL>"
-	}
-	return Redact(u)
 }
 
 // Close closes s if it holds resources (implements interface{ Close() error }).

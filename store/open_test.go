@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -20,16 +21,15 @@ func (e *dialError) Error() string { return e.msg }
 
 // Openers for these tests, registered once per test binary (the registry has no removal).
 func init() {
-	store.RegisterOpener("h1fail", func(_ context.Context, u *url.URL) (store.Store, error) {
+	store.Register(store.Backend{Schemes: []string{"h1fail"}, Open: func(_ context.Context, u *url.URL) (store.Store, error) {
 		return nil, &dialError{msg: "connection refused"}
-	})
+	}})
 	// Like a careless driver: its error quotes the whole URL, secrets included.
-	store.RegisterOpener("h1leak", func(_ context.Context, u *url.URL) (store.Store, error) {
+	store.Register(store.Backend{Schemes: []string{"h1leak"}, Open: func(_ context.Context, u *url.URL) (store.Store, error) {
 		return nil, &dialError{msg: fmt.Sprintf("cannot dial %s (raw %q, password %s)", u, u.RawQuery, passwordOf(u))}
-	})
-	store.RegisterOpener("H1OK", func(_ context.Context, u *url.URL) (store.Store, error) {
-		return memory.New(), nil
-	})
+	}})
+	store.Register(store.Backend{Schemes: []string{"H1OK", "h1ok2"}, ServiceType: "test/H1OK", Params: []string{"p"},
+		Open: func(_ context.Context, u *url.URL) (store.Store, error) { return memory.New(), nil }})
 }
 
 func passwordOf(u *url.URL) string {
@@ -156,43 +156,6 @@ func TestOpenNeverShowsSecrets(t *testing.T) {
 	}
 }
 
-func TestRedact(t *testing.T) {
-	for _, c := range []struct {
-		url, want string
-	}{
-		{"postgres://user:s3cret@host:5432/db?sslmode=disable", "postgres://user:xxxxx@host:5432/db?sslmode=disable"},
-		{"redis://:s3cret@host:6379/0", "redis://:xxxxx@host:6379/0"},
-		{"postgres://user@host/db", "postgres://user@host/db"},
-		{"mysql://host/db?password=s3cret&user=u", "mysql://host/db?password=xxxxx&user=u"},
-		{"nats://host:4222?token=t", "nats://host:4222?token=xxxxx"},
-		{"file:///tmp/a@b.json", "file:///tmp/a@b.json"},
-		{"mem://name", "mem://name"},
-		{"nosuch://u:1234/x@host/db?a=1", "nosuch://xxxxx@host/db?a=1"},
-		{"user:s3cret@host/db", "user:xxxxx@host/db"},
-		// A NATS token travels as a user without a password.
-		{"nats://s3cretToken@host:4222", "nats://xxxxx@host:4222"},
-	} {
-		t.Run(c.url, func(t *testing.T) {
-			u, err := url.Parse(c.url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := store.Redact(u); got != c.want {
-				t.Errorf("Redact(%q) = %q, want %q", c.url, got, c.want)
-			}
-			if got := store.RedactString(c.url); got != c.want {
-				t.Errorf("RedactString(%q) = %q, want %q", c.url, got, c.want)
-			}
-		})
-	}
-	if got := store.Redact(nil); got != "" {
-		t.Errorf("Redact(nil) = %q", got)
-	}
-	if got := store.RedactString("postgres://u:s3cret@host:bad/db"); got != "postgres://…" {
-		t.Errorf("RedactString of an unparsable URL = %q, want only its scheme", got)
-	}
-}
-
 func TestParseURL(t *testing.T) {
 	u, err := store.ParseURL("postgres://u:p@host/db")
 	if err != nil || u.Scheme != "postgres" || u.Host != "host" {
@@ -203,34 +166,59 @@ func TestParseURL(t *testing.T) {
 	}
 }
 
-func TestRegisterOpenerPanics(t *testing.T) {
+// TestBackends: a backend is listed once, with its schemes lower-cased and its service type.
+func TestBackends(t *testing.T) {
+	n := 0
+	for _, b := range store.Backends() {
+		if slices.Contains(b.Schemes, "h1ok") {
+			n++
+			if !slices.Equal(b.Schemes, []string{"h1ok", "h1ok2"}) || b.ServiceType != "test/H1OK" || !slices.Equal(b.Params, []string{"p"}) {
+				t.Errorf("Backends() has %+v, want the registered h1ok backend", b)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("the h1ok backend is listed %d times, want once", n)
+	}
+	if _, err := store.Open(t.Context(), "h1ok2://x"); err != nil {
+		t.Errorf("Open by the second scheme: %v", err)
+	}
+}
+
+func TestRegisterPanics(t *testing.T) {
 	ok := func(context.Context, *url.URL) (store.Store, error) { return memory.New(), nil }
 	scheme := fmt.Sprintf("h1dup%x", rand.Uint64())
-	store.RegisterOpener(scheme, ok)
+	store.Register(store.Backend{Schemes: []string{scheme}, Open: ok, ServiceType: "test/" + scheme})
 	for _, c := range []struct {
-		name   string
-		scheme string
-		open   store.OpenFunc
-		want   string
+		name string
+		b    store.Backend
+		want string
 	}{
-		{"duplicate", scheme, ok, scheme},
-		{"duplicate in another case", strings.ToUpper(scheme), ok, scheme},
-		{"duplicate of mem", "mem", ok, "mem"},
-		{"empty scheme", "", ok, "empty scheme"},
-		{"nil opener", "h1nil", nil, "nil"},
+		{"duplicate", store.Backend{Schemes: []string{scheme}, Open: ok}, scheme},
+		{"duplicate in another case", store.Backend{Schemes: []string{strings.ToUpper(scheme)}, Open: ok}, scheme},
+		{"duplicate of mem", store.Backend{Schemes: []string{"h1new", "mem"}, Open: ok}, "mem"},
+		{"duplicate service type", store.Backend{Schemes: []string{"h1new"}, Open: ok, ServiceType: "test/" + scheme}, "test/" + scheme},
+		{"empty scheme", store.Backend{Schemes: []string{""}, Open: ok}, "empty scheme"},
+		{"no scheme", store.Backend{Open: ok}, "no scheme"},
+		{"nil opener", store.Backend{Schemes: []string{"h1nil"}}, "nil"},
+		{"url parameter", store.Backend{Schemes: []string{"h1url"}, Open: ok, ServiceType: "test/H1url", Params: []string{"url"}}, "url"},
+		{"parameters without a service type", store.Backend{Schemes: []string{"h1par"}, Open: ok, Params: []string{"p"}}, "service type"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			defer func() {
 				r := recover()
 				if r == nil {
-					t.Fatalf("RegisterOpener(%q) did not panic", c.scheme)
+					t.Fatalf("Register(%+v) did not panic", c.b)
 				}
 				if !strings.Contains(fmt.Sprint(r), c.want) {
 					t.Errorf("panic %q does not mention %q", r, c.want)
 				}
 			}()
-			store.RegisterOpener(c.scheme, c.open)
+			store.Register(c.b)
 		})
+	}
+	if _, err := store.Open(t.Context(), "h1new://x"); err == nil {
+		t.Error("a backend whose registration panicked opens its other scheme")
 	}
 }
 

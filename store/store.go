@@ -17,8 +17,14 @@
 // # Errors
 //
 // Operations return the package's sentinel errors ([ErrNotFound], [ErrExists],
-// [ErrConditionFailed], [ErrInvalid]) wrapped with the key; test them with errors.Is. A backend's
-// native error stays reachable with errors.As.
+// [ErrConditionFailed], [ErrInvalid]) wrapped with the key in a [KeyError]; test them with
+// errors.Is. A backend's native error stays reachable with errors.As.
+//
+// # Backends
+//
+// A backend implements the seam of package store/driver, whose portable store checks every
+// call, normalizes documents and wraps errors with the key, and registers itself with
+// [Register].
 package store
 
 import (
@@ -81,30 +87,3 @@ type KeyError struct {
 
 func (e *KeyError) Error() string { return fmt.Sprintf("store: %s %q: %v", e.Op, e.Key, e.Err) }
 func (e *KeyError) Unwrap() error { return e.Err }
-
-// WrapKey returns err wrapped with the operation and the key, or nil when err is nil. Errors
-// already wrapped with a key are returned as they are.
-func WrapKey(op, key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var ke *KeyError
-	if errors.As(err, &ke) {
-		return err
-	}
-	return &KeyError{Op: op, Key: key, Err: err}
-}
-
-// Wrap joins a sentinel with a backend's native error so that both errors.Is(err, sentinel)
-// and errors.As(err, &native) hold.
-func Wrap(sentinel, native error) error {
-	if native == nil {
-		return sentinel
-	}
-	return &wrapped{sentinel: sentinel, native: native}
-}
-
-type wrapped struct{ sentinel, native error }
-
-func (w *wrapped) Error() string   { return w.sentinel.Error() + ": " + w.native.Error() }
-func (w *wrapped) Unwrap() []error { return []error{w.sentinel, w.native} }

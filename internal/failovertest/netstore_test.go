@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 	"github.com/leasehold/leasehold/store/memory"
 )
 
@@ -140,7 +141,7 @@ func (c *netClient) call(ctx context.Context, req netRequest) (map[string]any, e
 		var d net.Dialer
 		var err error
 		if conn, err = d.DialContext(ctx, "tcp", c.addr); err != nil {
-			return nil, store.WrapKey(req.Op, req.Key, err)
+			return nil, driver.WrapKey(req.Op, req.Key, err)
 		}
 	}
 	// The context's end closes the connection: a cut connection fails at the deadline.
@@ -155,7 +156,7 @@ func (c *netClient) call(ctx context.Context, req netRequest) (map[string]any, e
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		return nil, store.WrapKey(req.Op, req.Key, err)
+		return nil, driver.WrapKey(req.Op, req.Key, err)
 	}
 	c.mu.Lock()
 	if c.idle == nil {
@@ -166,13 +167,13 @@ func (c *netClient) call(ctx context.Context, req netRequest) (map[string]any, e
 	c.mu.Unlock()
 	switch {
 	case resp.Kind == "notfound":
-		return nil, store.WrapKey(req.Op, req.Key, store.ErrNotFound)
+		return nil, driver.WrapKey(req.Op, req.Key, store.ErrNotFound)
 	case resp.Kind == "exists":
-		return nil, store.WrapKey(req.Op, req.Key, store.ErrExists)
+		return nil, driver.WrapKey(req.Op, req.Key, store.ErrExists)
 	case resp.Kind == "condition":
-		return nil, store.WrapKey(req.Op, req.Key, store.ErrConditionFailed)
+		return nil, driver.WrapKey(req.Op, req.Key, store.ErrConditionFailed)
 	case resp.Err != "":
-		return nil, store.WrapKey(req.Op, req.Key, errors.New(resp.Err))
+		return nil, driver.WrapKey(req.Op, req.Key, errors.New(resp.Err))
 	}
 	return resp.Doc, nil
 }

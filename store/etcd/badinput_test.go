@@ -20,7 +20,7 @@ func TestNotJSON(t *testing.T) {
 	s := openTest(t)
 	for i, raw := range []string{"not json", "[1,2]", "null", `"text"`, `{"a":1} trailing`, "42", ""} {
 		key := fmt.Sprintf("bad:%d", i)
-		if _, err := s.client.Put(t.Context(), s.prefix+key, raw); err != nil {
+		if _, err := s.Client().Put(t.Context(), s.Prefix()+key, raw); err != nil {
 			t.Fatal(err)
 		}
 		cond := &store.Condition{Field: "a", Value: 1}
@@ -40,7 +40,7 @@ func TestNotJSON(t *testing.T) {
 				t.Errorf("%s of %q holding %q: %v, want %v naming the key", op, key, raw, err, want)
 			}
 		}
-		resp, err := s.client.Get(t.Context(), s.prefix+key)
+		resp, err := s.Client().Get(t.Context(), s.Prefix()+key)
 		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != raw {
 			t.Errorf("%q holding %q changed: %v (%v)", key, raw, resp, err)
 		}

@@ -35,7 +35,7 @@ func TestOpenByURL(t *testing.T) {
 	if !ok {
 		t.Fatalf("store.Open(%q) returned a %T", raw, s)
 	}
-	if eps := es.client.Endpoints(); len(eps) != 2 {
+	if eps := es.Client().Endpoints(); len(eps) != 2 {
 		t.Errorf("endpoints = %v, want two", eps)
 	}
 	if err := s.Create(t.Context(), "k", map[string]any{"a": 1}); err != nil {

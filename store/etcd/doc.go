@@ -26,6 +26,9 @@
 // an error returned by this package, and the client's logs are discarded. Every operation
 // honours its context's deadline, so a cut connection fails by the deadline.
 //
-// Importing the package registers the etcd URL scheme with [store.RegisterOpener] and the
-// service type Webda/EtcdStore (see [Service]) with [leasehold.RegisterServiceType].
+// Importing the package registers the etcd URL scheme with [store.Register], and with it the
+// service type Webda/EtcdStore, whose parameters are url and prefix (when given, it replaces
+// the URL's prefix parameter; "" means no prefix):
+//
+//	"Registry": {"type": "Webda/EtcdStore", "url": "etcd://127.0.0.1:2379", "prefix": "myapp/"}
 package etcd

@@ -13,7 +13,22 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
+
+// ServiceType is the service type configurations name to open a [Store] from the parameters
+// url and prefix (see the package documentation).
+const ServiceType = "Webda/EtcdStore"
+
+func init() {
+	store.Register(store.Backend{
+		Schemes:     []string{"etcd"},
+		Open:        driver.Opener(openURL),
+		ServiceType: ServiceType,
+		Example:     "etcd://host:port[,host:port]",
+		Params:      []string{"prefix"},
+	})
+}
 
 // ErrNotJSON means a key holds a value that is not a JSON object: something other than this
 // store wrote it. The value is left as it is.
@@ -21,21 +36,25 @@ var ErrNotJSON = errors.New("store/etcd: value is not a JSON object")
 
 // Store is a store.Store on an etcd cluster. It is safe for concurrent use.
 type Store struct {
+	*driver.Portable
+	b *backend
+}
+
+// backend is the driver.Driver behind Store.
+type backend struct {
 	client *clientv3.Client
 	prefix string
 }
 
-var _ store.Store = (*Store)(nil)
-
 // Open connects to the etcd cluster named by rawURL (see the package documentation for its
 // form) and checks that it answers.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	return store.OpenWith(ctx, "store/etcd", rawURL, openURL)
+	return driver.OpenWith(ctx, "store/etcd", rawURL, openURL)
 }
 
 // OpenURL is Open for a parsed URL.
 func OpenURL(ctx context.Context, u *url.URL) (*Store, error) {
-	return store.OpenURLWith(ctx, "store/etcd", u, openURL)
+	return driver.OpenURLWith(ctx, "store/etcd", u, openURL)
 }
 
 // openURL is OpenURL for store.Open, which names the URL in its errors itself.
@@ -65,46 +84,34 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 		c.Close()
 		return nil, fmt.Errorf("store/etcd: no answer from %s: %w", strings.Join(cfg.Endpoints, ","), store.RedactError(err, u))
 	}
-	return &Store{client: c, prefix: prefix}, nil
+	b := &backend{client: c, prefix: prefix}
+	return &Store{Portable: driver.New(b), b: b}, nil
 }
 
 // Close closes the connections to the cluster.
-func (s *Store) Close() error { return s.client.Close() }
+func (s *backend) Close() error { return s.client.Close() }
 
 // Prefix returns the prefix put before every key.
-func (s *Store) Prefix() string { return s.prefix }
+func (s *Store) Prefix() string { return s.b.prefix }
 
 // Client returns the underlying etcd client, for diagnostics and tests.
-func (s *Store) Client() *clientv3.Client { return s.client }
+func (s *Store) Client() *clientv3.Client { return s.b.client }
 
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return nil, store.WrapKey("get", key, err)
-	}
+func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
 	resp, err := s.client.Get(ctx, s.prefix+key)
 	if err != nil {
-		return nil, store.WrapKey("get", key, err)
+		return nil, err
 	}
 	if len(resp.Kvs) == 0 {
-		return nil, store.WrapKey("get", key, store.ErrNotFound)
+		return nil, store.ErrNotFound
 	}
-	doc, err := decode(resp.Kvs[0].Value)
-	return doc, store.WrapKey("get", key, err)
+	return decode(resp.Kvs[0].Value)
 }
 
-// Create implements store.Store.
-func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("create", key, err)
-	}
-	n, err := store.NormalizeDoc(doc)
+func (s *backend) Create(ctx context.Context, key string, doc map[string]any) error {
+	b, err := json.Marshal(doc)
 	if err != nil {
-		return store.WrapKey("create", key, err)
-	}
-	b, err := json.Marshal(n)
-	if err != nil {
-		return store.WrapKey("create", key, fmt.Errorf("%w: %v", store.ErrInvalid, err))
+		return fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
 	k := s.prefix + key
 	resp, err := s.client.Txn(ctx).
@@ -112,39 +119,27 @@ func (s *Store) Create(ctx context.Context, key string, doc map[string]any) erro
 		Then(clientv3.OpPut(k, string(b))).
 		Commit()
 	if err != nil {
-		return store.WrapKey("create", key, err)
+		return err
 	}
 	if !resp.Succeeded {
-		return store.WrapKey("create", key, store.ErrExists)
+		return store.ErrExists
 	}
 	return nil
 }
 
-// Patch implements store.Store.
-func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("patch", key, err)
-	}
-	n, err := store.NormalizeDoc(fields)
-	if err != nil {
-		return store.WrapKey("patch", key, err)
-	}
-	return store.WrapKey("patch", key, s.write(ctx, key, cond, n))
+func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, cond *driver.Condition) error {
+	return s.write(ctx, key, cond, fields)
 }
 
-// Delete implements store.Store.
-func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("delete", key, err)
-	}
-	return store.WrapKey("delete", key, s.write(ctx, key, cond, nil))
+func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition) error {
+	return s.write(ctx, key, cond, nil)
 }
 
 // write reads the document, checks cond and writes the patched document (or deletes it, when
-// fields is nil) in a transaction on the revision it read; see store.ReadCheckWrite. When the
+// fields is nil) in a transaction on the revision it read; see driver.ReadCheckWrite. When the
 // key changed in between, the transaction returns its new value, which the next round reads
 // instead of asking again.
-func (s *Store) write(ctx context.Context, key string, cond *store.Condition, fields map[string]any) error {
+func (s *backend) write(ctx context.Context, key string, cond *driver.Condition, fields map[string]any) error {
 	k := s.prefix + key
 	var kvs []*mvccpb.KeyValue
 	fresh := false // kvs holds the value a failed transaction returned: no need to ask again
@@ -179,8 +174,8 @@ func (s *Store) write(ctx context.Context, key string, cond *store.Condition, fi
 		kvs, fresh = tr.Responses[0].GetResponseRange().Kvs, true
 		return true, nil
 	}
-	return store.ReadCheckWrite(ctx, cond, fields, read, write)
+	return driver.ReadCheckWrite(ctx, cond, fields, read, write)
 }
 
 // decode reads a stored document, refusing anything but a JSON object with ErrNotJSON.
-func decode(raw []byte) (map[string]any, error) { return store.DecodeObject(raw, ErrNotJSON) }
+func decode(raw []byte) (map[string]any, error) { return driver.DecodeObject(raw, ErrNotJSON) }

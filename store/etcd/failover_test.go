@@ -29,7 +29,7 @@ func TestFailover(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := direct.client.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
+		if _, err := direct.Client().Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
 			t.Errorf("cleaning up %s: %v", prefix, err)
 		}
 		direct.Close()

@@ -98,7 +98,7 @@ func openTest(t testing.TB) *Store {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := s.client.Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
+		if _, err := s.Client().Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
 			t.Errorf("cleaning up %s: %v", prefix, err)
 		}
 		s.Close()

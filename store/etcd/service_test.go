@@ -17,7 +17,6 @@ func TestServiceType(t *testing.T) {
 	t.Parallel()
 	servicetest.Run(t, servicetest.Case[*Store]{
 		Type: ServiceType,
-		New:  func() servicetest.Service[*Store] { return new(Service) },
 		Setup: func(t *testing.T) (map[string]any, func(*testing.T, *Store, string)) {
 			raw, prefix := serverURL(t)
 			u, _ := url.Parse(raw)

@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 // DefaultPrefix is the key prefix used when the URL has no prefix parameter.
@@ -39,10 +41,7 @@ func parseConfig(u *url.URL) (clientv3.Config, string, error) {
 			return cfg, "", fmt.Errorf("store/etcd: unknown URL parameter %q (known: %s)", k, strings.Join(knownParams, ", "))
 		}
 	}
-	prefix := DefaultPrefix
-	if q.Has("prefix") {
-		prefix = q.Get("prefix")
-	}
+	prefix := driver.TakeParam(q, "prefix", DefaultPrefix)
 	useTLS := false
 	if v := q.Get("tls"); v != "" {
 		switch strings.ToLower(v) {

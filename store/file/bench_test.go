@@ -43,9 +43,9 @@ func BenchmarkGetReparse(b *testing.B) {
 	ctx := b.Context()
 	b.ReportAllocs()
 	for b.Loop() {
-		s.sem <- struct{}{}
-		s.cache = snapshot{}
-		<-s.sem
+		s.b.sem <- struct{}{}
+		s.b.cache = snapshot{}
+		<-s.b.sem
 		if _, err := s.Get(ctx, "counter"); err != nil {
 			b.Fatal(err)
 		}

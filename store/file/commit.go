@@ -20,7 +20,7 @@ var testHook func(stage string)
 
 // load returns the documents of the data file, from the store's copy when the file has not
 // changed since it was read. The caller holds the lock.
-func (s *Store) load() (docs, error) {
+func (s *backend) load() (docs, error) {
 	gen, err := readGen(s.lock)
 	if err != nil {
 		return nil, fmt.Errorf("file store %s: lock file: %w", s.path, err)
@@ -68,7 +68,7 @@ func (s *Store) load() (docs, error) {
 
 // write replaces the data file with d: temporary file, fsync, rename, fsync of the directory.
 // The caller holds the exclusive lock and has just called load.
-func (s *Store) write(d docs) error {
+func (s *backend) write(d docs) error {
 	if !s.writable {
 		return fmt.Errorf("file store %s: lock file %s is read-only for this process: %w", s.path, s.lockPath, fs.ErrPermission)
 	}

@@ -67,6 +67,7 @@ import (
 	"path/filepath"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 // ErrClosed is returned by operations on a closed store.
@@ -75,6 +76,12 @@ var ErrClosed = errors.New("file store: closed")
 // Store is a store.Store kept in one JSON file. It is safe for concurrent use by goroutines and
 // by processes on the same host.
 type Store struct {
+	*driver.Portable
+	b *backend
+}
+
+// backend is the driver.Driver behind Store.
+type backend struct {
 	path     string // absolute path of the data file
 	lockPath string
 
@@ -90,8 +97,6 @@ type Store struct {
 	cache    snapshot
 	mode     os.FileMode // the data file's permissions at the last load (0: no file), kept by rewrites
 }
-
-var _ store.Store = (*Store)(nil)
 
 // docs maps keys to documents. Documents in a snapshot are never modified in place: writes
 // build new maps, so a snapshot can be kept while the next write is prepared.
@@ -143,7 +148,7 @@ func Open(path string) (*Store, error) {
 	if fi, err := os.Stat(abs); err == nil && !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("file store %s: not a regular file (%s)", abs, fi.Mode().Type())
 	}
-	s := &Store{path: abs, lockPath: abs + ".lock", sem: make(chan struct{}, 1)}
+	s := &backend{path: abs, lockPath: abs + ".lock", sem: make(chan struct{}, 1)}
 	if s.lock, s.writable, err = openLockFile(s.lockPath); err != nil {
 		return nil, fmt.Errorf("file store %s: lock file: %w", abs, err)
 	}
@@ -157,15 +162,15 @@ func Open(path string) (*Store, error) {
 		s.lock.Close()
 		return nil, err
 	}
-	return s, nil
+	return &Store{Portable: driver.New(s), b: s}, nil
 }
 
 // Path returns the absolute path of the data file.
-func (s *Store) Path() string { return s.path }
+func (s *Store) Path() string { return s.b.path }
 
 // Close releases the store's lock file descriptor, after any operation in progress. Operations
 // on a closed store return ErrClosed; closing again does nothing.
-func (s *Store) Close() error {
+func (s *backend) Close() error {
 	s.sem <- struct{}{}
 	defer func() { <-s.sem }()
 	if s.closed {
@@ -179,94 +184,50 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
-	if err := check(ctx, key); err != nil {
-		return nil, store.WrapKey("get", key, err)
-	}
+func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
 	var out map[string]any
 	err := s.shared(ctx, func(d docs) error {
 		doc, ok := d[key]
 		if !ok {
 			return store.ErrNotFound
 		}
-		out = store.CopyDoc(doc)
+		out = driver.CopyDoc(doc)
 		return nil
 	})
-	if err != nil {
-		return nil, store.WrapKey("get", key, err)
-	}
-	return out, nil
+	return out, err
 }
 
-// Create implements store.Store.
-func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
-	if err := check(ctx, key); err != nil {
-		return store.WrapKey("create", key, err)
-	}
-	n, err := store.NormalizeDoc(doc)
-	if err != nil {
-		return store.WrapKey("create", key, err)
-	}
-	err = s.exclusive(ctx, func(d docs) (docs, error) {
+func (s *backend) Create(ctx context.Context, key string, doc map[string]any) error {
+	return s.exclusive(ctx, func(d docs) (docs, error) {
 		if _, ok := d[key]; ok {
 			return nil, store.ErrExists
 		}
-		return d.with(key, n), nil
+		return d.with(key, doc), nil
 	})
-	return store.WrapKey("create", key, err)
 }
 
-// Patch implements store.Store.
-func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	if err := check(ctx, key); err != nil {
-		return store.WrapKey("patch", key, err)
-	}
-	n, err := store.NormalizeDoc(fields)
-	if err != nil {
-		return store.WrapKey("patch", key, err)
-	}
-	want, err := store.CheckCondition(cond)
-	if err != nil {
-		return store.WrapKey("patch", key, err)
-	}
-	err = s.exclusive(ctx, func(d docs) (docs, error) {
-		doc, ok := d[key]
-		if !ok {
-			return nil, store.ErrNotFound
-		}
-		if !store.Matches(doc, cond, want) {
-			return nil, store.ErrConditionFailed
+func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, cond *driver.Condition) error {
+	return s.exclusive(ctx, func(d docs) (docs, error) {
+		doc, err := driver.Find(d, key, cond)
+		if err != nil {
+			return nil, err
 		}
 		// A shallow copy is enough: stored values are never modified in place.
-		patched := make(map[string]any, len(doc)+len(n))
+		patched := make(map[string]any, len(doc)+len(fields))
 		for k, v := range doc {
 			patched[k] = v
 		}
-		for k, v := range n {
+		for k, v := range fields {
 			patched[k] = v
 		}
 		return d.with(key, patched), nil
 	})
-	return store.WrapKey("patch", key, err)
 }
 
-// Delete implements store.Store.
-func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	if err := check(ctx, key); err != nil {
-		return store.WrapKey("delete", key, err)
-	}
-	want, err := store.CheckCondition(cond)
-	if err != nil {
-		return store.WrapKey("delete", key, err)
-	}
-	err = s.exclusive(ctx, func(d docs) (docs, error) {
-		doc, ok := d[key]
-		if !ok {
-			return nil, store.ErrNotFound
-		}
-		if !store.Matches(doc, cond, want) {
-			return nil, store.ErrConditionFailed
+func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition) error {
+	return s.exclusive(ctx, func(d docs) (docs, error) {
+		if _, err := driver.Find(d, key, cond); err != nil {
+			return nil, err
 		}
 		out := make(docs, len(d))
 		for k, v := range d {
@@ -276,7 +237,6 @@ func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) e
 		}
 		return out, nil
 	})
-	return store.WrapKey("delete", key, err)
 }
 
 // with returns a copy of d (sharing its documents) with doc stored under key.
@@ -287,11 +247,4 @@ func (d docs) with(key string, doc map[string]any) docs {
 	}
 	out[key] = doc
 	return out
-}
-
-func check(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return store.CheckKey(key)
 }

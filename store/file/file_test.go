@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 func TestOpenCreatesDataFileOnFirstWrite(t *testing.T) {
@@ -27,7 +28,7 @@ func TestOpenCreatesDataFileOnFirstWrite(t *testing.T) {
 	if err := s.Create(t.Context(), "k", map[string]any{"a": 1}); err != nil {
 		t.Fatal(err)
 	}
-	if got := fileDocs(t, path); !store.JSONEqual(got, map[string]any{"k": map[string]any{"a": 1}}) {
+	if got := fileDocs(t, path); !driver.JSONEqual(got, map[string]any{"k": map[string]any{"a": 1}}) {
 		t.Fatalf("data file holds %v", got)
 	}
 }
@@ -80,7 +81,7 @@ func TestReopenReadsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !store.JSONEqual(got, map[string]any{"n": 2, "s": "x"}) {
+	if !driver.JSONEqual(got, map[string]any{"n": 2, "s": "x"}) {
 		t.Fatalf("after reopening: %v", got)
 	}
 }
@@ -158,11 +159,11 @@ func TestGenerationInvalidatesCopy(t *testing.T) {
 		t.Fatalf("b.Get after an unannounced rewrite: %v, %v; want the kept copy (aaaa)", got, err)
 	}
 	rewrite("cccc")
-	gen, err := readGen(a.lock)
+	gen, err := readGen(a.b.lock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeGen(a.lock, gen+1); err != nil {
+	if err := writeGen(a.b.lock, gen+1); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := b.Get(ctx, "k"); err != nil || got["v"] != "cccc" {
@@ -200,7 +201,7 @@ func TestLockWaitHonoursContext(t *testing.T) {
 	path := newPath(t)
 	s := mustOpen(t, path)
 	holder := mustOpen(t, path)
-	if err := holder.lockFile(context.Background(), true); err != nil {
+	if err := holder.b.lockFile(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
@@ -209,7 +210,7 @@ func TestLockWaitHonoursContext(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Create while another store holds the lock: %v, want DeadlineExceeded", err)
 	}
-	holder.unlockFile()
+	holder.b.unlockFile()
 	if err := s.Create(t.Context(), "k", map[string]any{}); err != nil {
 		t.Fatalf("Create once the lock is free: %v", err)
 	}
@@ -259,10 +260,10 @@ func TestLockFileRemoved(t *testing.T) {
 		t.Fatalf("b.Get: %v, %v", got, err)
 	}
 	// Both stores now hold the new lock file: one excludes the other.
-	if err := a.lockFile(context.Background(), true); err != nil {
+	if err := a.b.lockFile(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
-	defer a.unlockFile()
+	defer a.b.unlockFile()
 	tctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	if err := b.Create(tctx, "x", map[string]any{}); !errors.Is(err, context.DeadlineExceeded) {

@@ -15,30 +15,24 @@ import (
 const maxPoll = 2 * time.Millisecond
 
 // shared runs fn on the current documents, holding a shared lock on the file.
-func (s *Store) shared(ctx context.Context, fn func(docs) error) error {
-	if err := s.enter(ctx); err != nil {
-		return err
-	}
-	defer s.leave()
-	if err := s.lockFile(ctx, false); err != nil {
-		return err
-	}
-	defer s.unlockFile()
-	d, err := s.load()
-	if err != nil {
-		return err
-	}
-	return fn(d)
+func (s *backend) shared(ctx context.Context, fn func(docs) error) error {
+	return s.locked(ctx, false, func(d docs) (docs, error) { return nil, fn(d) })
 }
 
 // exclusive runs fn on the current documents, holding an exclusive lock on the file, and
 // writes the documents fn returns, unless it returns nil or an error.
-func (s *Store) exclusive(ctx context.Context, fn func(docs) (docs, error)) error {
+func (s *backend) exclusive(ctx context.Context, fn func(docs) (docs, error)) error {
+	return s.locked(ctx, true, fn)
+}
+
+// locked runs fn under the in-process semaphore and the file's lock, shared or exclusive, and
+// writes the documents fn returns, unless it returns nil or an error.
+func (s *backend) locked(ctx context.Context, exclusive bool, fn func(docs) (docs, error)) error {
 	if err := s.enter(ctx); err != nil {
 		return err
 	}
 	defer s.leave()
-	if err := s.lockFile(ctx, true); err != nil {
+	if err := s.lockFile(ctx, exclusive); err != nil {
 		return err
 	}
 	defer s.unlockFile()
@@ -54,7 +48,7 @@ func (s *Store) exclusive(ctx context.Context, fn func(docs) (docs, error)) erro
 }
 
 // enter takes the in-process semaphore.
-func (s *Store) enter(ctx context.Context) error {
+func (s *backend) enter(ctx context.Context) error {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -67,12 +61,12 @@ func (s *Store) enter(ctx context.Context) error {
 	return nil
 }
 
-func (s *Store) leave() { <-s.sem }
+func (s *backend) leave() { <-s.sem }
 
 // lockFile takes the flock on the lock file, reopening the lock file first if it was removed
 // or replaced since the store opened it: a lock on a file no longer at the path excludes
 // nobody.
-func (s *Store) lockFile(ctx context.Context, exclusive bool) error {
+func (s *backend) lockFile(ctx context.Context, exclusive bool) error {
 	for {
 		if s.lock == nil {
 			f, writable, err := openLockFile(s.lockPath)
@@ -102,7 +96,7 @@ func (s *Store) lockFile(ctx context.Context, exclusive bool) error {
 }
 
 // unlockFile releases the flock. Should that fail, closing the descriptor releases it.
-func (s *Store) unlockFile() {
+func (s *backend) unlockFile() {
 	if s.lock == nil {
 		return
 	}

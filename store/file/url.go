@@ -13,13 +13,13 @@ import (
 // paths are refused: a store's meaning should not depend on the working directory of whoever
 // opens the URL.
 func init() {
-	store.RegisterOpener("file", func(_ context.Context, u *url.URL) (store.Store, error) {
+	store.Register(store.Backend{Schemes: []string{"file"}, Open: func(_ context.Context, u *url.URL) (store.Store, error) {
 		path, err := pathOf(u)
 		if err != nil {
 			return nil, err
 		}
 		return Open(path)
-	})
+	}})
 }
 
 // pathOf returns the absolute file path of a file URL.

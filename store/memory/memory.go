@@ -16,10 +16,11 @@ import (
 	"sync"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 func init() {
-	store.RegisterOpener("mem", func(_ context.Context, u *url.URL) (store.Store, error) {
+	store.Register(store.Backend{Schemes: []string{"mem"}, Open: func(_ context.Context, u *url.URL) (store.Store, error) {
 		name := storeName(u)
 		if name == "" {
 			return New(), nil
@@ -32,7 +33,7 @@ func init() {
 			named[name] = s
 		}
 		return s, nil
-	})
+	}})
 }
 
 // storeName is the name a mem URL gives its store: "mem://a/b", "mem:///a/b/" and "mem:a/b" all
@@ -50,102 +51,57 @@ var (
 )
 
 // Store is an in-memory store.Store.
-type Store struct {
+type Store struct{ *driver.Portable }
+
+// New returns an empty store.
+func New() *Store { return &Store{driver.New(&backend{docs: map[string]map[string]any{}})} }
+
+// backend is the driver.Driver behind Store.
+type backend struct {
 	mu   sync.Mutex
 	docs map[string]map[string]any
 }
 
-var _ store.Store = (*Store)(nil)
-
-// New returns an empty store.
-func New() *Store { return &Store{docs: map[string]map[string]any{}} }
-
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
-	if err := check(ctx, key); err != nil {
-		return nil, store.WrapKey("get", key, err)
-	}
+func (s *backend) Get(_ context.Context, key string) (map[string]any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	doc, ok := s.docs[key]
 	if !ok {
-		return nil, store.WrapKey("get", key, store.ErrNotFound)
+		return nil, store.ErrNotFound
 	}
-	return store.CopyDoc(doc), nil
+	return driver.CopyDoc(doc), nil
 }
 
-// Create implements store.Store.
-func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
-	if err := check(ctx, key); err != nil {
-		return store.WrapKey("create", key, err)
-	}
-	n, err := store.NormalizeDoc(doc)
-	if err != nil {
-		return store.WrapKey("create", key, err)
-	}
+func (s *backend) Create(_ context.Context, key string, doc map[string]any) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.docs[key]; ok {
-		return store.WrapKey("create", key, store.ErrExists)
+		return store.ErrExists
 	}
-	s.docs[key] = n
+	s.docs[key] = doc
 	return nil
 }
 
-// Patch implements store.Store.
-func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	if err := check(ctx, key); err != nil {
-		return store.WrapKey("patch", key, err)
-	}
-	n, err := store.NormalizeDoc(fields)
-	if err != nil {
-		return store.WrapKey("patch", key, err)
-	}
-	want, err := store.CheckCondition(cond)
-	if err != nil {
-		return store.WrapKey("patch", key, err)
-	}
+func (s *backend) Patch(_ context.Context, key string, fields map[string]any, cond *driver.Condition) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	doc, ok := s.docs[key]
-	if !ok {
-		return store.WrapKey("patch", key, store.ErrNotFound)
-	}
-	if !store.Matches(doc, cond, want) {
-		return store.WrapKey("patch", key, store.ErrConditionFailed)
+	doc, err := driver.Find(s.docs, key, cond)
+	if err != nil {
+		return err
 	}
 	// Get hands out copies, so the stored map can be updated in place.
-	for k, v := range n {
+	for k, v := range fields {
 		doc[k] = v
 	}
 	return nil
 }
 
-// Delete implements store.Store.
-func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	if err := check(ctx, key); err != nil {
-		return store.WrapKey("delete", key, err)
-	}
-	want, err := store.CheckCondition(cond)
-	if err != nil {
-		return store.WrapKey("delete", key, err)
-	}
+func (s *backend) Delete(_ context.Context, key string, cond *driver.Condition) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	doc, ok := s.docs[key]
-	if !ok {
-		return store.WrapKey("delete", key, store.ErrNotFound)
-	}
-	if !store.Matches(doc, cond, want) {
-		return store.WrapKey("delete", key, store.ErrConditionFailed)
+	if _, err := driver.Find(s.docs, key, cond); err != nil {
+		return err
 	}
 	delete(s.docs, key)
 	return nil
-}
-
-func check(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return store.CheckKey(key)
 }

@@ -11,15 +11,11 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 // DefaultTable is the table used when the URL has no table parameter.
 const DefaultTable = "leasehold_registry"
-
-// checkTable returns an error naming the table parameter when name is not a plain identifier
-// of at most 64 characters (MySQL's limit), the only names put in SQL text.
-func checkTable(name string) error { return store.CheckTableName(name, 64) }
 
 // poolConfig holds the database/sql pool settings read from the URL.
 type poolConfig struct {
@@ -42,10 +38,8 @@ func parseURL(u *url.URL) (*config, error) {
 	}
 	q := u.Query()
 	c := &config{table: DefaultTable, pool: poolConfig{maxOpen: 8, maxIdle: 8, maxLifetime: 30 * time.Minute, maxIdleTime: 5 * time.Minute}}
-	if q.Has("table") {
-		c.table = q.Get("table")
-	}
-	if err := checkTable(c.table); err != nil {
+	c.table = driver.TakeParam(q, "table", c.table)
+	if err := driver.CheckTableName(c.table, 64); err != nil { // MySQL's limit
 		return nil, err
 	}
 	for name, dst := range map[string]*int{"max_open_conns": &c.pool.maxOpen, "max_idle_conns": &c.pool.maxIdle} {

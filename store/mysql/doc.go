@@ -31,7 +31,8 @@
 // processes may do so at once).
 //
 // As a service of an application, the type Webda/MySQLStore takes the parameters url and table
-// (see [Service]); name it Registry to make it the application's Registry:
+// (when given, it replaces the URL's table parameter); name it Registry to make it the
+// application's Registry:
 //
 //	{"services": {"Registry": {"type": "Webda/MySQLStore",
 //	    "url": "mysql://app:secret@db:3306/app", "table": "leasehold_registry"}}}

@@ -13,7 +13,7 @@ import (
 // one encoder: keys as encoding/json writes them, without HTML escapes, and with a leading '-'
 // written \u002d. Both spellings decode to the same key, so readers see no difference.
 
-// encodeJSON writes a normalized value (as returned by store.Normalize) as JSON.
+// encodeJSON writes a normalized value (as the Portable store gives it, see driver.Normalize) as JSON.
 func encodeJSON(v any) []byte {
 	var b bytes.Buffer
 	writeJSON(&b, v)

@@ -14,7 +14,6 @@ func TestServiceType(t *testing.T) {
 	t.Parallel()
 	servicetest.Run(t, servicetest.Case[*Store]{
 		Type: ServiceType,
-		New:  func() servicetest.Service[*Store] { return new(Service) },
 		Setup: func(t *testing.T) (map[string]any, func(*testing.T, *Store, string)) {
 			table := tableName(t)
 			return map[string]any{"url": serverURL(t), "table": table}, func(t *testing.T, st *Store, _ string) {

@@ -21,7 +21,7 @@ func TestNotJSON(t *testing.T) {
 	s := openTest(t)
 	for i, raw := range []string{"not json", "[1,2]", "null", `"text"`, `{"a":1} trailing`, "42", ""} {
 		key := fmt.Sprintf("bad:%d", i)
-		if _, err := s.kv.Put(t.Context(), EncodeKey(key), []byte(raw)); err != nil {
+		if _, err := s.Bucket().Put(t.Context(), EncodeKey(key), []byte(raw)); err != nil {
 			t.Fatal(err)
 		}
 		cond := &store.Condition{Field: "a", Value: 1}
@@ -41,7 +41,7 @@ func TestNotJSON(t *testing.T) {
 				t.Errorf("%s of %q holding %q: %v, want %v naming the key", op, key, raw, err, want)
 			}
 		}
-		e, err := s.kv.Get(t.Context(), EncodeKey(key))
+		e, err := s.Bucket().Get(t.Context(), EncodeKey(key))
 		if err != nil || string(e.Value()) != raw {
 			t.Errorf("%q holding %q changed: %v", key, raw, err)
 		}

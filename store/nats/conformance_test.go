@@ -33,9 +33,9 @@ func TestOpenByURL(t *testing.T) {
 	if !ok {
 		t.Fatalf("store.Open(%q) returned a %T", raw, s)
 	}
-	defer ns.js.DeleteKeyValue(t.Context(), bucket)
-	if ns.kv.Bucket() != bucket {
-		t.Errorf("bucket = %q, want %q", ns.kv.Bucket(), bucket)
+	defer ns.JetStream().DeleteKeyValue(t.Context(), bucket)
+	if ns.Bucket().Bucket() != bucket {
+		t.Errorf("bucket = %q, want %q", ns.Bucket().Bucket(), bucket)
 	}
 	// Opening again finds the bucket instead of creating it.
 	s2, err := Open(t.Context(), raw+"&create_bucket=false")
@@ -63,7 +63,7 @@ func TestStoredUnderEncodedKey(t *testing.T) {
 	if err := s.Create(t.Context(), "cluster:leader", map[string]any{"holder": "a"}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := s.kv.Get(t.Context(), "cluster=3Aleader")
+	e, err := s.Bucket().Get(t.Context(), "cluster=3Aleader")
 	if err != nil {
 		t.Fatal(err)
 	}

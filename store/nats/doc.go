@@ -43,6 +43,9 @@
 // Credentials in the URL never appear in an error returned by this package, and the client
 // logs nothing.
 //
-// Importing the package registers the nats URL scheme with [store.RegisterOpener] and the
-// service type Webda/NatsStore (see [Service]) with [leasehold.RegisterServiceType].
+// Importing the package registers the nats URL scheme with [store.Register], and with it the
+// service type Webda/NatsStore, whose parameters are url and bucket (when given, it replaces
+// the URL's bucket parameter):
+//
+//	"Registry": {"type": "Webda/NatsStore", "url": "nats://127.0.0.1:4222", "bucket": "myapp"}
 package nats

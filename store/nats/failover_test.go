@@ -27,7 +27,7 @@ func TestFailover(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := direct.js.DeleteKeyValue(ctx, bucket); err != nil {
+		if err := direct.JetStream().DeleteKeyValue(ctx, bucket); err != nil {
 			t.Errorf("deleting bucket %s: %v", bucket, err)
 		}
 		direct.Close()

@@ -43,7 +43,7 @@ func openTest(t testing.TB) *Store {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := s.js.DeleteKeyValue(ctx, bucket); err != nil {
+		if err := s.JetStream().DeleteKeyValue(ctx, bucket); err != nil {
 			t.Errorf("deleting bucket %s: %v", bucket, err)
 		}
 		s.Close()

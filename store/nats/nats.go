@@ -12,7 +12,22 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
+
+// ServiceType is the service type configurations name to open a [Store] from the parameters
+// url and bucket (see the package documentation).
+const ServiceType = "Webda/NatsStore"
+
+func init() {
+	store.Register(store.Backend{
+		Schemes:     []string{"nats"},
+		Open:        driver.Opener(openURL),
+		ServiceType: ServiceType,
+		Example:     "nats://host:port[,host:port]",
+		Params:      []string{"bucket"},
+	})
+}
 
 // ErrNotJSON means a key holds a value that is not a JSON object: something other than this
 // store wrote it. The value is left as it is.
@@ -23,22 +38,26 @@ var ErrNoJetStream = errors.New("store/nats: JetStream is not enabled on the ser
 
 // Store is a store.Store on a JetStream key-value bucket. It is safe for concurrent use.
 type Store struct {
+	*driver.Portable
+	b *backend
+}
+
+// backend is the driver.Driver behind Store.
+type backend struct {
 	conn *natsgo.Conn
 	js   jetstream.JetStream
 	kv   jetstream.KeyValue
 }
 
-var _ store.Store = (*Store)(nil)
-
 // Open connects to the NATS server named by rawURL (see the package documentation for its
 // form), checks that it has JetStream and opens (or creates) the bucket.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	return store.OpenWith(ctx, "store/nats", rawURL, openURL)
+	return driver.OpenWith(ctx, "store/nats", rawURL, openURL)
 }
 
 // OpenURL is Open for a parsed URL.
 func OpenURL(ctx context.Context, u *url.URL) (*Store, error) {
-	return store.OpenURLWith(ctx, "store/nats", u, openURL)
+	return driver.OpenURLWith(ctx, "store/nats", u, openURL)
 }
 
 // openURL is OpenURL for store.Open, which names the URL in its errors itself.
@@ -59,15 +78,15 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store/nats: connect to %s: %w", cfg.addrs, scrub(err, u))
 	}
-	s := &Store{conn: conn}
+	s := &backend{conn: conn}
 	if err := s.openBucket(ctx, cfg); err != nil {
 		conn.Close()
 		return nil, scrub(err, u)
 	}
-	return s, nil
+	return &Store{Portable: driver.New(s), b: s}, nil
 }
 
-func (s *Store) openBucket(ctx context.Context, cfg *config) error {
+func (s *backend) openBucket(ctx context.Context, cfg *config) error {
 	js, err := jetstream.New(s.conn)
 	if err != nil {
 		return fmt.Errorf("store/nats: %w", err)
@@ -105,73 +124,48 @@ func (s *Store) openBucket(ctx context.Context, cfg *config) error {
 }
 
 // Close closes the connection to the server.
-func (s *Store) Close() error {
+func (s *backend) Close() error {
 	s.conn.Close()
 	return nil
 }
 
 // Bucket returns the key-value bucket, for diagnostics and tests.
-func (s *Store) Bucket() jetstream.KeyValue { return s.kv }
+func (s *Store) Bucket() jetstream.KeyValue { return s.b.kv }
 
 // JetStream returns the JetStream context, for diagnostics and tests.
-func (s *Store) JetStream() jetstream.JetStream { return s.js }
+func (s *Store) JetStream() jetstream.JetStream { return s.b.js }
 
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return nil, store.WrapKey("get", key, err)
-	}
+func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
 	e, err := s.kv.Get(ctx, EncodeKey(key))
 	if err != nil {
-		return nil, store.WrapKey("get", key, connErr(notFound(err)))
+		return nil, connErr(notFound(err))
 	}
-	doc, err := decode(e.Value())
-	return doc, store.WrapKey("get", key, err)
+	return decode(e.Value())
 }
 
-// Create implements store.Store.
-func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("create", key, err)
-	}
-	n, err := store.NormalizeDoc(doc)
+func (s *backend) Create(ctx context.Context, key string, doc map[string]any) error {
+	b, err := json.Marshal(doc)
 	if err != nil {
-		return store.WrapKey("create", key, err)
-	}
-	b, err := json.Marshal(n)
-	if err != nil {
-		return store.WrapKey("create", key, fmt.Errorf("%w: %v", store.ErrInvalid, err))
+		return fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
 	_, err = s.kv.Create(ctx, EncodeKey(key), b)
 	if isConflict(err) {
-		return store.WrapKey("create", key, store.Wrap(store.ErrExists, err))
+		return driver.Wrap(store.ErrExists, err)
 	}
-	return store.WrapKey("create", key, connErr(err))
+	return connErr(err)
 }
 
-// Patch implements store.Store.
-func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("patch", key, err)
-	}
-	n, err := store.NormalizeDoc(fields)
-	if err != nil {
-		return store.WrapKey("patch", key, err)
-	}
-	return store.WrapKey("patch", key, connErr(s.write(ctx, key, cond, n)))
+func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, cond *driver.Condition) error {
+	return connErr(s.write(ctx, key, cond, fields))
 }
 
-// Delete implements store.Store.
-func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("delete", key, err)
-	}
-	return store.WrapKey("delete", key, connErr(s.write(ctx, key, cond, nil)))
+func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition) error {
+	return connErr(s.write(ctx, key, cond, nil))
 }
 
 // write reads the entry, checks cond and writes the patched document (or a delete marker, when
-// fields is nil) on the revision it read; see store.ReadCheckWrite.
-func (s *Store) write(ctx context.Context, key string, cond *store.Condition, fields map[string]any) error {
+// fields is nil) on the revision it read; see driver.ReadCheckWrite.
+func (s *backend) write(ctx context.Context, key string, cond *driver.Condition, fields map[string]any) error {
 	k := EncodeKey(key)
 	read := func() (map[string]any, uint64, error) {
 		e, err := s.kv.Get(ctx, k)
@@ -193,7 +187,7 @@ func (s *Store) write(ctx context.Context, key string, cond *store.Condition, fi
 		}
 		return false, err
 	}
-	return store.ReadCheckWrite(ctx, cond, fields, read, write)
+	return driver.ReadCheckWrite(ctx, cond, fields, read, write)
 }
 
 // isConflict reports whether err is JetStream's "wrong last sequence": the key's revision is not
@@ -221,10 +215,10 @@ func connErr(err error) error {
 
 func notFound(err error) error {
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-		return store.Wrap(store.ErrNotFound, err)
+		return driver.Wrap(store.ErrNotFound, err)
 	}
 	return err
 }
 
 // decode reads a stored document, refusing anything but a JSON object with ErrNotJSON.
-func decode(raw []byte) (map[string]any, error) { return store.DecodeObject(raw, ErrNotJSON) }
+func decode(raw []byte) (map[string]any, error) { return driver.DecodeObject(raw, ErrNotJSON) }

@@ -19,7 +19,6 @@ func TestServiceType(t *testing.T) {
 	t.Parallel()
 	servicetest.Run(t, servicetest.Case[*Store]{
 		Type: ServiceType,
-		New:  func() servicetest.Service[*Store] { return new(Service) },
 		Setup: func(t *testing.T) (map[string]any, func(*testing.T, *Store, string)) {
 			raw, bucket := serverURL(t)
 			u, _ := url.Parse(raw)
@@ -78,7 +77,7 @@ func deleteBucket(t *testing.T, raw, bucket string) {
 		return
 	}
 	defer s.Close()
-	if err := s.js.DeleteKeyValue(ctx, bucket); err != nil {
+	if err := s.JetStream().DeleteKeyValue(ctx, bucket); err != nil {
 		t.Errorf("deleting bucket %s: %v", bucket, err)
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 // DefaultBucket is the bucket used when the URL has no bucket parameter.
@@ -52,9 +54,7 @@ func parseConfig(u *url.URL) (*config, error) {
 		dialTimeout: 5 * time.Second,
 		addrs:       u.Host,
 	}
-	if q.Has("bucket") {
-		c.bucket.Bucket = q.Get("bucket")
-	}
+	c.bucket.Bucket = driver.TakeParam(q, "bucket", c.bucket.Bucket)
 	if !validBucket(c.bucket.Bucket) {
 		return nil, fmt.Errorf("store/nats: URL parameter \"bucket\": %q is not a bucket name (letters, digits, '-' and '_')", c.bucket.Bucket)
 	}

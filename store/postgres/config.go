@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 // DefaultTable is the table used when the URL has no table parameter.
@@ -17,10 +17,6 @@ const DefaultTable = "leasehold_registry"
 // defaultConnectTimeout bounds a connection attempt when the URL sets no connect_timeout: without
 // it, a host that drops packets would hold Open until the operating system gives up.
 const defaultConnectTimeout = 10 * time.Second
-
-// checkTable returns an error naming the table parameter when name is not a plain identifier
-// of at most 63 characters (PostgreSQL's NAMEDATALEN - 1), the only names put in SQL text.
-func checkTable(name string) error { return store.CheckTableName(name, 63) }
 
 // parseURL turns a postgres:// URL into a pgxpool configuration and the table name. The
 // password is kept out of the string pgx parses, so that no parse error can quote it.
@@ -31,12 +27,9 @@ func parseURL(u *url.URL) (*pgxpool.Config, string, error) {
 		return nil, "", fmt.Errorf("scheme %q is not postgres or postgresql", u.Scheme)
 	}
 	q := u.Query()
-	table := DefaultTable
-	if q.Has("table") {
-		table = q.Get("table")
-		q.Del("table")
-	}
-	if err := checkTable(table); err != nil {
+	// 63: PostgreSQL's NAMEDATALEN - 1.
+	table := driver.TakeParam(q, "table", DefaultTable)
+	if err := driver.CheckTableName(table, 63); err != nil {
 		return nil, "", err
 	}
 	password, hasPassword := "", false

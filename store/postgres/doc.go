@@ -22,7 +22,8 @@
 // Open connects, and creates the table if it is missing (several processes may do so at once).
 //
 // As a service of an application, the type Webda/PostgresStore takes the parameters url and
-// table (see [Service]); name it Registry to make it the application's Registry:
+// table (when given, it replaces the URL's table parameter); name it Registry to make it the
+// application's Registry:
 //
 //	{"services": {"Registry": {"type": "Webda/PostgresStore",
 //	    "url": "postgres://app@db:5432/app?sslmode=require", "table": "leasehold_registry"}}}

@@ -13,24 +13,37 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
+// ServiceType is the service type configurations name to open a [Store] from the parameters
+// url and table (see the package documentation).
+const ServiceType = "Webda/PostgresStore"
+
 func init() {
-	open := func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) }
-	store.RegisterOpener("postgres", open)
-	store.RegisterOpener("postgresql", open)
+	store.Register(store.Backend{
+		Schemes:     []string{"postgres", "postgresql"},
+		Open:        driver.Opener(openURL),
+		ServiceType: ServiceType,
+		Example:     "postgres://user@host:5432/database",
+		Params:      []string{"table"},
+	})
 }
 
 // Store is a store.Store kept in one PostgreSQL table. It is safe for concurrent use; Close
 // releases its connections.
 type Store struct {
+	*driver.Portable
+	b *backend
+}
+
+// backend is the driver.Driver behind Store.
+type backend struct {
 	pool  *pgxpool.Pool
 	conns *connTracker
 	table string // as given, for messages
 	q     queries
 }
-
-var _ store.Store = (*Store)(nil)
 
 // queries holds the statements, built once with the quoted table name.
 type queries struct {
@@ -54,7 +67,7 @@ func newQueries(table string) queries {
 // Open connects to the PostgreSQL server named by rawURL and creates the table if it is
 // missing. The URL's parameters are described in the package documentation.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	return store.OpenWith(ctx, "postgres", rawURL, openURL)
+	return driver.OpenWith(ctx, "postgres", rawURL, openURL)
 }
 
 // openURL returns errors without the URL: its callers add the redacted URL.
@@ -73,7 +86,7 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config, table string) (*Store,
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{pool: pool, conns: conns, table: table, q: newQueries(table)}
+	s := &backend{pool: pool, conns: conns, table: table, q: newQueries(table)}
 	// pgxpool connects lazily: Ping makes a server that cannot be reached fail here, with pgx's
 	// "failed to connect" error rather than under the table's creation.
 	if err := pool.Ping(ctx); err != nil {
@@ -84,7 +97,7 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config, table string) (*Store,
 		pool.Close()
 		return nil, err
 	}
-	return s, nil
+	return &Store{Portable: driver.New(s), b: s}, nil
 }
 
 // createTable creates the table if it is missing. CREATE TABLE IF NOT EXISTS is not safe against
@@ -92,7 +105,7 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config, table string) (*Store,
 // the loser fails on a unique index of the catalog (pg_type's, SQLSTATE 23505), on the row
 // type's name (42710, duplicate_object) or with 42P07.
 // The loser's second attempt sees the table and does nothing.
-func (s *Store) createTable(ctx context.Context) error {
+func (s *backend) createTable(ctx context.Context) error {
 	stmt := `CREATE TABLE IF NOT EXISTS ` + pgx.Identifier{s.table}.Sanitize() + ` (id text PRIMARY KEY, doc jsonb NOT NULL)`
 	var err error
 	for range 3 {
@@ -110,7 +123,7 @@ func (s *Store) createTable(ctx context.Context) error {
 // Close closes the store's connections. It waits for the operations in progress for a second,
 // then closes their connections under them (they fail), so that it returns promptly even when
 // the network to the server is cut.
-func (s *Store) Close() error {
+func (s *backend) Close() error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -129,18 +142,14 @@ func (s *Store) Close() error {
 }
 
 // Table returns the name of the store's table.
-func (s *Store) Table() string { return s.table }
+func (s *Store) Table() string { return s.b.table }
 
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return nil, store.WrapKey("get", key, err)
-	}
+func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
 	doc, err := s.get(ctx, key)
-	return doc, s.wrap(ctx, "get", key, err)
+	return doc, s.explain(ctx, err)
 }
 
-func (s *Store) get(ctx context.Context, key string) (map[string]any, error) {
+func (s *backend) get(ctx context.Context, key string) (map[string]any, error) {
 	var raw []byte
 	err := s.pool.QueryRow(ctx, s.q.get, key).Scan(&raw)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -149,147 +158,92 @@ func (s *Store) get(ctx context.Context, key string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.decode(raw)
-}
-
-// decode reads a stored document. A row that is not a JSON object (written by another program)
-// is an error naming the table; the caller adds the key.
-func (s *Store) decode(raw []byte) (map[string]any, error) {
-	var doc map[string]any
-	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
-		what := "not a JSON object"
-		if !json.Valid(raw) {
-			what = "not valid JSON"
-		}
-		return nil, fmt.Errorf("postgres: the document in table %s is %s: %.60q", s.table, what, raw)
+	doc, err := driver.DecodeRow("postgres", s.table, raw)
+	if err != nil {
+		return nil, err
 	}
 	return unescapeValue(doc).(map[string]any), nil
 }
 
-// Create implements store.Store with INSERT ... ON CONFLICT DO NOTHING: it never overwrites, and
-// of concurrent creators exactly one inserts a row.
-func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("create", key, err)
-	}
-	b, err := encodeDoc(doc)
+// Create uses INSERT ... ON CONFLICT DO NOTHING: it never overwrites, and of concurrent
+// creators exactly one inserts a row.
+func (s *backend) Create(ctx context.Context, key string, doc map[string]any) error {
+	b, err := encodeJSON(doc)
 	if err != nil {
-		return store.WrapKey("create", key, err)
+		return err
 	}
 	tag, err := s.pool.Exec(ctx, s.q.create, key, b)
-	if err != nil {
-		return s.wrap(ctx, "create", key, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return store.WrapKey("create", key, store.ErrExists)
-	}
-	return nil
+	return driver.Inserted(tag.RowsAffected(), s.explain(ctx, err))
 }
 
-// Patch implements store.Store with one UPDATE whose WHERE clause carries the condition, so the
-// check and the write are one atomic step: PostgreSQL re-evaluates the WHERE clause on the
-// latest version of a row that a concurrent transaction changed.
-//
-// When the UPDATE changes no row, the store reads the row to tell why: no row is ErrNotFound, a
-// row that does not meet the condition is ErrConditionFailed. Both answers are true at the
-// instant of that read, which lies within the call, and the call had no effect: this is where
-// it takes effect. If the row read does meet the condition (a concurrent writer changed it
-// between the two statements), the UPDATE is run again, as the call has not taken effect yet.
-func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("patch", key, err)
-	}
-	b, err := encodeDoc(fields)
+// Patch is one UPDATE whose WHERE clause carries the condition, so the check and the write are
+// one atomic step: PostgreSQL re-evaluates the WHERE clause on the latest version of a row that
+// a concurrent transaction changed. When it changes no row, driver.WriteOrExplain tells why.
+func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, cond *driver.Condition) error {
+	b, err := encodeJSON(fields)
 	if err != nil {
-		return store.WrapKey("patch", key, err)
+		return err
 	}
-	want, wantJSON, err := encodeCondition(cond)
+	if cond == nil {
+		return s.write(ctx, key, nil, s.q.patch, key, b)
+	}
+	want, err := encodeCondition(cond)
 	if err != nil {
-		return store.WrapKey("patch", key, err)
+		return err
 	}
-	return s.write(ctx, "patch", key, cond, want, func() (pgconn.CommandTag, error) {
-		if cond == nil {
-			return s.pool.Exec(ctx, s.q.patch, key, b)
-		}
-		return s.pool.Exec(ctx, s.q.patchIf, key, b, escapeString(cond.Field), wantJSON)
-	})
+	return s.write(ctx, key, cond, s.q.patchIf, key, b, escapeString(cond.Field), want)
 }
 
-// Delete implements store.Store with one DELETE, under the same rules as Patch.
-func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("delete", key, err)
+// Delete is one DELETE, under the same rules as Patch.
+func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition) error {
+	if cond == nil {
+		return s.write(ctx, key, nil, s.q.del, key)
 	}
-	want, wantJSON, err := encodeCondition(cond)
+	want, err := encodeCondition(cond)
 	if err != nil {
-		return store.WrapKey("delete", key, err)
+		return err
 	}
-	return s.write(ctx, "delete", key, cond, want, func() (pgconn.CommandTag, error) {
-		if cond == nil {
-			return s.pool.Exec(ctx, s.q.del, key)
-		}
-		return s.pool.Exec(ctx, s.q.delIf, key, escapeString(cond.Field), wantJSON)
-	})
+	return s.write(ctx, key, cond, s.q.delIf, key, escapeString(cond.Field), want)
 }
 
-// write runs a conditional Patch or Delete statement with exec; see store.WriteOrExplain for
-// what it does when the statement changes no row.
-func (s *Store) write(ctx context.Context, op, key string, cond *store.Condition, want any, exec func() (pgconn.CommandTag, error)) error {
-	return store.WriteOrExplain(op, key, cond, want,
+// write runs a conditional Patch or Delete statement; see driver.WriteOrExplain for what it does
+// when the statement changes no row.
+func (s *backend) write(ctx context.Context, key string, cond *driver.Condition, stmt string, args ...any) error {
+	return driver.WriteOrExplain(cond,
 		func() (int64, error) {
-			tag, err := exec()
+			tag, err := s.pool.Exec(ctx, stmt, args...)
 			return tag.RowsAffected(), err
 		},
 		func() (map[string]any, error) { return s.get(ctx, key) },
-		func(err error) error { return s.wrap(ctx, op, key, err) })
+		func(err error) error { return s.explain(ctx, err) })
 }
 
-// wrap adds the key to err, and the context's error when the context ended the operation, so
-// that errors.Is finds context.Canceled or DeadlineExceeded whatever pgx reported.
-func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
-	if err == nil {
-		return nil
+// explain adds the context's error and the table to err (see driver.TableError); an error of
+// an operation its context ended keeps pgx's own text.
+func (s *backend) explain(ctx context.Context, err error) error {
+	err = driver.ContextError(ctx, err)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w: %w", cerr, err)
-	}
-	if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) {
-			err = fmt.Errorf("postgres: table %s: %w", s.table, err)
-		}
-	}
-	return store.WrapKey(op, key, err)
+	return driver.TableError[*pgconn.PgError](ctx, err, "postgres", s.table)
 }
 
-// encodeDoc normalizes and escapes a document and returns its JSON text.
-func encodeDoc(doc map[string]any) (string, error) {
-	n, err := store.NormalizeDoc(doc)
-	if err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(escapeValue(n))
+// encodeJSON escapes a normalized value (see nul.go) and returns its JSON text.
+func encodeJSON(v any) (string, error) {
+	b, err := json.Marshal(escapeValue(v))
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
 	return string(b), nil
 }
 
-// encodeCondition returns the condition's normalized value (for store.Matches) and its escaped
-// JSON text (for the statement).
-func encodeCondition(cond *store.Condition) (any, string, error) {
-	want, err := store.CheckCondition(cond)
-	if err != nil || cond == nil {
-		return nil, "", err
-	}
-	// escapeValue changes maps in place; want is store.Matches' copy, so escape another one.
-	again, err := store.Normalize(want)
+// encodeCondition returns the escaped JSON text of the condition's value. escapeValue changes
+// maps in place, and cond.Value is what driver.WriteOrExplain compares the unescaped row with:
+// another copy is escaped.
+func encodeCondition(cond *driver.Condition) (string, error) {
+	v, err := driver.Normalize(cond.Value)
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
-	b, err := json.Marshal(escapeValue(again))
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: %v", store.ErrInvalid, err)
-	}
-	return want, string(b), nil
+	return encodeJSON(v)
 }

@@ -241,4 +241,4 @@ func TestCutConnection(t *testing.T) {
 }
 
 // pool returns the pool of a store, for tests writing rows the store would not write.
-func (s *Store) rawPool() *pgxpool.Pool { return s.pool }
+func (s *Store) rawPool() *pgxpool.Pool { return s.b.pool }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
@@ -22,7 +23,7 @@ func TestNotJSON(t *testing.T) {
 	s := openTest(t)
 	for i, raw := range []string{"not json", "[1,2]", "null", `"text"`, `{"a":1} trailing`, `{"a":}`, "42"} {
 		key := fmt.Sprintf("bad:%d", i)
-		if err := s.client.Set(t.Context(), s.prefix+key, raw, 0).Err(); err != nil {
+		if err := s.Client().Set(t.Context(), s.Prefix()+key, raw, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		cond := &store.Condition{Field: "a", Value: 1}
@@ -42,7 +43,7 @@ func TestNotJSON(t *testing.T) {
 				t.Errorf("%s of %q holding %q: %v, want %v naming the key", op, key, raw, err, want)
 			}
 		}
-		if got, err := s.client.Get(t.Context(), s.prefix+key).Result(); err != nil || got != raw {
+		if got, err := s.Client().Get(t.Context(), s.Prefix()+key).Result(); err != nil || got != raw {
 			t.Errorf("%q holding %q now holds %q (%v)", key, raw, got, err)
 		}
 	}
@@ -52,7 +53,7 @@ func TestNotJSON(t *testing.T) {
 func TestWrongType(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
-	if err := s.client.HSet(t.Context(), s.prefix+"h", "a", "1").Err(); err != nil {
+	if err := s.Client().HSet(t.Context(), s.Prefix()+"h", "a", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Get(t.Context(), "h"); err == nil || !strings.Contains(err.Error(), `"h"`) {
@@ -117,10 +118,13 @@ func TestCredentialsNotShown(t *testing.T) {
 			t.Errorf("T4: the error shows the password: %v", err)
 		}
 		t.Logf("error: %v", err)
-		var svc Service
+		svc, err := leasehold.NewURLStore(ServiceType)
+		if err != nil {
+			t.Fatal(err)
+		}
 		svc.URL = u.String()
 		if err := svc.Init(t.Context(), nil); err == nil || strings.Contains(err.Error(), "hunter2secret") {
-			t.Errorf("T4: Service.Init: %v", err)
+			t.Errorf("T4: the service's Init: %v", err)
 		}
 	}
 	if strings.Contains(logs.String(), "hunter2secret") {

@@ -25,8 +25,11 @@
 // Operations honour their context's deadline on the wire (go-redis ContextTimeoutEnabled), so a
 // cut connection fails by the deadline even when read_timeout is longer. Open pings the server.
 //
-// Importing the package registers the redis and rediss URL schemes with [store.RegisterOpener]
-// and the service type Webda/RedisStore (see [Service]) with [leasehold.RegisterServiceType].
+// Importing the package registers the redis and rediss URL schemes with [store.Register], and
+// with them the service type Webda/RedisStore, whose parameters are url and prefix (when given,
+// it replaces the URL's prefix parameter; "" means no prefix):
+//
+//	"Registry": {"type": "Webda/RedisStore", "url": "redis://127.0.0.1:6379/0", "prefix": "myapp:"}
 //
 // Credentials in the URL never appear in an error returned by this package.
 package redis

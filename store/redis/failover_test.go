@@ -25,9 +25,9 @@ func TestFailover(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		ctx := context.Background()
-		iter := direct.client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		iter := direct.Client().Scan(ctx, 0, prefix+"*", 1000).Iterator()
 		for iter.Next(ctx) {
-			direct.client.Del(ctx, iter.Val())
+			direct.Client().Del(ctx, iter.Val())
 		}
 		if err := iter.Err(); err != nil {
 			t.Errorf("cleaning up %s*: %v", prefix, err)

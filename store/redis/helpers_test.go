@@ -37,9 +37,9 @@ func openTest(t testing.TB) *Store {
 	}
 	t.Cleanup(func() {
 		ctx := context.Background()
-		iter := s.client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		iter := s.Client().Scan(ctx, 0, prefix+"*", 1000).Iterator()
 		for iter.Next(ctx) {
-			s.client.Del(ctx, iter.Val())
+			s.Client().Del(ctx, iter.Val())
 		}
 		if err := iter.Err(); err != nil {
 			t.Errorf("cleaning up %s*: %v", prefix, err)

@@ -10,7 +10,22 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
+
+// ServiceType is the service type configurations name to open a [Store] from the parameters
+// url and prefix (see the package documentation).
+const ServiceType = "Webda/RedisStore"
+
+func init() {
+	store.Register(store.Backend{
+		Schemes:     []string{"redis", "rediss"},
+		Open:        driver.Opener(openURL),
+		ServiceType: ServiceType,
+		Example:     "redis://host:port/db",
+		Params:      []string{"prefix"},
+	})
+}
 
 // DefaultPrefix is the key prefix used when the URL has no prefix parameter.
 const DefaultPrefix = "leasehold:"
@@ -21,21 +36,25 @@ var ErrNotJSON = errors.New("store/redis: value is not a JSON object")
 
 // Store is a store.Store on one Redis database. It is safe for concurrent use.
 type Store struct {
+	*driver.Portable
+	b *backend
+}
+
+// backend is the driver.Driver behind Store.
+type backend struct {
 	client *goredis.Client
 	prefix string
 }
 
-var _ store.Store = (*Store)(nil)
-
 // Open connects to the Redis server named by rawURL (see the package documentation for its
 // form) and pings it.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	return store.OpenWith(ctx, "store/redis", rawURL, openURL)
+	return driver.OpenWith(ctx, "store/redis", rawURL, openURL)
 }
 
 // OpenURL is Open for a parsed URL.
 func OpenURL(ctx context.Context, u *url.URL) (*Store, error) {
-	return store.OpenURLWith(ctx, "store/redis", u, openURL)
+	return driver.OpenURLWith(ctx, "store/redis", u, openURL)
 }
 
 // openURL is OpenURL for store.Open, which names the URL in its errors itself.
@@ -44,94 +63,69 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{client: goredis.NewClient(opts), prefix: prefix}
+	s := &backend{client: goredis.NewClient(opts), prefix: prefix}
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		s.client.Close()
 		return nil, fmt.Errorf("store/redis: ping %s: %w", opts.Addr, store.RedactError(err, u))
 	}
-	return s, nil
+	return &Store{Portable: driver.New(s), b: s}, nil
 }
 
 // Close closes the connections to the server.
-func (s *Store) Close() error { return s.client.Close() }
+func (s *backend) Close() error { return s.client.Close() }
 
 // Prefix returns the prefix put before every key.
-func (s *Store) Prefix() string { return s.prefix }
+func (s *Store) Prefix() string { return s.b.prefix }
 
 // Client returns the underlying go-redis client, for diagnostics and tests.
-func (s *Store) Client() *goredis.Client { return s.client }
+func (s *Store) Client() *goredis.Client { return s.b.client }
 
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return nil, store.WrapKey("get", key, err)
-	}
+func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
 	raw, err := s.client.Get(ctx, s.prefix+key).Bytes()
 	if errors.Is(err, goredis.Nil) {
-		return nil, store.WrapKey("get", key, store.ErrNotFound)
+		return nil, store.ErrNotFound
 	}
 	if err != nil {
-		return nil, store.WrapKey("get", key, err)
+		return nil, err
 	}
-	doc, err := decode(raw)
-	return doc, store.WrapKey("get", key, err)
+	return decode(raw)
 }
 
-// Create implements store.Store.
-func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("create", key, err)
-	}
-	n, err := store.NormalizeDoc(doc)
+func (s *backend) Create(ctx context.Context, key string, doc map[string]any) error {
+	b, err := json.Marshal(doc)
 	if err != nil {
-		return store.WrapKey("create", key, err)
-	}
-	b, err := json.Marshal(n)
-	if err != nil {
-		return store.WrapKey("create", key, fmt.Errorf("%w: %v", store.ErrInvalid, err))
+		return fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
 	err = s.client.SetArgs(ctx, s.prefix+key, b, goredis.SetArgs{Mode: "NX"}).Err()
 	if errors.Is(err, goredis.Nil) {
-		return store.WrapKey("create", key, store.ErrExists)
+		return store.ErrExists
 	}
-	return store.WrapKey("create", key, err)
+	return err
 }
 
-// Patch implements store.Store.
-func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("patch", key, err)
-	}
-	n, err := store.NormalizeDoc(fields)
-	if err != nil {
-		return store.WrapKey("patch", key, err)
-	}
+func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, cond *driver.Condition) error {
 	args, err := conditionArgs("patch", cond)
 	if err != nil {
-		return store.WrapKey("patch", key, err)
+		return err
 	}
-	for k, v := range n {
+	for k, v := range fields {
 		name, _ := json.Marshal(k) // a string always encodes
 		value, err := json.Marshal(v)
 		if err != nil {
-			return store.WrapKey("patch", key, fmt.Errorf("%w: field %q: %v", store.ErrInvalid, k, err))
+			return fmt.Errorf("%w: field %q: %v", store.ErrInvalid, k, err)
 		}
 		args = append(args, name, value)
 	}
-	return store.WrapKey("patch", key, s.run(ctx, key, cond, args))
+	return s.run(ctx, key, cond, args)
 }
 
-// Delete implements store.Store.
-func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("delete", key, err)
-	}
+func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition) error {
 	args, err := conditionArgs("delete", cond)
 	if err != nil {
-		return store.WrapKey("delete", key, err)
+		return err
 	}
-	return store.WrapKey("delete", key, s.run(ctx, key, cond, args))
+	return s.run(ctx, key, cond, args)
 }
 
 // decode reads a stored document, refusing anything but a JSON object with ErrNotJSON.
-func decode(raw []byte) (map[string]any, error) { return store.DecodeObject(raw, ErrNotJSON) }
+func decode(raw []byte) (map[string]any, error) { return driver.DecodeObject(raw, ErrNotJSON) }

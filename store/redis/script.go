@@ -9,6 +9,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 //go:embed script.lua
@@ -20,23 +21,19 @@ var scriptSource string
 var writeScript = goredis.NewScript(scriptSource)
 
 // conditionArgs returns the script's arguments up to the patch's fields.
-func conditionArgs(op string, cond *store.Condition) ([]any, error) {
-	want, err := store.CheckCondition(cond)
-	if err != nil {
-		return nil, err
-	}
+func conditionArgs(op string, cond *driver.Condition) ([]any, error) {
 	if cond == nil {
 		return []any{op, "0", "", ""}, nil
 	}
 	field, _ := json.Marshal(cond.Field)
-	value, err := json.Marshal(want)
+	value, err := json.Marshal(cond.Value)
 	if err != nil {
 		return nil, fmt.Errorf("%w: condition on %q: %v", store.ErrInvalid, cond.Field, err)
 	}
 	return []any{op, "1", field, value}, nil
 }
 
-func (s *Store) run(ctx context.Context, key string, cond *store.Condition, args []any) error {
+func (s *backend) run(ctx context.Context, key string, cond *driver.Condition, args []any) error {
 	res, err := writeScript.Run(ctx, s.client, []string{s.prefix + key}, args...).Text()
 	if err != nil {
 		return err

@@ -56,7 +56,7 @@ func TestScriptCompare(t *testing.T) {
 	}
 	for _, c := range cases {
 		key := "cmp:" + c.field
-		if err := s.client.Set(t.Context(), s.prefix+key, raw, 0).Err(); err != nil {
+		if err := s.Client().Set(t.Context(), s.Prefix()+key, raw, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
 		err := s.Patch(t.Context(), key, map[string]any{"touched": true}, &store.Condition{Field: c.field, Value: c.value})
@@ -67,7 +67,7 @@ func TestScriptCompare(t *testing.T) {
 			if !errors.Is(err, store.ErrConditionFailed) {
 				t.Errorf("T2: Patch with %s == %#v: got %v, want ErrConditionFailed", c.field, c.value, err)
 			}
-			got, _ := s.client.Get(t.Context(), s.prefix+key).Result()
+			got, _ := s.Client().Get(t.Context(), s.Prefix()+key).Result()
 			if got != raw {
 				t.Errorf("T2: failed Patch with %s == %#v changed the document to %s", c.field, c.value, got)
 			}
@@ -104,14 +104,14 @@ func TestScriptPatchKeepsText(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
 	const raw = `{"pi":3.141592653589793,"big":123456789012345678,"a":[],"o":{},"d":1,"d":2,"s":"x\/y"}`
-	if err := s.client.Set(t.Context(), s.prefix+"k", raw, 0).Err(); err != nil {
+	if err := s.Client().Set(t.Context(), s.Prefix()+"k", raw, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	err := s.Patch(t.Context(), "k", map[string]any{"d": 3, "new": nil, "tiny": math.SmallestNonzeroFloat64}, &store.Condition{Field: "d", Value: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.client.Get(t.Context(), s.prefix+"k").Result()
+	got, err := s.Client().Get(t.Context(), s.Prefix()+"k").Result()
 	if err != nil {
 		t.Fatal(err)
 	}

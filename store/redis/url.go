@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 // parseOptions turns a store URL into go-redis options and the key prefix. Its errors never
@@ -20,11 +21,7 @@ func parseOptions(u *url.URL) (*goredis.Options, string, error) {
 		return nil, "", fmt.Errorf("store/redis: URL scheme %q is not redis or rediss", u.Scheme)
 	}
 	q := u.Query()
-	prefix := DefaultPrefix
-	if q.Has("prefix") {
-		prefix = q.Get("prefix")
-		q.Del("prefix")
-	}
+	prefix := driver.TakeParam(q, "prefix", DefaultPrefix)
 	c := *u
 	c.Scheme = scheme
 	c.RawQuery = q.Encode()

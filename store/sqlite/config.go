@@ -8,15 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 // DefaultTable is the table used when the URL has no table parameter.
 const DefaultTable = "leasehold_registry"
-
-// checkTable returns an error naming the table parameter when name is not a plain identifier
-// of at most 64 characters (as MySQL's: SQLite has none), the only names put in SQL text.
-func checkTable(name string) error { return store.CheckTableName(name, 64) }
 
 type config struct {
 	path        string
@@ -49,10 +45,8 @@ func parseURL(u *url.URL) (*config, error) {
 			return nil, fmt.Errorf("unknown parameter %q (known: table, busy_timeout, synchronous, max_open_conns)", name)
 		}
 	}
-	if q.Has("table") {
-		c.table = q.Get("table")
-	}
-	if err := checkTable(c.table); err != nil {
+	c.table = driver.TakeParam(q, "table", c.table)
+	if err := driver.CheckTableName(c.table, 64); err != nil { // as MySQL's: SQLite has no limit
 		return nil, err
 	}
 	if v := q.Get("busy_timeout"); v != "" {

@@ -29,7 +29,8 @@
 // may do so at once.
 //
 // As a service of an application, the type Webda/SQLiteStore takes the parameters url and table
-// (see [Service]); name it Registry to make it the application's Registry:
+// (when given, it replaces the URL's table parameter); name it Registry to make it the
+// application's Registry:
 //
 //	{"services": {"Registry": {"type": "Webda/SQLiteStore", "url": "sqlite:///var/lib/app/registry.db"}}}
 //

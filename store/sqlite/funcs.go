@@ -1,13 +1,13 @@
 package sqlite
 
 import (
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"encoding/json"
 	"fmt"
 
 	"modernc.org/sqlite"
 
-	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 // The SQL functions the statements use; see the package documentation. They are registered
@@ -20,7 +20,7 @@ func init() {
 // docMatches(doc, field, want) is 1 when doc is a JSON object whose field equals the JSON value
 // want, or, with a NULL field, when doc is a JSON object; 0 otherwise, a document that is not
 // JSON included (the store then reads the row and reports it).
-func docMatches(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+func docMatches(_ *sqlite.FunctionContext, args []sqldriver.Value) (sqldriver.Value, error) {
 	doc, ok := decodeObject(args[0])
 	if !ok {
 		return int64(0), nil
@@ -40,7 +40,7 @@ func docMatches(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, e
 	if err := json.Unmarshal([]byte(raw), &want); err != nil {
 		return nil, fmt.Errorf("leasehold_doc_matches: value: %v", err)
 	}
-	if store.Matches(doc, &store.Condition{Field: field}, want) {
+	if driver.Matches(doc, &driver.Condition{Field: field, Value: want}) {
 		return int64(1), nil
 	}
 	return int64(0), nil
@@ -48,7 +48,7 @@ func docMatches(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, e
 
 // docPatch(doc, fields) returns doc with the top-level fields of the JSON object fields set,
 // replaced whole. The UPDATE runs it only on rows docMatches accepted, so doc is an object.
-func docPatch(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+func docPatch(_ *sqlite.FunctionContext, args []sqldriver.Value) (sqldriver.Value, error) {
 	doc, ok := decodeObject(args[0])
 	if !ok {
 		return nil, fmt.Errorf("leasehold_doc_patch: the document is not a JSON object")
@@ -67,7 +67,7 @@ func docPatch(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, err
 	return string(b), nil
 }
 
-func text(v driver.Value) (string, bool) {
+func text(v sqldriver.Value) (string, bool) {
 	switch x := v.(type) {
 	case string:
 		return x, true
@@ -77,7 +77,7 @@ func text(v driver.Value) (string, bool) {
 	return "", false
 }
 
-func decodeObject(v driver.Value) (map[string]any, bool) {
+func decodeObject(v sqldriver.Value) (map[string]any, bool) {
 	s, ok := text(v)
 	if !ok {
 		return nil, false

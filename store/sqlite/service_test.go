@@ -16,7 +16,6 @@ func TestServiceType(t *testing.T) {
 	dir := t.TempDir()
 	servicetest.Run(t, servicetest.Case[*Store]{
 		Type: ServiceType,
-		New:  func() servicetest.Service[*Store] { return new(Service) },
 		Setup: func(t *testing.T) (map[string]any, func(*testing.T, *Store, string)) {
 			return map[string]any{"url": fileURL(t, ""), "table": "mine"}, func(t *testing.T, st *Store, _ string) {
 				if got := st.Table(); got != "mine" {

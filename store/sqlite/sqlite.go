@@ -12,23 +12,38 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
+// ServiceType is the service type configurations name to open a [Store] from the parameters
+// url and table (see the package documentation).
+const ServiceType = "Webda/SQLiteStore"
+
 func init() {
-	store.RegisterOpener("sqlite", func(ctx context.Context, u *url.URL) (store.Store, error) { return openURL(ctx, u) })
+	store.Register(store.Backend{
+		Schemes:     []string{"sqlite"},
+		Open:        driver.Opener(openURL),
+		ServiceType: ServiceType,
+		Example:     "sqlite:///absolute/path.db",
+		Params:      []string{"table"},
+	})
 }
 
 // Store is a store.Store kept in one table of an SQLite file. It is safe for concurrent use,
 // also by other processes opening the same file; Close releases the file.
 type Store struct {
+	*driver.Portable
+	b *backend
+}
+
+// backend is the driver.Driver behind Store.
+type backend struct {
 	db    *sql.DB
 	busy  time.Duration // the URL's busy_timeout, see retryBusy
 	path  string
 	table string
 	q     queries
 }
-
-var _ store.Store = (*Store)(nil)
 
 type queries struct {
 	get, create, patch, del, delIf string
@@ -50,7 +65,7 @@ func newQueries(table string) queries {
 // and creates the table if it is missing. The URL's parameters are described in the package
 // documentation.
 func Open(ctx context.Context, rawURL string) (*Store, error) {
-	return store.OpenWith(ctx, "sqlite", rawURL, openURL)
+	return driver.OpenWith(ctx, "sqlite", rawURL, openURL)
 }
 
 func openURL(ctx context.Context, u *url.URL) (*Store, error) {
@@ -64,7 +79,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	}
 	db.SetMaxOpenConns(c.maxOpen)
 	db.SetMaxIdleConns(c.maxOpen)
-	s := &Store{db: db, busy: c.busyTimeout, path: c.path, table: c.table, q: newQueries(c.table)}
+	s := &backend{db: db, busy: c.busyTimeout, path: c.path, table: c.table, q: newQueries(c.table)}
 	// The first connection switches the file to WAL mode, taking the write lock (and failing on
 	// a file that is not a database or cannot be opened).
 	if err := retryBusy(ctx, s.busy, func() error { return db.PingContext(ctx) }); err != nil {
@@ -78,11 +93,11 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("create table %s: %w", c.table, err)
 	}
-	return s, nil
+	return &Store{Portable: driver.New(s), b: s}, nil
 }
 
 // exec runs one statement, again while it fails with SQLITE_BUSY (see retryBusy).
-func (s *Store) exec(ctx context.Context, stmt string, args ...any) (sql.Result, error) {
+func (s *backend) exec(ctx context.Context, stmt string, args ...any) (sql.Result, error) {
 	var res sql.Result
 	err := retryBusy(ctx, s.busy, func() error {
 		var err error
@@ -93,24 +108,20 @@ func (s *Store) exec(ctx context.Context, stmt string, args ...any) (sql.Result,
 }
 
 // Close closes the store's connections.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *backend) Close() error { return s.db.Close() }
 
 // Table returns the name of the store's table.
-func (s *Store) Table() string { return s.table }
+func (s *Store) Table() string { return s.b.table }
 
 // Path returns the database file's path.
-func (s *Store) Path() string { return s.path }
+func (s *Store) Path() string { return s.b.path }
 
-// Get implements store.Store.
-func (s *Store) Get(ctx context.Context, key string) (map[string]any, error) {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return nil, store.WrapKey("get", key, err)
-	}
+func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
 	doc, err := s.get(ctx, key)
-	return doc, s.wrap(ctx, "get", key, err)
+	return doc, s.explain(ctx, err)
 }
 
-func (s *Store) get(ctx context.Context, key string) (map[string]any, error) {
+func (s *backend) get(ctx context.Context, key string) (map[string]any, error) {
 	var raw string
 	err := retryBusy(ctx, s.busy, func() error { return s.db.QueryRowContext(ctx, s.q.get, key).Scan(&raw) })
 	if errors.Is(err, sql.ErrNoRows) {
@@ -119,133 +130,78 @@ func (s *Store) get(ctx context.Context, key string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var doc map[string]any
-	if err := json.Unmarshal([]byte(raw), &doc); err != nil || doc == nil {
-		what := "not a JSON object"
-		if !json.Valid([]byte(raw)) {
-			what = "not valid JSON"
-		}
-		return nil, fmt.Errorf("sqlite: the document in table %s is %s: %.60q", s.table, what, raw)
-	}
-	return doc, nil
+	return driver.DecodeRow("sqlite", s.table, []byte(raw))
 }
 
-// Create implements store.Store with INSERT ... ON CONFLICT DO NOTHING: it never overwrites, and
-// of concurrent creators, in this process or others, exactly one inserts a row.
-func (s *Store) Create(ctx context.Context, key string, doc map[string]any) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("create", key, err)
-	}
-	b, err := encodeDoc(doc)
+// Create uses INSERT ... ON CONFLICT DO NOTHING: it never overwrites, and of concurrent
+// creators, in this process or others, exactly one inserts a row.
+func (s *backend) Create(ctx context.Context, key string, doc map[string]any) error {
+	b, err := encodeJSON(doc)
 	if err != nil {
-		return store.WrapKey("create", key, err)
+		return err
 	}
-	res, err := s.exec(ctx, s.q.create, key, b)
-	if err != nil {
-		return s.wrap(ctx, "create", key, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return s.wrap(ctx, "create", key, err)
-	}
-	if n == 0 {
-		return store.WrapKey("create", key, store.ErrExists)
-	}
-	return nil
+	n, err := driver.RowsAffected(s.exec(ctx, s.q.create, key, b))
+	return driver.Inserted(n, s.explain(ctx, err))
 }
 
-// Patch implements store.Store with one UPDATE whose WHERE clause carries the condition, so the
-// check and the write are one atomic step under SQLite's write lock.
-//
-// When the UPDATE changes no row, the store reads the row to tell why: no row is ErrNotFound, a
-// row that does not meet the condition is ErrConditionFailed. Both answers are true at the
-// instant of that read, which lies within the call, and the call had no effect: this is where
-// it takes effect. If the row read does meet the condition (another writer changed it between
-// the two statements), the UPDATE is run again, as the call has not taken effect yet.
-func (s *Store) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("patch", key, err)
-	}
-	b, err := encodeDoc(fields)
+// Patch is one UPDATE whose WHERE clause carries the condition, so the check and the write are
+// one atomic step under SQLite's write lock. When it changes no row, driver.WriteOrExplain
+// tells why.
+func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, cond *driver.Condition) error {
+	b, err := encodeJSON(fields)
 	if err != nil {
-		return store.WrapKey("patch", key, err)
+		return err
 	}
-	want, field, wantJSON, err := encodeCondition(cond)
+	field, want, err := encodeCondition(cond)
 	if err != nil {
-		return store.WrapKey("patch", key, err)
+		return err
 	}
-	return s.write(ctx, "patch", key, cond, want, s.q.patch, b, key, field, wantJSON)
+	return s.write(ctx, key, cond, s.q.patch, b, key, field, want)
 }
 
-// Delete implements store.Store with one DELETE, under the same rules as Patch.
-func (s *Store) Delete(ctx context.Context, key string, cond *store.Condition) error {
-	if err := store.CheckCall(ctx, key); err != nil {
-		return store.WrapKey("delete", key, err)
-	}
-	want, field, wantJSON, err := encodeCondition(cond)
-	if err != nil {
-		return store.WrapKey("delete", key, err)
-	}
+// Delete is one DELETE, under the same rules as Patch.
+func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition) error {
 	if cond == nil {
-		return s.write(ctx, "delete", key, cond, want, s.q.del, key)
+		return s.write(ctx, key, cond, s.q.del, key)
 	}
-	return s.write(ctx, "delete", key, cond, want, s.q.delIf, key, field, wantJSON)
-}
-
-// write runs a conditional Patch or Delete statement; see store.WriteOrExplain for what it does
-// when the statement changes no row.
-func (s *Store) write(ctx context.Context, op, key string, cond *store.Condition, want any, stmt string, args ...any) error {
-	return store.WriteOrExplain(op, key, cond, want,
-		func() (int64, error) {
-			res, err := s.exec(ctx, stmt, args...)
-			if err != nil {
-				return 0, err
-			}
-			return res.RowsAffected()
-		},
-		func() (map[string]any, error) { return s.get(ctx, key) },
-		func(err error) error { return s.wrap(ctx, op, key, err) })
-}
-
-// wrap adds the key to err, the table to an SQLite error, and the context's error when the
-// context ended the operation, so that errors.Is finds context.Canceled or DeadlineExceeded
-// whatever the driver reported.
-func (s *Store) wrap(ctx context.Context, op, key string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w: %w", cerr, err)
-	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
-		err = fmt.Errorf("sqlite: table %s: %w", s.table, err)
-	}
-	return store.WrapKey(op, key, err)
-}
-
-func encodeDoc(doc map[string]any) (string, error) {
-	n, err := store.NormalizeDoc(doc)
+	field, want, err := encodeCondition(cond)
 	if err != nil {
-		return "", err
+		return err
 	}
-	b, err := json.Marshal(n)
+	return s.write(ctx, key, cond, s.q.delIf, key, field, want)
+}
+
+// write runs a conditional Patch or Delete statement; see driver.WriteOrExplain for what it does
+// when the statement changes no row.
+func (s *backend) write(ctx context.Context, key string, cond *driver.Condition, stmt string, args ...any) error {
+	return driver.WriteOrExplain(cond,
+		func() (int64, error) { return driver.RowsAffected(s.exec(ctx, stmt, args...)) },
+		func() (map[string]any, error) { return s.get(ctx, key) },
+		func(err error) error { return s.explain(ctx, err) })
+}
+
+// explain adds the context's error and the table to err (see driver.TableError).
+func (s *backend) explain(ctx context.Context, err error) error {
+	return driver.TableError[*sqlite.Error](ctx, err, "sqlite", s.table)
+}
+
+func encodeJSON(v any) (string, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
 	return string(b), nil
 }
 
-// encodeCondition returns the condition's normalized value (for store.Matches), and the field
-// and the value's JSON for leasehold_doc_matches: a nil field (SQL NULL) without a condition.
-func encodeCondition(cond *store.Condition) (want, field, wantJSON any, err error) {
-	want, err = store.CheckCondition(cond)
-	if err != nil || cond == nil {
-		return nil, nil, nil, err
+// encodeCondition returns the field and the value's JSON for leasehold_doc_matches: a nil field
+// (SQL NULL) without a condition.
+func encodeCondition(cond *driver.Condition) (field, want any, err error) {
+	if cond == nil {
+		return nil, nil, nil
 	}
-	b, err := json.Marshal(want)
+	b, err := encodeJSON(cond.Value)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: %v", store.ErrInvalid, err)
+		return nil, nil, err
 	}
-	return want, cond.Field, string(b), nil
+	return cond.Field, b, nil
 }

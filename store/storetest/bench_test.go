@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 	"github.com/leasehold/leasehold/store/memory"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -27,7 +28,7 @@ func (p *patchCounter) Patch(ctx context.Context, key string, fields map[string]
 		return errors.New("patchCounter: the benchmark's Patch has no condition")
 	}
 	if p.failing {
-		return store.WrapKey("patch", key, store.ErrConditionFailed)
+		return driver.WrapKey("patch", key, store.ErrConditionFailed)
 	}
 	p.mu.Lock()
 	p.patches[key]++

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 	"github.com/leasehold/leasehold/store/memory"
 )
 
@@ -76,7 +77,7 @@ func (b *broken) Create(ctx context.Context, key string, doc map[string]any) err
 	if b.defect == "AcceptsUnencodable" && doc != nil {
 		clean := map[string]any{}
 		for k, v := range doc {
-			if _, err := store.Normalize(v); err == nil {
+			if _, err := driver.Normalize(v); err == nil {
 				clean[k] = v
 			}
 		}
@@ -126,7 +127,7 @@ func (b *broken) cond(ctx context.Context, key string, cond *store.Condition) (*
 		}
 		if decided, holds := b.holdsLoosely(doc, cond); decided {
 			if !holds {
-				return nil, store.WrapKey("patch", key, store.ErrConditionFailed)
+				return nil, driver.WrapKey("patch", key, store.ErrConditionFailed)
 			}
 			return nil, nil
 		}
@@ -162,7 +163,7 @@ func (b *broken) Delete(ctx context.Context, key string, cond *store.Condition) 
 	b.forget(key)
 	cond, err := b.cond(ctx, key, cond)
 	if err != nil {
-		return store.WrapKey("delete", key, store.ErrConditionFailed)
+		return driver.WrapKey("delete", key, store.ErrConditionFailed)
 	}
 	return b.bare(b.Store.Delete(b.ctx(ctx), key, cond))
 }

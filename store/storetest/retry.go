@@ -11,10 +11,10 @@ import (
 )
 
 // RetryWhileConditionHolds checks the retry of a conditional Patch in a store that writes by
-// compare-and-swap on a revision (built on store.ReadCheckWrite): writers that change other
+// compare-and-swap on a revision (built on driver.ReadCheckWrite): writers that change other
 // fields move the key's revision, and every conditional patch whose condition still holds must
 // succeed anyway, none lost (T2); a failed condition says whether the field is missing or holds
-// another value (store.ConditionError). s may hold other documents; the test uses key "k".
+// another value (driver.ConditionError). s may hold other documents; the test uses key "k".
 func RetryWhileConditionHolds(t *testing.T, s store.Store) {
 	t.Helper()
 	ctx := t.Context()

@@ -1,4 +1,4 @@
-package store
+package driver
 
 import (
 	"encoding/json"
@@ -6,13 +6,15 @@ import (
 	"math"
 	"reflect"
 	"unicode/utf8"
+
+	"github.com/leasehold/leasehold/store"
 )
 
 // Normalize returns a deep copy of v in the form encoding/json decodes into: string, float64,
 // bool, nil, []any and map[string]any. Values of other types (other numeric types, structs,
-// time.Time, types with MarshalJSON) go through a JSON round trip. Stores use it so that a
-// document reads back the same from every store and so that callers never share a map with
-// the store.
+// time.Time, types with MarshalJSON) go through a JSON round trip. The Portable store gives
+// drivers documents in this form, so that a document reads back the same from every store and
+// so that callers never share a map with the driver.
 func Normalize(v any) (any, error) {
 	switch x := v.(type) {
 	case nil, bool:
@@ -21,7 +23,7 @@ func Normalize(v any) (any, error) {
 		return validString(x), nil
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, fmt.Errorf("%w: %v is not a JSON number", ErrInvalid, x)
+			return nil, fmt.Errorf("%w: %v is not a JSON number", store.ErrInvalid, x)
 		}
 		return x, nil
 	case int:
@@ -39,7 +41,7 @@ func Normalize(v any) (any, error) {
 	case json.Number:
 		f, err := x.Float64()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %q is not a JSON number", ErrInvalid, x)
+			return nil, fmt.Errorf("%w: %q is not a JSON number", store.ErrInvalid, x)
 		}
 		return f, nil
 	case map[string]any:
@@ -63,11 +65,11 @@ func Normalize(v any) (any, error) {
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
 	var out any
 	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
 	return out, nil
 }
@@ -103,10 +105,10 @@ func validString(s string) string {
 	return string(b)
 }
 
-// NormalizeDoc is Normalize for a whole document; a nil document is ErrInvalid.
+// NormalizeDoc is Normalize for a whole document; a nil document is store.ErrInvalid.
 func NormalizeDoc(doc map[string]any) (map[string]any, error) {
 	if doc == nil {
-		return nil, fmt.Errorf("%w: nil document", ErrInvalid)
+		return nil, fmt.Errorf("%w: nil document", store.ErrInvalid)
 	}
 	return normalizeMap(doc)
 }
@@ -146,39 +148,4 @@ func JSONEqual(a, b any) bool {
 		return false
 	}
 	return reflect.DeepEqual(na, nb)
-}
-
-// CheckKey returns ErrInvalid for an empty key.
-func CheckKey(key string) error {
-	if key == "" {
-		return fmt.Errorf("%w: empty key", ErrInvalid)
-	}
-	return nil
-}
-
-// CheckCondition returns ErrInvalid for a non-nil condition without a field or whose value
-// does not encode to JSON, and the condition's value in normalized form.
-func CheckCondition(cond *Condition) (any, error) {
-	if cond == nil {
-		return nil, nil
-	}
-	if cond.Field == "" {
-		return nil, fmt.Errorf("%w: condition without a field", ErrInvalid)
-	}
-	v, err := Normalize(cond.Value)
-	if err != nil {
-		return nil, fmt.Errorf("condition on %q: %w", cond.Field, err)
-	}
-	return v, nil
-}
-
-// Matches reports whether the normalized document doc meets cond, whose value want is already
-// normalized (as returned by CheckCondition). A missing field matches no value, not even nil:
-// JSON's null is a value, and absence is not.
-func Matches(doc map[string]any, cond *Condition, want any) bool {
-	if cond == nil {
-		return true
-	}
-	got, ok := doc[cond.Field]
-	return ok && reflect.DeepEqual(got, want)
 }

@@ -1,23 +1,48 @@
-package store
+package driver
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
+
+	"github.com/leasehold/leasehold/store"
 )
 
-// ConditionError returns nil when the normalized document doc meets cond (whose value want is
-// already normalized, as CheckCondition returns it), and otherwise ErrConditionFailed saying
-// whether the field is missing or holds another value.
-func ConditionError(doc map[string]any, cond *Condition, want any) error {
-	if Matches(doc, cond, want) {
+// Matches reports whether the normalized document doc meets cond (nil: no condition). A
+// missing field matches no value, not even nil: JSON's null is a value, and absence is not.
+func Matches(doc map[string]any, cond *Condition) bool {
+	if cond == nil {
+		return true
+	}
+	got, ok := doc[cond.Field]
+	return ok && reflect.DeepEqual(got, cond.Value)
+}
+
+// Find returns the document under key in docs, the in-process backends' map, when it meets
+// cond: ErrNotFound when there is none, ErrConditionFailed when it does not meet cond.
+func Find[M ~map[string]map[string]any](docs M, key string, cond *Condition) (map[string]any, error) {
+	doc, ok := docs[key]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	if !Matches(doc, cond) {
+		return nil, store.ErrConditionFailed
+	}
+	return doc, nil
+}
+
+// ConditionError returns nil when the normalized document doc meets cond, and otherwise
+// ErrConditionFailed saying whether the field is missing or holds another value.
+func ConditionError(doc map[string]any, cond *Condition) error {
+	if Matches(doc, cond) {
 		return nil
 	}
 	if _, ok := doc[cond.Field]; !ok {
-		return fmt.Errorf("%w: the document has no field %q", ErrConditionFailed, cond.Field)
+		return fmt.Errorf("%w: the document has no field %q", store.ErrConditionFailed, cond.Field)
 	}
-	w, _ := json.Marshal(want)
-	return fmt.Errorf("%w: field %q is not %s", ErrConditionFailed, cond.Field, w)
+	w, _ := json.Marshal(cond.Value)
+	return fmt.Errorf("%w: field %q is not %s", store.ErrConditionFailed, cond.Field, w)
 }
 
 // maxRowWrites bounds the reruns of a write whose row changed between the statement and the
@@ -33,27 +58,26 @@ const maxRowWrites = 8
 // instant of that read, which lies within the call, and the call had no effect: this is where
 // it takes effect. If the row read does meet cond (a concurrent writer changed it between the
 // two statements), the statement is run again, as the call has not taken effect yet, up to 8
-// times. The errors of write and get go through wrap (the backend adds the key, its table and
-// the context's error); the condition's errors are wrapped with op and key.
-func WriteOrExplain(op, key string, cond *Condition, want any, write func() (int64, error),
-	get func() (map[string]any, error), wrap func(error) error) error {
+// times. The errors of write and get go through explain (the backend adds its table and the
+// context's error, see TableError).
+func WriteOrExplain(cond *Condition, write func() (int64, error), get func() (map[string]any, error), explain func(error) error) error {
 	for range maxRowWrites {
 		n, err := write()
 		if err != nil {
-			return wrap(err)
+			return explain(err)
 		}
 		if n > 0 {
 			return nil
 		}
 		doc, err := get()
 		if err != nil {
-			return wrap(err)
+			return explain(err)
 		}
-		if !Matches(doc, cond, want) {
-			return WrapKey(op, key, ErrConditionFailed)
+		if !Matches(doc, cond) {
+			return store.ErrConditionFailed
 		}
 	}
-	return WrapKey(op, key, fmt.Errorf("%w: the row kept changing between the write and the read that checks it", ErrConditionFailed))
+	return fmt.Errorf("%w: the row kept changing between the write and the read that checks it", store.ErrConditionFailed)
 }
 
 // ReadCheckWrite makes a conditional Patch of fields, or a Delete when fields is nil, on a store
@@ -63,19 +87,15 @@ func WriteOrExplain(op, key string, cond *Condition, want any, write func() (int
 // revision. When the document changed in between, write reports a conflict and ReadCheckWrite
 // starts over with a new read: the condition is checked again, so of several writers holding
 // the same condition only the first wins. It stops when ctx ends. Errors are returned as they
-// are, for the caller to wrap with the key.
+// are.
 func ReadCheckWrite[R any](ctx context.Context, cond *Condition, fields map[string]any,
 	read func() (map[string]any, R, error), write func(rev R, doc []byte) (conflict bool, err error)) error {
-	want, err := CheckCondition(cond)
-	if err != nil {
-		return err
-	}
 	for {
 		doc, rev, err := read()
 		if err != nil {
 			return err
 		}
-		if err := ConditionError(doc, cond, want); err != nil {
+		if err := ConditionError(doc, cond); err != nil {
 			return err
 		}
 		var b []byte
@@ -84,7 +104,7 @@ func ReadCheckWrite[R any](ctx context.Context, cond *Condition, fields map[stri
 				doc[f] = v
 			}
 			if b, err = json.Marshal(doc); err != nil {
-				return fmt.Errorf("%w: %v", ErrInvalid, err)
+				return fmt.Errorf("%w: %v", store.ErrInvalid, err)
 			}
 		}
 		conflict, err := write(rev, b)

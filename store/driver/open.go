@@ -1,0 +1,73 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// OpenWith is a backend's exported Open(ctx, rawURL): it parses rawURL with store.ParseURL
+// (whose errors never quote it) and opens it with [OpenURLWith]. name ("store/redis") starts
+// every error.
+func OpenWith[S any](ctx context.Context, name, rawURL string, open func(context.Context, *url.URL) (S, error)) (S, error) {
+	u, err := store.ParseURL(rawURL)
+	if err != nil {
+		var zero S
+		return zero, fmt.Errorf("%s: %w", name, err)
+	}
+	return OpenURLWith(ctx, name, u, open)
+}
+
+// OpenURLWith is a backend's exported Open for a parsed URL: open's error, which need not name
+// the URL, is returned naming the backend and the redacted URL, with the URL's secrets hidden
+// from it (see store.RedactError).
+func OpenURLWith[S any](ctx context.Context, name string, u *url.URL, open func(context.Context, *url.URL) (S, error)) (S, error) {
+	s, err := open(ctx, u)
+	if err != nil {
+		var zero S
+		return zero, fmt.Errorf("%s: open %s: %w", name, store.Redact(u), store.RedactError(err, u))
+	}
+	return s, nil
+}
+
+// Opener is a backend's typed opener as a store.OpenFunc, for store.Backend's Open: a failed
+// open returns a nil store.Store, never one holding a nil S.
+func Opener[S store.Store](open func(context.Context, *url.URL) (S, error)) store.OpenFunc {
+	return func(ctx context.Context, u *url.URL) (store.Store, error) {
+		s, err := open(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// TakeParam returns the URL query parameter name from q, or def when q has none, and removes it
+// from q: the backend's own parameters are not handed to the client library, which might
+// refuse them.
+func TakeParam(q url.Values, name, def string) string {
+	if !q.Has(name) {
+		return def
+	}
+	v := q.Get(name)
+	q.Del(name)
+	return v
+}
+
+// DecodeObject reads a stored document as encoding/json would, refusing anything but a JSON
+// object (null included) with notJSON, the backend's sentinel for a value something else wrote,
+// joined with what is wrong.
+func DecodeObject(raw []byte, notJSON error) (map[string]any, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return nil, fmt.Errorf("%w: %v", notJSON, err)
+	}
+	return doc, nil
+}

@@ -1,0 +1,186 @@
+package store
+
+import (
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A store URL may carry a password, a token or an API key (T4): everything here keeps them out
+// of the errors and log lines that name a URL.
+
+// scrub removes from msg, an error of url.Parse about rawURL, what may come from a password.
+// The user information is taken as everything between the scheme and the last "@", as meant,
+// even when a password holding "/", "?" or "#" made url.Parse end the authority early: it
+// then rejects and quotes a piece of that password (`invalid port ":s3c" after host`), so
+// any quoted piece found in that text is hidden too.
+func scrub(msg, rawURL string) string {
+	start := strings.Index(rawURL, "://")
+	if start >= 0 {
+		start += 3
+	} else {
+		start = strings.Index(rawURL, ":") + 1
+	}
+	at := strings.LastIndex(rawURL, "@")
+	if at < start {
+		return msg
+	}
+	userinfo := rawURL[start:at]
+	if colon := strings.Index(userinfo, ":"); colon >= 0 && colon+1 < len(userinfo) {
+		msg = strings.ReplaceAll(msg, userinfo[colon+1:], "xxxxx")
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(msg, '"')
+		if i < 0 {
+			break
+		}
+		b.WriteString(msg[:i])
+		q, err := strconv.QuotedPrefix(msg[i:])
+		if err != nil {
+			b.WriteByte('"')
+			msg = msg[i+1:]
+			continue
+		}
+		msg = msg[i+len(q):]
+		if piece, err := strconv.Unquote(q); err == nil && piece != "" && strings.Contains(userinfo, piece) {
+			q = `"xxxxx"`
+		}
+		b.WriteString(q)
+	}
+	b.WriteString(msg)
+	return b.String()
+}
+
+// Redact returns u as a string with its password replaced by "xxxxx", and with the values of
+// query parameters that commonly hold secrets (password, token, secret, auth, credential, API
+// and access keys) hidden too. A URL that only parsed because a password was not escaped
+// ("user:pass@host/db" without "//", or a password holding "/") has the text before its last
+// "@" hidden.
+func Redact(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	c := *u
+	if c.RawQuery != "" {
+		q := c.Query()
+		for k := range q {
+			if secretParam(k) {
+				q[k] = []string{"xxxxx"}
+			}
+		}
+		c.RawQuery = q.Encode()
+	}
+	if at := strings.LastIndex(c.Opaque, "@"); at >= 0 {
+		c.Opaque = "xxxxx" + c.Opaque[at:]
+	}
+	if c.User != nil {
+		if _, hasPassword := c.User.Password(); !hasPassword && tokenUserSchemes[strings.ToLower(c.Scheme)] {
+			// nats://TOKEN@host: the user part is the secret.
+			c.User = url.User("xxxxx")
+		}
+	}
+	// "postgres://u:12/34@host/db" parses as host "u:12" and path "/34@host/db".
+	if p := c.EscapedPath(); c.User == nil && strings.Contains(c.Host, ":") && strings.Contains(p, "@") {
+		out := c.Scheme + "://xxxxx@" + p[strings.LastIndex(p, "@")+1:]
+		if c.RawQuery != "" {
+			out += "?" + c.RawQuery
+		}
+		if c.Fragment != "" {
+			out += "#" + c.EscapedFragment()
+		}
+		return out
+	}
+	return c.Redacted()
+}
+
+// tokenUserSchemes are the schemes whose URLs may carry a token as a user without a
+// password, which Redact hides too.
+var tokenUserSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}
+
+// secretParam reports whether a URL query parameter named name holds a secret that Redact
+// hides: its name, lower-cased and without "_" and "-", contains password, passwd, pwd, token,
+// secret, auth, credential, apikey, accesskey or privatekey.
+func secretParam(name string) bool {
+	n := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(name))
+	for _, s := range []string{"password", "passwd", "pwd", "token", "secret", "auth", "credential", "apikey", "accesskey", "privatekey"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// secrets returns the secrets u carries, as they may appear in a driver's error: the password
+// and the values of secret query parameters, decoded and as written.
+func secrets(u *url.URL) []string {
+	var out []string
+	add := func(decoded, raw string) {
+		for _, s := range []string{decoded, raw} {
+			if s != "" && !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	if p, ok := u.User.Password(); ok {
+		raw := u.User.String()
+		add(p, raw[strings.Index(raw, ":")+1:])
+	}
+	for _, pair := range strings.Split(u.RawQuery, "&") {
+		k, v, _ := strings.Cut(pair, "=")
+		if name, err := url.QueryUnescape(k); err == nil && secretParam(name) {
+			dv, _ := url.QueryUnescape(v)
+			add(dv, v)
+		}
+	}
+	// Longest first, so that a secret containing another is hidden whole.
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
+}
+
+// redactError returns err, or when there are secrets, err with them hidden from its text.
+func redactError(err error, secrets []string) error {
+	if len(secrets) == 0 {
+		return err
+	}
+	return &redactedError{err: err, secrets: secrets}
+}
+
+type redactedError struct {
+	err     error
+	secrets []string
+}
+
+func (e *redactedError) Error() string {
+	msg := e.err.Error()
+	for _, s := range e.secrets {
+		msg = strings.ReplaceAll(msg, s, "xxxxx")
+	}
+	return msg
+}
+
+func (e *redactedError) Unwrap() error { return e.err }
+
+// RedactString is Redact for a raw URL; an unparsable URL is reduced to its scheme.
+func RedactString(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		if i := strings.Index(rawURL, "://"); i > 0 {
+			return rawURL[:i] + "://…"
+		}
+		return "<invalid URL>"
+	}
+	return Redact(u)
+}
+
+// RedactError returns err with the secrets of u hidden from its text (the password, and the
+// values of the query parameters [Redact] hides), or err itself when u holds none. errors.Is
+// and errors.As see through it. A service that opens a store from a URL wraps the opener's
+// error with it, as [Open] does, since a driver's error might quote what it was given.
+func RedactError(err error, u *url.URL) error {
+	if err == nil || u == nil {
+		return err
+	}
+	return redactError(err, secrets(u))
+}
