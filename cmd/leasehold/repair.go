@@ -17,6 +17,7 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
 	"github.com/leasehold/leasehold/store/file"
 )
 
@@ -353,7 +354,7 @@ func (r *repairer) watch(ctx context.Context, first map[string]any, seen time.Ti
 			return nil, true, nil
 		case err != nil:
 			return nil, false, fmt.Errorf("lease %q: read the record while watching it: %w", r.lease, err)
-		case !store.JSONEqual(doc, first):
+		case !driver.JSONEqual(doc, first):
 			return doc, true, nil
 		case !time.Now().Before(deadline):
 			return doc, false, nil
