@@ -15,6 +15,10 @@ import (
 type callbacks struct {
 	log *slog.Logger
 
+	// afterTake, when set by a test, runs on a registration's goroutine between taking a call
+	// from its queue and making it: the window where a concurrent remove must still be seen.
+	afterTake func()
+
 	mu     sync.Mutex
 	regs   map[*registration]struct{}
 	lead   context.Context // current leadership, nil when not leading
@@ -130,6 +134,9 @@ func (r *registration) drain() {
 		ev := r.queue[0]
 		r.queue = r.queue[1:]
 		c.mu.Unlock()
+		if c.afterTake != nil {
+			c.afterTake()
+		}
 		if ev != nil {
 			r.runFn(ev)
 		} else {
@@ -151,6 +158,13 @@ func (r *registration) runFn(lead context.Context) {
 	}
 	ctx, cancel := context.WithCancel(lead)
 	r.c.mu.Lock()
+	if r.removed {
+		// remove came after this call was taken from the queue: it did not see this context
+		// to cancel it, and waits for this goroutine, so fn must not start.
+		r.c.mu.Unlock()
+		cancel()
+		return
+	}
 	r.cancelFn = cancel
 	r.c.mu.Unlock()
 	r.fnRan = true // W5: fn counts as having run even if it fails

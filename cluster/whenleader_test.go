@@ -312,3 +312,42 @@ func TestW8TermInContext(t *testing.T) {
 		}
 	})
 }
+
+// W6: remove right after WhenLeader while leading, when it comes between the registration's
+// goroutine taking the fn call and fn's context being made: fn must not start with a context
+// nobody cancels, and remove must return.
+func TestW6RemoveBeforeFnStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLocal("a")
+		defer l.Stop(context.Background())
+		var remove func()
+		registered := make(chan struct{})
+		removed := make(chan struct{})
+		var once sync.Once
+		l.cb.afterTake = func() {
+			once.Do(func() {
+				<-registered
+				go func() {
+					remove()
+					close(removed)
+				}()
+				synctest.Wait() // remove has ended the registration, or waits for this goroutine
+			})
+		}
+		var c calls
+		remove = l.WhenLeader(func(ctx context.Context) error {
+			c.add("fn")
+			<-ctx.Done()
+			return nil
+		}, func() { c.add("de") })
+		close(registered)
+		select {
+		case <-removed:
+		case <-time.After(time.Hour):
+			t.Fatalf("remove has not returned after an hour; calls %v", c.get())
+		}
+		if got := c.get(); len(got) != 0 && !reflect.DeepEqual(got, []string{"fn", "de"}) {
+			t.Fatalf("calls %v; want none, or fn then deregistered", got)
+		}
+	})
+}
