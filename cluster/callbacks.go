@@ -14,6 +14,10 @@ import (
 // registrations never wait for each other. No goroutine is left once every queue is drained.
 type callbacks struct {
 	log *slog.Logger
+	// leading is the Cluster's IsLeader. The leadership context alone is not enough to start
+	// fn on: it is cancelled only once the election goroutine has noticed the end, while
+	// IsLeader turns false the instant the deadline passes (W7).
+	leading func() bool
 
 	// afterTake, when set by a test, runs on a registration's goroutine between taking a call
 	// from its queue and making it: the window where a concurrent remove must still be seen.
@@ -42,8 +46,8 @@ type registration struct {
 	fnRan bool
 }
 
-func newCallbacks(log *slog.Logger) *callbacks {
-	return &callbacks{log: log, regs: map[*registration]struct{}{}}
+func newCallbacks(log *slog.Logger, leading func() bool) *callbacks {
+	return &callbacks{log: log, leading: leading, regs: map[*registration]struct{}{}}
 }
 
 // add registers fn and deregistered; while leading, fn is queued at once (W2).
@@ -158,9 +162,11 @@ func (r *registration) runFn(lead context.Context) {
 	}
 	ctx, cancel := context.WithCancel(lead)
 	r.c.mu.Lock()
-	if r.removed {
+	if r.removed || !r.c.leading() {
 		// remove came after this call was taken from the queue: it did not see this context
-		// to cancel it, and waits for this goroutine, so fn must not start.
+		// to cancel it, and waits for this goroutine, so fn must not start. Nor may it once
+		// IsLeader says false, though the election goroutine has not ended the leadership yet:
+		// it will, and the deregistered it then queues finds no fn to pair with.
 		r.c.mu.Unlock()
 		cancel()
 		return

@@ -96,7 +96,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		log = slog.Default()
 	}
 	log = log.With("lease", cfg.LeaseName, "instance", cfg.InstanceID)
-	return &Elector{
+	e := &Elector{
 		lock:     recoverLock{cfg.Lock},
 		name:     cfg.LeaseName,
 		id:       cfg.InstanceID,
@@ -104,12 +104,13 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		r:        cfg.RenewInterval,
 		log:      log,
 		observer: cfg.Observer,
-		cb:       newCallbacks(log),
 		stopReq:  make(chan context.Context),
 		stopErr:  make(chan error, 1),
 		halt:     make(chan struct{}),
 		done:     make(chan struct{}),
-	}, nil
+	}
+	e.cb = newCallbacks(log, e.IsLeader)
+	return e, nil
 }
 
 // InstanceID returns this instance's identity in the election.

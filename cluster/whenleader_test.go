@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -348,6 +349,50 @@ func TestW6RemoveBeforeFnStarts(t *testing.T) {
 		}
 		if got := c.get(); len(got) != 0 && !reflect.DeepEqual(got, []string{"fn", "de"}) {
 			t.Fatalf("calls %v; want none, or fn then deregistered", got)
+		}
+	})
+}
+
+// W2, W7: a registration made the instant the leadership deadline passes, before the
+// election goroutine has noticed (here it is held in the Observer), does not start fn:
+// IsLeader already says false.
+func TestW2RegisterAtTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		block := make(chan struct{})
+		var once sync.Once
+		e, err := NewElector(ElectorConfig{
+			Lock: NewStoreLock(w.mem), InstanceID: "a", Logger: quietLogger(),
+			Observer: func(ev Event) {
+				if ev.Kind == AttemptSucceeded && w.since() == sec(5) {
+					once.Do(func() { <-block }) // before the renewal of 5s is recorded
+				}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(10)) // the deadline of the attempt of 0s: 0 + (L+R)/2
+		if e.IsLeader() {
+			t.Fatal("IsLeader true at the deadline")
+		}
+		started := make(chan string, 1)
+		e.WhenLeader(func(ctx context.Context) error {
+			started <- fmt.Sprintf("fn started with context error %v, IsLeader %v", ctx.Err(), e.IsLeader())
+			return nil
+		}, nil)
+		synctest.Wait()
+		select {
+		case s := <-started:
+			t.Errorf("registered when IsLeader was false: %s; want no fn", s)
+		default:
+		}
+		close(block)
+		if err := e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
