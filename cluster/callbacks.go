@@ -41,6 +41,7 @@ type registration struct {
 	removed  bool
 	drained  chan struct{}      // closed when the goroutine exits
 	cancelFn context.CancelFunc // cancels the context of the fn that ran last
+	goid     uint64             // the goroutine draining the queue, while running
 
 	// Owned by the registration's goroutine.
 	fnRan bool
@@ -59,8 +60,7 @@ func (c *callbacks) add(fn LeaderFunc, deregistered func()) (remove func()) {
 		c.enqueueLocked(r, c.lead)
 	}
 	c.mu.Unlock()
-	var once sync.Once
-	return func() { once.Do(r.remove) }
+	return r.remove
 }
 
 // startLeading queues fn of every registration with ctx, the new leadership's context.
@@ -122,10 +122,15 @@ func (c *callbacks) enqueueLocked(r *registration, ev context.Context) {
 
 func (r *registration) drain() {
 	c := r.c
+	id := goid()
+	c.mu.Lock()
+	r.goid = id
+	c.mu.Unlock()
 	for {
 		c.mu.Lock()
 		if len(r.queue) == 0 {
 			r.running = false
+			r.goid = 0
 			close(r.drained)
 			c.active--
 			if c.active == 0 {
@@ -210,20 +215,30 @@ func (r *registration) runDeregistered() {
 }
 
 // remove ends the registration (W6): its fn's context is cancelled, deregistered runs if fn
-// ran since the last deregistered, and remove returns once that is done.
+// ran since the last deregistered, and remove returns once that is done, however many times
+// it is called. Called from the registration's own fn or deregistered, it cannot wait for
+// them: it ends the registration and returns at once, and the registration's goroutine runs
+// the deregistered that is owed once the callback returns.
 func (r *registration) remove() {
 	c := r.c
+	self := goid()
 	c.mu.Lock()
-	// Drop pending fn calls: the registration is ending, so only the closing deregistered
-	// matters, and it runs after any fn already started has returned.
-	r.queue = r.queue[:0]
-	c.enqueueLocked(r, nil)
-	r.removed = true
-	delete(c.regs, r)
+	if !r.removed {
+		// Drop pending fn calls: the registration is ending, so only the closing deregistered
+		// matters, and it runs after any fn already started has returned.
+		r.queue = r.queue[:0]
+		c.enqueueLocked(r, nil)
+		r.removed = true
+		delete(c.regs, r)
+	}
 	drained, cancel := r.drained, r.cancelFn
+	own := r.running && self != 0 && r.goid == self
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()
+	}
+	if own {
+		return
 	}
 	<-drained
 }

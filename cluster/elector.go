@@ -158,7 +158,9 @@ func (e *Elector) Term() (uint64, bool) {
 //
 // The returned remove ends the registration: it cancels fn's context, calls deregistered if
 // fn ran since the last deregistered, and returns once that call has returned (W6). Calling it
-// again does nothing. It must not be called from the registration's own callbacks.
+// again does no more. Called from the registration's own fn or deregistered, it ends the
+// registration and returns at once; the deregistered owed runs once fn has returned. See
+// Cluster.WhenLeader for what else a callback may call: not Stop.
 func (e *Elector) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
 	if fn == nil {
 		fn = func(context.Context) error { return nil }

@@ -38,7 +38,7 @@ func (l *Local) IsLeader() bool { return !l.stopped.Load() }
 // InstanceID returns the instance's identity.
 func (l *Local) InstanceID() string { return l.id }
 
-// WhenLeader registers fn and deregistered, with the guarantees of Elector.WhenLeader: fn runs
+// WhenLeader registers fn and deregistered, with the guarantees of Cluster.WhenLeader: fn runs
 // at once (its context carries term 1), deregistered when the registration is removed or the
 // cluster stops.
 func (l *Local) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
@@ -49,7 +49,8 @@ func (l *Local) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
 }
 
 // Stop ends the leadership: fn contexts are cancelled and Stop waits for every deregistered
-// callback to return, or for ctx to end (then it returns an error).
+// callback to return, or for ctx to end (then it returns an error). It must not be called from
+// a callback, which it would wait for (see Cluster.WhenLeader).
 func (l *Local) Stop(ctx context.Context) error {
 	l.stopped.Store(true)
 	l.cancel()
