@@ -160,11 +160,12 @@ func (a *Application) Start(ctx context.Context) error {
 // reverse order, best effort, and returns their errors joined (A3).
 func (a *Application) Stop(ctx context.Context) error {
 	a.mu.Lock()
-	if a.state == stopped || a.state == created {
-		a.state = stopped
+	if a.state == stopped {
 		a.mu.Unlock()
 		return nil
 	}
+	// Before Start nothing is started but the local cluster, which leads from New: fn may
+	// have run, and its deregistered is owed.
 	a.state = stopped
 	a.mu.Unlock()
 	err := a.stopServices(ctx)
