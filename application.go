@@ -29,6 +29,11 @@ type Application struct {
 	state    appState
 	services map[string]Service // initialized services
 	registry store.Store
+
+	// Stop does its work once; every call returns that work's result (A3).
+	stopping bool          // Stop was called
+	stopDone chan struct{} // closed once the first Stop's work is over
+	stopErr  error         // its result, set before stopDone is closed
 }
 
 type entry struct {
@@ -54,7 +59,7 @@ func New(cfg *Config) (*Application, error) {
 	if cfg == nil {
 		return nil, errors.New("leasehold: New with a nil *Config")
 	}
-	a := &Application{services: map[string]Service{}}
+	a := &Application{services: map[string]Service{}, stopDone: make(chan struct{})}
 	var registry *entry
 	var rest []*entry
 	for _, sc := range cfg.Services {
@@ -157,11 +162,24 @@ func (a *Application) Start(ctx context.Context) error {
 
 // Stop first ends leadership: the cluster stops, every deregistered callback has run and the
 // lease is released, while all other services still run. Then it stops the services in
-// reverse order, best effort, and returns their errors joined (A3).
+// reverse order, best effort, and returns their errors joined (A3). Before Start, it ends the
+// leadership of the local cluster, which leads from New.
+//
+// Stop does its work once: a second call, concurrent (a signal handler and a deferred Stop)
+// or later, waits for the first and returns its result, or an error if its own ctx ends
+// first. Stop must not be called from a WhenLeader callback, which it would wait for (see
+// cluster.Cluster.WhenLeader): call it on a new goroutine.
 func (a *Application) Stop(ctx context.Context) error {
 	a.mu.Lock()
-	if a.state == stopped {
+	if a.stopping {
 		a.mu.Unlock()
+		return a.waitStop(ctx)
+	}
+	a.stopping = true
+	if a.state == stopped {
+		// A failed Start has stopped what it started.
+		a.mu.Unlock()
+		a.endStop(nil)
 		return nil
 	}
 	// Before Start nothing is started but the local cluster, which leads from New: fn may
@@ -170,7 +188,24 @@ func (a *Application) Stop(ctx context.Context) error {
 	a.mu.Unlock()
 	err := a.stopServices(ctx)
 	startedApps.remove(a)
+	a.endStop(err)
 	return err
+}
+
+// endStop records the result of the first Stop's work, for every Stop to return.
+func (a *Application) endStop(err error) {
+	a.stopErr = err
+	close(a.stopDone)
+}
+
+// waitStop waits for the first Stop's work and returns its result.
+func (a *Application) waitStop(ctx context.Context) error {
+	select {
+	case <-a.stopDone:
+		return a.stopErr
+	case <-ctx.Done():
+		return fmt.Errorf("leasehold: Stop: the Stop under way has not finished: %w", ctx.Err())
+	}
 }
 
 func (a *Application) stopServices(ctx context.Context) error {

@@ -39,7 +39,8 @@ func TestA3FailedStartStopsInReverse(t *testing.T) {
 	}
 }
 
-// A3: Stop is best effort: every service is stopped, errors are joined.
+// A3: Stop is best effort: every service is stopped, errors are joined; a second Stop stops
+// nothing again and returns the first's result.
 func TestA3StopJoinsErrors(t *testing.T) {
 	j := resetJournal(t)
 	app := newApp(t, `{"services": {
@@ -58,8 +59,11 @@ func TestA3StopJoinsErrors(t *testing.T) {
 	if got := j.get(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("journal %v; want %v", got, want)
 	}
-	if err := app.Stop(t.Context()); err != nil {
-		t.Fatalf("second Stop: %v", err)
+	if err2 := app.Stop(t.Context()); err2 == nil || err2.Error() != err.Error() {
+		t.Fatalf("second Stop: %v; want the first's result", err2)
+	}
+	if got := j.get(); len(got) != len(want) {
+		t.Fatalf("journal %v after a second Stop; want nothing stopped twice", got)
 	}
 }
 

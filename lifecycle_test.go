@@ -3,6 +3,7 @@ package leasehold
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"testing/synctest"
 )
@@ -29,4 +30,55 @@ func TestA3StopBeforeStartEndsLocalLeadership(t *testing.T) {
 			t.Fatal("Start after Stop: no error")
 		}
 	})
+}
+
+// A3: a second Stop while the first is still ending leadership (a signal handler and a
+// deferred Stop) waits for the first and returns its result.
+func TestA3SecondStopWaitsForTheFirst(t *testing.T) {
+	for name, config := range map[string]string{
+		"local cluster": `{"services": {"r": {"type": "test/Recorder", "name": "r", "stopErr": "r failed"}}}`,
+		"cluster service": `{"services": {"Registry": {"type": "test/JournaledStore"}, "r": {"type": "test/Recorder", "name": "r", "stopErr": "r failed"},
+			"cluster": {"type": "StoreClusterService"}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				resetJournal(t)
+				app := newApp(t, config)
+				app.SetLogger(discardLogger())
+				release := make(chan struct{})
+				deregistering := make(chan struct{})
+				app.WhenLeader(func(context.Context) error { return nil }, func() {
+					close(deregistering)
+					<-release
+				})
+				if err := app.Start(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				first := make(chan error, 1)
+				go func() { first <- app.Stop(context.Background()) }()
+				<-deregistering
+				second := make(chan error, 1)
+				go func() { second <- app.Stop(context.Background()) }()
+				synctest.Wait()
+				select {
+				case err := <-second:
+					t.Errorf("the second Stop returned %v while the first was still ending leadership", err)
+					second <- err
+				default:
+				}
+				close(release)
+				err1, err2 := <-first, <-second
+				if err1 == nil || !strings.Contains(err1.Error(), "r failed") {
+					t.Fatalf("first Stop: %v; want r's error", err1)
+				}
+				if err2 == nil || err2.Error() != err1.Error() {
+					t.Fatalf("second Stop: %v; want the first's result %v", err2, err1)
+				}
+				if err3 := app.Stop(context.Background()); err3 == nil || err3.Error() != err1.Error() {
+					t.Fatalf("a Stop after both: %v; want the first's result", err3)
+				}
+			})
+		})
+	}
 }
