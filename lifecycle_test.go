@@ -2,10 +2,12 @@ package leasehold
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 // A3: Stop before Start still ends the local cluster's leadership: it led from New, so fn
@@ -77,6 +79,78 @@ func TestA3SecondStopWaitsForTheFirst(t *testing.T) {
 				}
 				if err3 := app.Stop(context.Background()); err3 == nil || err3.Error() != err1.Error() {
 					t.Fatalf("a Stop after both: %v; want the first's result", err3)
+				}
+			})
+		})
+	}
+}
+
+// A3: Stop during Start makes Start fail and leaves nothing started: the services already
+// started are stopped (Stop returns after that), those after are never initialized, the
+// Init under way sees its context cancelled.
+func TestA3StopDuringStart(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		ignoresCtx bool // Stop must then wait for the Init to return
+		hook       func(ctx context.Context, entered, release chan struct{})
+	}{
+		{"Init ignoring its context", true, func(_ context.Context, entered, release chan struct{}) {
+			close(entered)
+			<-release
+		}},
+		{"Init ending with its context", false, func(ctx context.Context, entered, _ chan struct{}) {
+			close(entered)
+			<-ctx.Done()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				j := resetJournal(t)
+				entered, release := make(chan struct{}), make(chan struct{})
+				testHooks["slow"] = func(ctx context.Context, _ *Application) { tc.hook(ctx, entered, release) }
+				defer delete(testHooks, "slow")
+				app := newApp(t, `{"services": {
+					"Registry": {"type": "test/JournaledStore"},
+					"slow": {"type": "test/Recorder", "name": "slow"},
+					"cluster": {"type": "StoreClusterService", "instanceId": "me"},
+					"after": {"type": "test/Recorder", "name": "after"}}}`)
+				app.SetLogger(discardLogger())
+				var fnRan journal
+				app.WhenLeader(func(context.Context) error { fnRan.add("fn"); return nil }, nil)
+				started := make(chan error, 1)
+				go func() { started <- app.Start(context.Background()) }()
+				<-entered
+				stopped := make(chan error, 1)
+				go func() { stopped <- app.Stop(context.Background()) }()
+				synctest.Wait()
+				if tc.ignoresCtx {
+					select {
+					case err := <-stopped:
+						t.Errorf("Stop returned %v while Start was still initializing a service", err)
+						stopped <- err
+					default:
+					}
+				}
+				close(release)
+				err := <-started
+				if err == nil || !errors.Is(err, ErrStopped) || !strings.Contains(err.Error(), `"slow"`) {
+					t.Errorf("Start: %v; want ErrStopped, naming the service under way", err)
+				}
+				if err := <-stopped; err != nil {
+					t.Errorf("Stop: %v", err)
+				}
+				synctest.Wait()
+				if app.Cluster().IsLeader() || len(fnRan.get()) != 0 {
+					t.Errorf("after Stop during Start: leader %v, fn ran %v; want nothing started", app.Cluster().IsLeader(), fnRan.get())
+				}
+				want := []string{"init Registry", "init slow", "stop slow", "stop Registry"}
+				if got := j.get(); !reflect.DeepEqual(got, want) {
+					t.Errorf("journal %v; want %v", got, want)
+				}
+				time.Sleep(time.Minute) // an election left running would lead by now
+				synctest.Wait()
+				if app.Cluster().IsLeader() {
+					t.Error("leading a minute after Stop")
 				}
 			})
 		})
