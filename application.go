@@ -24,6 +24,9 @@ type Application struct {
 	cluster cluster.Cluster
 	local   *cluster.Local // the cluster when none is configured
 	log     atomic.Pointer[slog.Logger]
+	// implicitRegistry: no service is named Registry, so it is a memory store of this process
+	// that no StoreClusterService may elect on (A4).
+	implicitRegistry bool
 
 	mu       sync.Mutex
 	state    appState
@@ -62,7 +65,8 @@ const (
 // New creates the configuration's services and decodes their parameters, without starting
 // anything. An unknown type is an error listing the known ones; an unknown parameter, or one
 // of the wrong type, is an error naming the service and the parameter (A2). When no service is
-// named Registry, the Registry is a memory store (A4).
+// named Registry, the Registry is a memory store (A4), which a StoreClusterService refuses at
+// Start.
 func New(cfg *Config) (*Application, error) {
 	if cfg == nil {
 		return nil, errors.New("leasehold: New with a nil *Config")
@@ -94,6 +98,7 @@ func New(cfg *Config) (*Application, error) {
 	}
 	if registry == nil {
 		registry = &entry{name: RegistryName, typ: namespace + "MemoryStore", svc: &MemoryStore{}}
+		a.implicitRegistry = true
 	}
 	// The Registry starts first, whatever its place: every other service may use it.
 	a.entries = append([]*entry{registry}, rest...)

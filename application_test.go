@@ -98,15 +98,36 @@ func TestA3StopEndsLeadershipFirst(t *testing.T) {
 func discardLogger() *slog.Logger { return newDiscardLogger() }
 
 // A4: without a Registry service, the Registry is a memory store; a StoreClusterService over
-// it logs a warning, since every process would elect itself.
-func TestA4DefaultRegistryWarns(t *testing.T) {
+// it is a start error saying what to configure, since every process would elect itself.
+func TestA4ImplicitRegistryIsAStartError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		app := newApp(t, `{"services": {"cluster": {"type": "Webda/StoreClusterService"}}}`)
-		logs := &logBuffer{}
-		app.SetLogger(logs.logger())
+		app.SetLogger(discardLogger())
 		if app.Registry() != nil {
 			t.Fatal("Registry before Start is not nil")
 		}
+		err := app.Start(context.Background())
+		for _, want := range []string{`service "cluster" (Webda/StoreClusterService): no Registry is configured`, `"Registry"`, "Webda/MemoryStore"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Start: %v; want an error holding %s", err, want)
+			}
+		}
+		if app.Cluster().IsLeader() {
+			t.Fatal("leading after a failed Start")
+		}
+		if _, ok := app.Service(RegistryName); ok {
+			t.Fatal("the Registry is still started after a failed Start")
+		}
+	})
+}
+
+// A4: an explicitly configured memory Registry is allowed under a StoreClusterService (one
+// process, tests), with a warning.
+func TestA4ExplicitMemoryRegistryWarns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newApp(t, `{"services": {"Registry": {"type": "Webda/MemoryStore"}, "cluster": {"type": "Webda/StoreClusterService"}}}`)
+		logs := &logBuffer{}
+		app.SetLogger(logs.logger())
 		if err := app.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -116,13 +137,32 @@ func TestA4DefaultRegistryWarns(t *testing.T) {
 			t.Fatal("no Registry service")
 		}
 		if _, ok := reg.(*MemoryStore); !ok {
-			t.Fatalf("default Registry is %T; want *MemoryStore", reg)
+			t.Fatalf("Registry is %T; want *MemoryStore", reg)
 		}
 		if app.Registry() == nil {
 			t.Fatal("Registry() is nil after Start")
 		}
 		if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "process-local") {
 			t.Fatalf("log %q; want a warning about the process-local Registry", logs.String())
+		}
+		synctest.Wait()
+		if !app.Cluster().IsLeader() {
+			t.Fatal("not leading over a memory Registry")
+		}
+	})
+}
+
+// A4: without a Registry service or a cluster service, the Registry is a memory store.
+func TestA4DefaultRegistry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		resetJournal(t)
+		app := newApp(t, `{"services": {"r": {"type": "test/Recorder"}}}`)
+		if err := app.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer app.Stop(context.Background())
+		if reg, ok := app.Service(RegistryName); !ok || app.Registry() == nil {
+			t.Fatalf("default Registry: %T, Registry() %v; want a *MemoryStore", reg, app.Registry())
 		}
 	})
 }
@@ -195,7 +235,8 @@ func TestA6RegistrationWaitsForClusterService(t *testing.T) {
 		defer delete(testHooks, "early")
 		app := newApp(t, `{"services": {
 			"early": {"type": "test/Recorder", "name": "early"},
-			"cluster": {"type": "StoreClusterService", "instanceId": "me"}}}`)
+			"cluster": {"type": "StoreClusterService", "instanceId": "me"},
+			"Registry": {"type": "MemoryStore"}}}`)
 		app.SetLogger(discardLogger())
 		if err := app.Start(context.Background()); err != nil {
 			t.Fatal(err)
@@ -236,8 +277,8 @@ func TestA7PackageLevel(t *testing.T) {
 		if c := UseCluster(); c == nil || !c.IsLeader() {
 			t.Fatalf("UseCluster() with no application: %v; want a leading local cluster", c)
 		}
-		a := newApp(t, `{"services": {"cluster": {"type": "StoreClusterService", "instanceId": "a"}}}`)
-		b := newApp(t, `{"services": {"cluster": {"type": "StoreClusterService", "instanceId": "b"}}}`)
+		a := newApp(t, `{"services": {"Registry": {"type": "MemoryStore"}, "cluster": {"type": "StoreClusterService", "instanceId": "a"}}}`)
+		b := newApp(t, `{"services": {"Registry": {"type": "MemoryStore"}, "cluster": {"type": "StoreClusterService", "instanceId": "b"}}}`)
 		for _, app := range []*Application{a, b} {
 			app.SetLogger(discardLogger())
 			if err := app.Start(context.Background()); err != nil {
@@ -355,7 +396,7 @@ func TestTwoApplicationsOneLeader(t *testing.T) {
 // before Start.
 func TestElectionAccessAndObservers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		app := newApp(t, `{"services": {"cluster": {"type": "StoreClusterService", "instanceId": "me"}}}`)
+		app := newApp(t, `{"services": {"Registry": {"type": "MemoryStore"}, "cluster": {"type": "StoreClusterService", "instanceId": "me"}}}`)
 		app.SetLogger(discardLogger())
 		es, ok := app.Cluster().(interface{ Election() *ElectionService })
 		if !ok {
