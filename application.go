@@ -357,7 +357,8 @@ func (a *Application) Registry() store.Store {
 func (a *Application) Cluster() cluster.Cluster { return a.cluster }
 
 // WhenLeader registers fn and deregistered on the application's cluster (A6, A7): see
-// cluster.Elector.WhenLeader for the guarantees. Without a cluster service, fn runs at once.
+// cluster.Cluster.WhenLeader for the guarantees and for what a callback may call. Without a
+// cluster service, fn runs at once.
 func (a *Application) WhenLeader(fn cluster.LeaderFunc, deregistered func()) (remove func()) {
 	return a.cluster.WhenLeader(fn, deregistered)
 }
