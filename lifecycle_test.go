@@ -156,3 +156,33 @@ func TestA3StopDuringStart(t *testing.T) {
 		})
 	}
 }
+
+// A3, W6: a callback that wants the application stopped calls Stop on a new goroutine and
+// returns: Stop cancels fn's context, and goes on once fn has returned.
+func TestA3StopFromACallbackOnANewGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		resetJournal(t)
+		app := newApp(t, `{"services": {"Registry": {"type": "MemoryStore"}, "cluster": {"type": "StoreClusterService"}}}`)
+		app.SetLogger(discardLogger())
+		var j journal
+		stopped := make(chan error, 1)
+		app.WhenLeader(func(ctx context.Context) error {
+			j.add("fn")
+			go func() { stopped <- app.Stop(context.Background()) }()
+			<-ctx.Done()
+			return nil
+		}, func() { j.add("deregistered") })
+		if err := app.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-stopped; err != nil {
+			t.Fatal(err)
+		}
+		if got, want := j.get(), []string{"fn", "deregistered"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("calls %v; want %v", got, want)
+		}
+		if rec, err := app.Registry().Get(context.Background(), "cluster:leader"); err != nil || rec["holder"] != "" {
+			t.Fatalf("record %v, %v; want released", rec, err)
+		}
+	})
+}
