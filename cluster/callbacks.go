@@ -123,11 +123,9 @@ func (c *callbacks) enqueueLocked(r *registration, ev context.Context) {
 func (r *registration) drain() {
 	c := r.c
 	id := goid()
-	c.mu.Lock()
-	r.goid = id
-	c.mu.Unlock()
 	for {
 		c.mu.Lock()
+		r.goid = id
 		if len(r.queue) == 0 {
 			r.running = false
 			r.goid = 0
