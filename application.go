@@ -24,12 +24,28 @@ type Application struct {
 	cluster cluster.Cluster
 	local   *cluster.Local // the cluster when none is configured
 	log     atomic.Pointer[slog.Logger]
+	// implicitRegistry: no service is named Registry, so it is a memory store of this process
+	// that no StoreClusterService may elect on (A4).
+	implicitRegistry bool
 
 	mu       sync.Mutex
 	state    appState
 	services map[string]Service // initialized services
 	registry store.Store
+
+	// Stop does its work once; every call returns that work's result (A3).
+	stopping bool          // Stop was called
+	stopDone chan struct{} // closed once the first Stop's work is over
+	stopErr  error         // its result, set before stopDone is closed
+	// A Stop during Start cancels the context of the Init under way with cancelInit and
+	// leaves stopCtx, its own context, for Start to stop the services it started with.
+	cancelInit context.CancelCauseFunc
+	stopCtx    context.Context
 }
+
+// ErrStopped is wrapped by the error of a Start that Stop interrupted, or that came after
+// Stop.
+var ErrStopped = errors.New("leasehold: stopped")
 
 type entry struct {
 	name, typ string
@@ -49,12 +65,13 @@ const (
 // New creates the configuration's services and decodes their parameters, without starting
 // anything. An unknown type is an error listing the known ones; an unknown parameter, or one
 // of the wrong type, is an error naming the service and the parameter (A2). When no service is
-// named Registry, the Registry is a memory store (A4).
+// named Registry, the Registry is a memory store (A4), which a StoreClusterService refuses at
+// Start.
 func New(cfg *Config) (*Application, error) {
 	if cfg == nil {
 		return nil, errors.New("leasehold: New with a nil *Config")
 	}
-	a := &Application{services: map[string]Service{}}
+	a := &Application{services: map[string]Service{}, stopDone: make(chan struct{})}
 	var registry *entry
 	var rest []*entry
 	for _, sc := range cfg.Services {
@@ -81,6 +98,7 @@ func New(cfg *Config) (*Application, error) {
 	}
 	if registry == nil {
 		registry = &entry{name: RegistryName, typ: namespace + "MemoryStore", svc: &MemoryStore{}}
+		a.implicitRegistry = true
 	}
 	// The Registry starts first, whatever its place: every other service may use it.
 	a.entries = append([]*entry{registry}, rest...)
@@ -113,63 +131,155 @@ func (a *Application) SetLogger(l *slog.Logger) { a.log.Store(l) }
 // fails, the services already started are stopped in reverse order and the error names the
 // failing service (A3). The application becomes the default one of the package-level
 // UseCluster and WhenLeader as Start begins (A7), so services may call them from Init.
+//
+// A Stop during Start makes Start fail with an error wrapping ErrStopped: the context of the
+// Init under way is cancelled, no other service is initialized, and the services already
+// started are stopped, in reverse order, with Stop's context; Stop returns once they are.
+// Start's context is not cancelled when Start returns: a service may keep it for its
+// lifetime.
 func (a *Application) Start(ctx context.Context) error {
 	a.mu.Lock()
-	if a.state != created {
+	switch {
+	case a.stopping:
+		a.mu.Unlock()
+		return fmt.Errorf("%w: Start called after Stop", ErrStopped)
+	case a.state != created:
 		a.mu.Unlock()
 		return errors.New("leasehold: Start called twice")
 	}
 	a.state = starting
+	initCtx, cancel := context.WithCancelCause(ctx)
+	a.cancelInit = cancel
 	a.mu.Unlock()
 	startedApps.push(a)
 
 	for _, e := range a.entries {
-		if err := e.svc.Init(ctx, a); err != nil {
-			err = fmt.Errorf("leasehold: start service %q (%s): %w", e.name, e.typ, err)
-			if serr := a.stopServices(ctx); serr != nil {
-				err = errors.Join(err, serr)
-			}
-			a.mu.Lock()
-			a.state = stopped
-			a.mu.Unlock()
-			startedApps.remove(a)
-			return err
-		}
+		err := e.svc.Init(initCtx, a)
 		a.mu.Lock()
-		e.started = true
-		a.services[e.name] = e.svc
-		if e.name == RegistryName {
-			a.registry = e.svc.(store.Store)
-			if pl, ok := e.svc.(interface{ ProcessLocal() bool }); ok && pl.ProcessLocal() {
-				if _, isStoreCluster := a.cluster.(*StoreClusterService); isStoreCluster {
-					a.Logger().Warn("leasehold: the Registry is a process-local store: every process will elect itself; configure a shared store as the Registry",
-						"registry", e.typ)
+		if err == nil {
+			e.started = true
+			a.services[e.name] = e.svc
+			if e.name == RegistryName {
+				a.registry = e.svc.(store.Store)
+				if pl, ok := e.svc.(interface{ ProcessLocal() bool }); ok && pl.ProcessLocal() {
+					if _, isStoreCluster := a.cluster.(*StoreClusterService); isStoreCluster {
+						a.Logger().Warn("leasehold: the Registry is a process-local store: every process will elect itself; configure a shared store as the Registry",
+							"registry", e.typ)
+					}
 				}
 			}
 		}
+		stopping := a.stopping
 		a.mu.Unlock()
+		if stopping || err != nil {
+			return a.abortStart(ctx, e, err)
+		}
 	}
 	a.mu.Lock()
+	if a.stopping {
+		a.mu.Unlock()
+		return a.abortStart(ctx, nil, nil)
+	}
 	a.state = running
 	a.mu.Unlock()
 	return nil
 }
 
+// abortStart stops the services Start has started, once the Init of e has failed with initErr
+// or a Stop has come (e is nil when it came after the last Init).
+func (a *Application) abortStart(ctx context.Context, e *entry, initErr error) error {
+	a.mu.Lock()
+	byStop := a.stopping
+	if byStop {
+		ctx = a.stopCtx
+	}
+	a.mu.Unlock()
+	var err error
+	switch {
+	case byStop && e == nil:
+		err = fmt.Errorf("%w during Start, once every service had started; they are stopped", ErrStopped)
+	case byStop:
+		err = fmt.Errorf("%w during Start, while service %q (%s) was starting; the services already started are stopped", ErrStopped, e.name, e.typ)
+		if initErr != nil && !errors.Is(initErr, context.Canceled) && !errors.Is(initErr, ErrStopped) {
+			err = errors.Join(err, fmt.Errorf("leasehold: start service %q (%s): %w", e.name, e.typ, initErr))
+		}
+	default:
+		err = fmt.Errorf("leasehold: start service %q (%s): %w", e.name, e.typ, initErr)
+	}
+	serr := a.stopServices(ctx)
+	a.mu.Lock()
+	a.state = stopped
+	cancel := a.cancelInit
+	a.cancelInit = nil
+	// A Stop that came while the services were stopping waits for this result too.
+	byStop = a.stopping
+	a.mu.Unlock()
+	cancel(ErrStopped)
+	startedApps.remove(a)
+	if byStop {
+		a.endStop(serr)
+	}
+	return errors.Join(err, serr)
+}
+
 // Stop first ends leadership: the cluster stops, every deregistered callback has run and the
 // lease is released, while all other services still run. Then it stops the services in
-// reverse order, best effort, and returns their errors joined (A3).
+// reverse order, best effort, and returns their errors joined (A3). Before Start, it ends the
+// leadership of the local cluster, which leads from New.
+//
+// Stop does its work once: a second call, concurrent (a signal handler and a deferred Stop)
+// or later, waits for the first and returns its result, or an error if its own ctx ends
+// first. Stop must not be called from a WhenLeader callback, nor from a service's Init, which
+// it would wait for (see cluster.Cluster.WhenLeader): call it on a new goroutine.
 func (a *Application) Stop(ctx context.Context) error {
 	a.mu.Lock()
-	if a.state == stopped || a.state == created {
-		a.state = stopped
+	if a.stopping {
 		a.mu.Unlock()
+		return a.waitStop(ctx)
+	}
+	a.stopping = true
+	switch a.state {
+	case starting:
+		// Start stops what it has started, with ctx, once the Init under way returns.
+		a.stopCtx = ctx
+		cancel := a.cancelInit
+		a.mu.Unlock()
+		cancel(ErrStopped)
+		return a.waitStop(ctx)
+	case stopped:
+		// A failed Start has stopped what it started.
+		a.mu.Unlock()
+		a.endStop(nil)
 		return nil
 	}
+	// Before Start nothing is started but the local cluster, which leads from New: fn may
+	// have run, and its deregistered is owed.
 	a.state = stopped
+	cancel := a.cancelInit
 	a.mu.Unlock()
 	err := a.stopServices(ctx)
+	if cancel != nil {
+		cancel(ErrStopped) // the services it was given to have stopped
+	}
 	startedApps.remove(a)
+	a.endStop(err)
 	return err
+}
+
+// endStop records the result of the first Stop's work, for every Stop to return.
+func (a *Application) endStop(err error) {
+	a.stopErr = err
+	close(a.stopDone)
+}
+
+// waitStop waits for the first Stop's work and returns its result.
+func (a *Application) waitStop(ctx context.Context) error {
+	select {
+	case <-a.stopDone:
+		return a.stopErr
+	case <-ctx.Done():
+		return fmt.Errorf("leasehold: Stop: the Stop under way has not finished: %w", ctx.Err())
+	}
 }
 
 func (a *Application) stopServices(ctx context.Context) error {
@@ -247,7 +357,8 @@ func (a *Application) Registry() store.Store {
 func (a *Application) Cluster() cluster.Cluster { return a.cluster }
 
 // WhenLeader registers fn and deregistered on the application's cluster (A6, A7): see
-// cluster.Elector.WhenLeader for the guarantees. Without a cluster service, fn runs at once.
+// cluster.Cluster.WhenLeader for the guarantees and for what a callback may call. Without a
+// cluster service, fn runs at once.
 func (a *Application) WhenLeader(fn cluster.LeaderFunc, deregistered func()) (remove func()) {
 	return a.cluster.WhenLeader(fn, deregistered)
 }

@@ -39,7 +39,8 @@ func TestA3FailedStartStopsInReverse(t *testing.T) {
 	}
 }
 
-// A3: Stop is best effort: every service is stopped, errors are joined.
+// A3: Stop is best effort: every service is stopped, errors are joined; a second Stop stops
+// nothing again and returns the first's result.
 func TestA3StopJoinsErrors(t *testing.T) {
 	j := resetJournal(t)
 	app := newApp(t, `{"services": {
@@ -58,8 +59,11 @@ func TestA3StopJoinsErrors(t *testing.T) {
 	if got := j.get(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("journal %v; want %v", got, want)
 	}
-	if err := app.Stop(t.Context()); err != nil {
-		t.Fatalf("second Stop: %v", err)
+	if err2 := app.Stop(t.Context()); err2 == nil || err2.Error() != err.Error() {
+		t.Fatalf("second Stop: %v; want the first's result", err2)
+	}
+	if got := j.get(); len(got) != len(want) {
+		t.Fatalf("journal %v after a second Stop; want nothing stopped twice", got)
 	}
 }
 
@@ -82,11 +86,19 @@ func TestA3StopEndsLeadershipFirst(t *testing.T) {
 		if err := app.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		// fn runs on a goroutine of its own once the cluster service has started, while Start
+		// goes on: its place among the later Inits is not fixed.
+		got := j.get()
+		if i := slices.Index(got, "fn"); i < slices.Index(got, "init worker") {
+			t.Fatalf("journal %v; want fn once the cluster service has started", got)
+		} else {
+			got = slices.Delete(got, i, i+1)
+		}
 		// The Registry starts first, wherever it is configured (A4), and stops last.
-		want := []string{"init Registry", "init worker", "init after", "fn", "deregistered", "release cluster:leader",
+		want := []string{"init Registry", "init worker", "init after", "deregistered", "release cluster:leader",
 			"stop after", "stop worker", "stop Registry"}
-		if got := j.get(); !reflect.DeepEqual(got, want) {
-			t.Fatalf("journal %v; want %v", got, want)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("journal %v without fn; want %v", got, want)
 		}
 	})
 }
@@ -94,15 +106,36 @@ func TestA3StopEndsLeadershipFirst(t *testing.T) {
 func discardLogger() *slog.Logger { return newDiscardLogger() }
 
 // A4: without a Registry service, the Registry is a memory store; a StoreClusterService over
-// it logs a warning, since every process would elect itself.
-func TestA4DefaultRegistryWarns(t *testing.T) {
+// it is a start error saying what to configure, since every process would elect itself.
+func TestA4ImplicitRegistryIsAStartError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		app := newApp(t, `{"services": {"cluster": {"type": "Webda/StoreClusterService"}}}`)
-		logs := &logBuffer{}
-		app.SetLogger(logs.logger())
+		app.SetLogger(discardLogger())
 		if app.Registry() != nil {
 			t.Fatal("Registry before Start is not nil")
 		}
+		err := app.Start(context.Background())
+		for _, want := range []string{`service "cluster" (Webda/StoreClusterService): no Registry is configured`, `"Registry"`, "Webda/MemoryStore"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Start: %v; want an error holding %s", err, want)
+			}
+		}
+		if app.Cluster().IsLeader() {
+			t.Fatal("leading after a failed Start")
+		}
+		if _, ok := app.Service(RegistryName); ok {
+			t.Fatal("the Registry is still started after a failed Start")
+		}
+	})
+}
+
+// A4: an explicitly configured memory Registry is allowed under a StoreClusterService (one
+// process, tests), with a warning.
+func TestA4ExplicitMemoryRegistryWarns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newApp(t, `{"services": {"Registry": {"type": "Webda/MemoryStore"}, "cluster": {"type": "Webda/StoreClusterService"}}}`)
+		logs := &logBuffer{}
+		app.SetLogger(logs.logger())
 		if err := app.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -112,13 +145,32 @@ func TestA4DefaultRegistryWarns(t *testing.T) {
 			t.Fatal("no Registry service")
 		}
 		if _, ok := reg.(*MemoryStore); !ok {
-			t.Fatalf("default Registry is %T; want *MemoryStore", reg)
+			t.Fatalf("Registry is %T; want *MemoryStore", reg)
 		}
 		if app.Registry() == nil {
 			t.Fatal("Registry() is nil after Start")
 		}
 		if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "process-local") {
 			t.Fatalf("log %q; want a warning about the process-local Registry", logs.String())
+		}
+		synctest.Wait()
+		if !app.Cluster().IsLeader() {
+			t.Fatal("not leading over a memory Registry")
+		}
+	})
+}
+
+// A4: without a Registry service or a cluster service, the Registry is a memory store.
+func TestA4DefaultRegistry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		resetJournal(t)
+		app := newApp(t, `{"services": {"r": {"type": "test/Recorder"}}}`)
+		if err := app.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer app.Stop(context.Background())
+		if reg, ok := app.Service(RegistryName); !ok || app.Registry() == nil {
+			t.Fatalf("default Registry: %T, Registry() %v; want a *MemoryStore", reg, app.Registry())
 		}
 	})
 }
@@ -191,7 +243,8 @@ func TestA6RegistrationWaitsForClusterService(t *testing.T) {
 		defer delete(testHooks, "early")
 		app := newApp(t, `{"services": {
 			"early": {"type": "test/Recorder", "name": "early"},
-			"cluster": {"type": "StoreClusterService", "instanceId": "me"}}}`)
+			"cluster": {"type": "StoreClusterService", "instanceId": "me"},
+			"Registry": {"type": "MemoryStore"}}}`)
 		app.SetLogger(discardLogger())
 		if err := app.Start(context.Background()); err != nil {
 			t.Fatal(err)
@@ -232,8 +285,8 @@ func TestA7PackageLevel(t *testing.T) {
 		if c := UseCluster(); c == nil || !c.IsLeader() {
 			t.Fatalf("UseCluster() with no application: %v; want a leading local cluster", c)
 		}
-		a := newApp(t, `{"services": {"cluster": {"type": "StoreClusterService", "instanceId": "a"}}}`)
-		b := newApp(t, `{"services": {"cluster": {"type": "StoreClusterService", "instanceId": "b"}}}`)
+		a := newApp(t, `{"services": {"Registry": {"type": "MemoryStore"}, "cluster": {"type": "StoreClusterService", "instanceId": "a"}}}`)
+		b := newApp(t, `{"services": {"Registry": {"type": "MemoryStore"}, "cluster": {"type": "StoreClusterService", "instanceId": "b"}}}`)
 		for _, app := range []*Application{a, b} {
 			app.SetLogger(discardLogger())
 			if err := app.Start(context.Background()); err != nil {
@@ -351,7 +404,7 @@ func TestTwoApplicationsOneLeader(t *testing.T) {
 // before Start.
 func TestElectionAccessAndObservers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		app := newApp(t, `{"services": {"cluster": {"type": "StoreClusterService", "instanceId": "me"}}}`)
+		app := newApp(t, `{"services": {"Registry": {"type": "MemoryStore"}, "cluster": {"type": "StoreClusterService", "instanceId": "me"}}}`)
 		app.SetLogger(discardLogger())
 		es, ok := app.Cluster().(interface{ Election() *ElectionService })
 		if !ok {

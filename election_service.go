@@ -125,7 +125,7 @@ func (s *ElectionService) InstanceID() string {
 	return s.ID
 }
 
-// WhenLeader implements cluster.Cluster (see cluster.Elector.WhenLeader). Before the
+// WhenLeader implements cluster.Cluster (see cluster.Cluster.WhenLeader). Before the
 // election starts, the registration waits for it.
 func (s *ElectionService) WhenLeader(fn cluster.LeaderFunc, deregistered func()) (remove func()) {
 	s.mu.Lock()
@@ -147,7 +147,7 @@ func (s *ElectionService) WhenLeader(fn cluster.LeaderFunc, deregistered func())
 }
 
 // Stop ends the election (E7): leadership ends, deregistered callbacks run, the lease is
-// released. It implements Stopper.
+// released; see cluster.Elector.Stop. It implements Stopper.
 func (s *ElectionService) Stop(ctx context.Context) error {
 	if e := s.Elector(); e != nil {
 		return e.Stop(ctx)

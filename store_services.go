@@ -14,9 +14,10 @@ func init() {
 	RegisterServiceType("Webda/MemoryStore", func() Service { return &MemoryStore{} })
 }
 
-// MemoryStore is the service type Webda/MemoryStore: an in-process store. As the Registry of
-// a StoreClusterService it makes every process elect itself (a warning is logged): use it for
-// a single process, or for tests.
+// MemoryStore is the service type Webda/MemoryStore: an in-process store, and the Registry
+// when none is configured. As the Registry of a StoreClusterService it makes every process
+// elect itself: configured explicitly, it is allowed with a warning, for a single process or
+// tests; as the default Registry, it is a start error.
 type MemoryStore struct {
 	*memory.Store `json:"-"`
 }

@@ -14,6 +14,14 @@ import (
 // registrations never wait for each other. No goroutine is left once every queue is drained.
 type callbacks struct {
 	log *slog.Logger
+	// leading is the Cluster's IsLeader. The leadership context alone is not enough to start
+	// fn on: it is cancelled only once the election goroutine has noticed the end, while
+	// IsLeader turns false the instant the deadline passes (W7).
+	leading func() bool
+
+	// afterTake, when set by a test, runs on a registration's goroutine between taking a call
+	// from its queue and making it: the window where a concurrent remove must still be seen.
+	afterTake func()
 
 	mu     sync.Mutex
 	regs   map[*registration]struct{}
@@ -33,13 +41,14 @@ type registration struct {
 	removed  bool
 	drained  chan struct{}      // closed when the goroutine exits
 	cancelFn context.CancelFunc // cancels the context of the fn that ran last
+	goid     uint64             // the goroutine draining the queue, while running
 
 	// Owned by the registration's goroutine.
 	fnRan bool
 }
 
-func newCallbacks(log *slog.Logger) *callbacks {
-	return &callbacks{log: log, regs: map[*registration]struct{}{}}
+func newCallbacks(log *slog.Logger, leading func() bool) *callbacks {
+	return &callbacks{log: log, leading: leading, regs: map[*registration]struct{}{}}
 }
 
 // add registers fn and deregistered; while leading, fn is queued at once (W2).
@@ -51,8 +60,7 @@ func (c *callbacks) add(fn LeaderFunc, deregistered func()) (remove func()) {
 		c.enqueueLocked(r, c.lead)
 	}
 	c.mu.Unlock()
-	var once sync.Once
-	return func() { once.Do(r.remove) }
+	return r.remove
 }
 
 // startLeading queues fn of every registration with ctx, the new leadership's context.
@@ -114,10 +122,13 @@ func (c *callbacks) enqueueLocked(r *registration, ev context.Context) {
 
 func (r *registration) drain() {
 	c := r.c
+	id := goid()
 	for {
 		c.mu.Lock()
+		r.goid = id
 		if len(r.queue) == 0 {
 			r.running = false
+			r.goid = 0
 			close(r.drained)
 			c.active--
 			if c.active == 0 {
@@ -130,6 +141,9 @@ func (r *registration) drain() {
 		ev := r.queue[0]
 		r.queue = r.queue[1:]
 		c.mu.Unlock()
+		if c.afterTake != nil {
+			c.afterTake()
+		}
 		if ev != nil {
 			r.runFn(ev)
 		} else {
@@ -151,6 +165,15 @@ func (r *registration) runFn(lead context.Context) {
 	}
 	ctx, cancel := context.WithCancel(lead)
 	r.c.mu.Lock()
+	if r.removed || !r.c.leading() {
+		// remove came after this call was taken from the queue: it did not see this context
+		// to cancel it, and waits for this goroutine, so fn must not start. Nor may it once
+		// IsLeader says false, though the election goroutine has not ended the leadership yet:
+		// it will, and the deregistered it then queues finds no fn to pair with.
+		r.c.mu.Unlock()
+		cancel()
+		return
+	}
 	r.cancelFn = cancel
 	r.c.mu.Unlock()
 	r.fnRan = true // W5: fn counts as having run even if it fails
@@ -190,20 +213,30 @@ func (r *registration) runDeregistered() {
 }
 
 // remove ends the registration (W6): its fn's context is cancelled, deregistered runs if fn
-// ran since the last deregistered, and remove returns once that is done.
+// ran since the last deregistered, and remove returns once that is done, however many times
+// it is called. Called from the registration's own fn or deregistered, it cannot wait for
+// them: it ends the registration and returns at once, and the registration's goroutine runs
+// the deregistered that is owed once the callback returns.
 func (r *registration) remove() {
 	c := r.c
+	self := goid()
 	c.mu.Lock()
-	// Drop pending fn calls: the registration is ending, so only the closing deregistered
-	// matters, and it runs after any fn already started has returned.
-	r.queue = r.queue[:0]
-	c.enqueueLocked(r, nil)
-	r.removed = true
-	delete(c.regs, r)
+	if !r.removed {
+		// Drop pending fn calls: the registration is ending, so only the closing deregistered
+		// matters, and it runs after any fn already started has returned.
+		r.queue = r.queue[:0]
+		c.enqueueLocked(r, nil)
+		r.removed = true
+		delete(c.regs, r)
+	}
 	drained, cancel := r.drained, r.cancelFn
+	own := r.running && self != 0 && r.goid == self
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()
+	}
+	if own {
+		return
 	}
 	<-drained
 }

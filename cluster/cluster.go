@@ -24,6 +24,7 @@
 // Each registration's calls run in order on a goroutine of its own and never overlap: fn runs
 // each time the instance becomes the leader, with a context cancelled when that leadership
 // ends, and deregistered runs after fn has returned, each time leadership ends and on Stop.
+// See [Cluster.WhenLeader] for the guarantees and for what a callback may call.
 package cluster
 
 import (
@@ -35,16 +36,48 @@ import (
 // LeaderFunc runs each time the instance becomes the leader. ctx is cancelled when that
 // leadership ends, and carries the lease's term ([TermOf]). A returned error (or a panic) is
 // logged; the election goes on.
+//
+// fn may return at once and leave work running on goroutines of its own until ctx ends, or
+// do the work itself until ctx ends: the registration's deregistered waits for fn to return
+// either way. Work that goes on after ctx ends may overlap the next leader's.
 type LeaderFunc func(ctx context.Context) error
 
 // Cluster is what an application asks of its cluster service.
 type Cluster interface {
-	// IsLeader reports whether this instance leads now.
+	// IsLeader reports whether this instance leads now. It is safe to call from anywhere,
+	// callbacks included.
 	IsLeader() bool
 	// InstanceID is this instance's identity in the election.
 	InstanceID() string
 	// WhenLeader registers fn and deregistered (which may be nil). The returned function
 	// removes the registration.
+	//
+	// Guarantees, for each registration:
+	//   - fn starts only while IsLeader is true, each time the instance becomes the leader,
+	//     and at once if it already leads when WhenLeader is called (W2). Its context is
+	//     cancelled when that leadership ends, or by remove.
+	//   - deregistered runs once for each fn that ran, after that fn has returned: when the
+	//     leadership ends, when the cluster stops, or on remove. It does not run for a fn that
+	//     never ran.
+	//   - The calls run on a goroutine of the registration's own, one at a time, in order
+	//     (W4); a slow callback delays only its own registration. Stop waits for them all.
+	//   - An error or a panic from fn or deregistered is logged and ends nothing (W5).
+	//
+	// From inside fn or deregistered, a callback may call IsLeader, InstanceID, WhenLeader
+	// (the new registration's fn runs on its own goroutine), and the remove of its own
+	// registration: that remove ends the registration and returns at once, and the
+	// deregistered still owed runs once fn has returned (run once: do the work, then
+	// remove). Everything else that waits for callbacks must not be called from one, nor from
+	// a goroutine a callback waits for: remove of another registration waits for that
+	// registration's callbacks (two registrations removing each other deadlock), and the
+	// cluster's Stop waits for every callback, so from a callback it would wait for itself
+	// until its context ends, then return an error without releasing the lease. To stop from
+	// a callback, call Stop on a new goroutine (go app.Stop(ctx)) and return: Stop cancels
+	// fn's context and goes on once fn has returned.
+	//
+	// remove may be called any number of times, from any goroutine: outside the
+	// registration's own callbacks, each call returns once the registration has ended
+	// (fn's context cancelled, fn returned, deregistered run if owed, W6).
 	WhenLeader(fn LeaderFunc, deregistered func()) (remove func())
 }
 

@@ -159,12 +159,31 @@ func (e *Elector) run(startCtx context.Context) {
 			e.stopErr <- e.shutdown(ctx, pending)
 			return
 		case <-startCtx.Done():
+			// Nothing waits for this shutdown, so it is bounded by L-R. A Stop called now or
+			// later waits for it, then finishes what it left undone: whether the attempt in
+			// flight was drained is recorded, as its outcome can be read only once.
+			close(e.ending)
 			ctx, cancel := context.WithTimeout(base, e.l-e.r)
-			err := e.shutdown(ctx, pending)
+			e.stopLeading(ReasonStop, nil)
+			if pending != nil {
+				pending.cancel()
+				select {
+				case <-pending.done:
+					pending = nil
+				case <-ctx.Done():
+				}
+			}
+			var err error
+			if pending != nil {
+				err = fmt.Errorf("cluster: lease %q: stop: an attempt is still waiting for the lock, lease not released: %w", e.name, ctx.Err())
+			} else {
+				err = e.shutdown(ctx, nil)
+			}
 			cancel()
 			if err != nil {
 				e.log.Warn("leasehold: election ended by its context", "error", err)
 			}
+			e.leftover = leftover{err: err, pending: pending}
 			return
 		case <-e.halt:
 			if l := e.leading.Load(); l != nil {

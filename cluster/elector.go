@@ -48,13 +48,27 @@ type Elector struct {
 	leading atomic.Pointer[leadership] // non-nil while this instance leads
 	wrote   atomic.Bool                // a write of the record was ever sent: it may hold the lease
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	stopReq chan context.Context // Stop hands its context to the election goroutine
-	stopErr chan error           // and gets the result back
-	halt    chan struct{}        // tests: end the goroutine as a crash would
-	done    chan struct{}        // closed when the election goroutine has returned
+	mu       sync.Mutex
+	started  bool
+	stopped  bool                 // Stop was called
+	stopDone chan struct{}        // closed once the first Stop has finished: stopRes is its result
+	stopRes  error                // what every Stop returns
+	stopReq  chan context.Context // Stop hands its context to the election goroutine
+	stopErr  chan error           // and gets the result back
+	halt     chan struct{}        // tests: end the goroutine as a crash would
+	done     chan struct{}        // closed when the election goroutine has returned
+
+	// When the cancellation of Start's context ends the election, the election goroutine
+	// closes ending as its shutdown begins, and records in leftover, before done is closed,
+	// what that shutdown left undone for Stop to finish.
+	ending   chan struct{}
+	leftover leftover
+}
+
+// leftover is what a shutdown bounded by LeaseDuration - RenewInterval left undone.
+type leftover struct {
+	err     error    // nil when the shutdown completed
+	pending *attempt // an attempt still in flight, whose outcome nobody has read
 }
 
 var _ Cluster = (*Elector)(nil)
@@ -96,7 +110,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		log = slog.Default()
 	}
 	log = log.With("lease", cfg.LeaseName, "instance", cfg.InstanceID)
-	return &Elector{
+	e := &Elector{
 		lock:     recoverLock{cfg.Lock},
 		name:     cfg.LeaseName,
 		id:       cfg.InstanceID,
@@ -104,12 +118,15 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		r:        cfg.RenewInterval,
 		log:      log,
 		observer: cfg.Observer,
-		cb:       newCallbacks(log),
+		stopDone: make(chan struct{}),
 		stopReq:  make(chan context.Context),
 		stopErr:  make(chan error, 1),
 		halt:     make(chan struct{}),
 		done:     make(chan struct{}),
-	}, nil
+		ending:   make(chan struct{}),
+	}
+	e.cb = newCallbacks(log, e.IsLeader)
+	return e, nil
 }
 
 // InstanceID returns this instance's identity in the election.
@@ -157,7 +174,9 @@ func (e *Elector) Term() (uint64, bool) {
 //
 // The returned remove ends the registration: it cancels fn's context, calls deregistered if
 // fn ran since the last deregistered, and returns once that call has returned (W6). Calling it
-// again does nothing. It must not be called from the registration's own callbacks.
+// again does no more. Called from the registration's own fn or deregistered, it ends the
+// registration and returns at once; the deregistered owed runs once fn has returned. See
+// Cluster.WhenLeader for what else a callback may call: not Stop.
 func (e *Elector) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
 	if fn == nil {
 		fn = func(context.Context) error { return nil }
@@ -166,9 +185,11 @@ func (e *Elector) WhenLeader(fn LeaderFunc, deregistered func()) (remove func())
 }
 
 // Start starts the election in the background and returns at once: an attempt runs now,
-// then every RenewInterval. Cancelling ctx ends the election as Stop does, with the release
-// bounded by LeaseDuration - RenewInterval; ctx's values are kept for the callbacks' contexts.
-// Start returns an error if the Elector was already started or stopped.
+// then every RenewInterval. Cancelling ctx ends the election as Stop does, but as nothing waits
+// for that shutdown it is bounded by LeaseDuration - RenewInterval: callbacks still running
+// then keep the lease from being released (it expires by itself), until a Stop finishes the
+// job. ctx's values are kept for the callbacks' contexts. Start returns an error if the
+// Elector was already started or stopped.
 func (e *Elector) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -188,28 +209,59 @@ func (e *Elector) Start(ctx context.Context) error {
 // releases the lease so that another instance takes over at its next attempt. When ctx ends
 // before the callbacks have returned, Stop does not release the lease (it expires by itself,
 // so the next leader's fn never overlaps this one's) and returns an error. Stop returns when
-// the election goroutine has ended; calling it again returns nil.
+// the election goroutine has ended.
+//
+// After the cancellation of Start's context ended the election, Stop waits, within ctx, for
+// that shutdown, then finishes what its bound left undone: it waits for the attempt in
+// flight and for the callbacks, then releases the lease; its result says whether it could.
+//
+// Stop happens once: a second call, concurrent or later, waits for the first and returns its
+// result, or an error if its own ctx ends first.
+//
+// Stop must not be called from a WhenLeader callback: it waits for every callback, so it
+// would wait for itself until ctx ends, then return an error without releasing the lease.
+// Call it on a new goroutine instead (see Cluster.WhenLeader).
 func (e *Elector) Stop(ctx context.Context) error {
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
-		<-e.done
-		return nil
+		select {
+		case <-e.stopDone:
+			return e.stopRes
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: lease %q: stop: the Stop under way has not finished: %w", e.name, ctx.Err())
+		}
 	}
 	e.stopped = true
 	started := e.started
 	e.mu.Unlock()
+	e.stopRes = e.stop(ctx, started)
+	close(e.stopDone)
+	return e.stopRes
+}
+
+func (e *Elector) stop(ctx context.Context, started bool) error {
 	if !started {
 		close(e.done)
 		return nil
 	}
 	select {
 	case e.stopReq <- ctx:
-		return <-e.stopErr
+		err := <-e.stopErr
+		<-e.done
+		return err
+	case <-e.ending:
+	}
+	select {
 	case <-e.done:
-		// The election already ended (its Start context was cancelled).
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: lease %q: stop: the shutdown begun by the cancellation of Start's context has not ended, lease not released: %w", e.name, ctx.Err())
+	}
+	if e.leftover.err == nil {
 		return nil
 	}
+	// The election goroutine is gone: finishing its shutdown here races with nothing.
+	return e.shutdown(ctx, e.leftover.pending)
 }
 
 // Done returns a channel closed once the election has ended, by Stop or by the cancellation

@@ -93,7 +93,11 @@ func (n *node) crash() {
 	close(n.e.halt)
 	<-n.e.done
 	n.e.mu.Lock()
-	n.e.stopped = true
+	if !n.e.stopped {
+		// A later Stop returns at once, as that of a process that is gone would.
+		n.e.stopped = true
+		close(n.e.stopDone)
+	}
 	n.e.mu.Unlock()
 }
 

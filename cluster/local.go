@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 )
 
 // Local is the cluster of a single instance: it leads from its creation until Stop, so fn
@@ -13,9 +13,8 @@ type Local struct {
 	id string
 	cb *callbacks
 
-	mu      sync.Mutex
 	cancel  context.CancelFunc
-	stopped bool
+	stopped atomic.Bool
 }
 
 var _ Cluster = (*Local)(nil)
@@ -25,7 +24,8 @@ func NewLocal(id string) *Local {
 	if id == "" {
 		id = DefaultInstanceID()
 	}
-	l := &Local{id: id, cb: newCallbacks(slog.Default().With("instance", id))}
+	l := &Local{id: id}
+	l.cb = newCallbacks(slog.Default().With("instance", id), l.IsLeader)
 	ctx, cancel := context.WithCancel(WithTerm(context.Background(), 1))
 	l.cancel = cancel
 	l.cb.startLeading(ctx)
@@ -33,16 +33,12 @@ func NewLocal(id string) *Local {
 }
 
 // IsLeader reports true until Stop.
-func (l *Local) IsLeader() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return !l.stopped
-}
+func (l *Local) IsLeader() bool { return !l.stopped.Load() }
 
 // InstanceID returns the instance's identity.
 func (l *Local) InstanceID() string { return l.id }
 
-// WhenLeader registers fn and deregistered, with the guarantees of Elector.WhenLeader: fn runs
+// WhenLeader registers fn and deregistered, with the guarantees of Cluster.WhenLeader: fn runs
 // at once (its context carries term 1), deregistered when the registration is removed or the
 // cluster stops.
 func (l *Local) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
@@ -53,11 +49,10 @@ func (l *Local) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
 }
 
 // Stop ends the leadership: fn contexts are cancelled and Stop waits for every deregistered
-// callback to return, or for ctx to end (then it returns an error).
+// callback to return, or for ctx to end (then it returns an error). It must not be called from
+// a callback, which it would wait for (see Cluster.WhenLeader).
 func (l *Local) Stop(ctx context.Context) error {
-	l.mu.Lock()
-	l.stopped = true
-	l.mu.Unlock()
+	l.stopped.Store(true)
 	l.cancel()
 	l.cb.stopLeading()
 	if err := l.cb.wait(ctx); err != nil {

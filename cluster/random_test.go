@@ -980,10 +980,7 @@ func (s *rsim) stopped(n *rnode, err error) {
 	s.wl.mu.Unlock()
 	s.note("%s: Stop returned %v", n.id, err)
 	quick := n.stopLead && n.stopClean && n.deDelay == 0
-	if err == errStartCancelled && !quick {
-		return
-	}
-	if err != nil && err != errStartCancelled {
+	if err != nil {
 		// A release whose answer was lost (write-then-hang) is applied yet reported as an
 		// error: E7 is checked on the release attempt instead, by trackStore.
 		s.st.stopErrors++
@@ -1257,9 +1254,8 @@ func (s *rsim) crash(n *rnode) {
 	s.note("crash %s (leader %v, IsLeader until +%v); restart at +%v", n.id, wasLeader, n.leadEnd.Sub(s.begin), n.slot.restartAt.Sub(s.begin))
 }
 
-// stop calls n's Stop on a goroutine of its own, with a random timeout: E7 is checked when it
-// returns.
-var errStartCancelled = errors.New("election ended by cancelling Start's context")
+// stop calls n's Stop on a goroutine of its own, with a random timeout, sometimes after
+// cancelling its Start context: E7 is checked when it returns.
 
 func (s *rsim) stop(n *rnode, allowCancel bool) {
 	if n == nil {
@@ -1276,10 +1272,14 @@ func (s *rsim) stop(n *rnode, allowCancel bool) {
 	go func() {
 		var err error
 		if byCancel {
-			// Cancelling Start's context ends the election as Stop does, with its own bound.
+			// Cancelling Start's context ends the election as Stop does, with its own bound;
+			// the Stop that follows finishes what that bound left undone, and its result is
+			// checked as any Stop's.
 			n.cancel()
 			<-n.e.Done()
-			err = errStartCancelled
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			err = n.e.Stop(ctx)
+			cancel()
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			err = n.e.Stop(ctx)

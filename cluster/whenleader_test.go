@@ -3,12 +3,15 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/leakcheck"
 )
 
 // calls records the calls of one registration, in order.
@@ -309,6 +312,188 @@ func TestW8TermInContext(t *testing.T) {
 		}
 		if _, ok := TermOf(context.Background()); ok {
 			t.Fatal("TermOf found a term in a plain context")
+		}
+	})
+}
+
+// W6: remove right after WhenLeader while leading, when it comes between the registration's
+// goroutine taking the fn call and fn's context being made: fn must not start with a context
+// nobody cancels, and remove must return.
+func TestW6RemoveBeforeFnStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLocal("a")
+		defer l.Stop(context.Background())
+		var remove func()
+		registered := make(chan struct{})
+		removed := make(chan struct{})
+		var once sync.Once
+		l.cb.afterTake = func() {
+			once.Do(func() {
+				<-registered
+				go func() {
+					remove()
+					close(removed)
+				}()
+				synctest.Wait() // remove has ended the registration, or waits for this goroutine
+			})
+		}
+		var c calls
+		remove = l.WhenLeader(func(ctx context.Context) error {
+			c.add("fn")
+			<-ctx.Done()
+			return nil
+		}, func() { c.add("de") })
+		close(registered)
+		select {
+		case <-removed:
+		case <-time.After(time.Hour):
+			t.Fatalf("remove has not returned after an hour; calls %v", c.get())
+		}
+		if got := c.get(); len(got) != 0 && !reflect.DeepEqual(got, []string{"fn", "de"}) {
+			t.Fatalf("calls %v; want none, or fn then deregistered", got)
+		}
+	})
+}
+
+// W2, W7: a registration made the instant the leadership deadline passes, before the
+// election goroutine has noticed (here it is held in the Observer), does not start fn:
+// IsLeader already says false.
+func TestW2RegisterAtTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		block := make(chan struct{})
+		var once sync.Once
+		e, err := NewElector(ElectorConfig{
+			Lock: NewStoreLock(w.mem), InstanceID: "a", Logger: quietLogger(),
+			Observer: func(ev Event) {
+				if ev.Kind == AttemptSucceeded && w.since() == sec(5) {
+					once.Do(func() { <-block }) // before the renewal of 5s is recorded
+				}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(10)) // the deadline of the attempt of 0s: 0 + (L+R)/2
+		if e.IsLeader() {
+			t.Fatal("IsLeader true at the deadline")
+		}
+		started := make(chan string, 1)
+		e.WhenLeader(func(ctx context.Context) error {
+			started <- fmt.Sprintf("fn started with context error %v, IsLeader %v", ctx.Err(), e.IsLeader())
+			return nil
+		}, nil)
+		synctest.Wait()
+		select {
+		case s := <-started:
+			t.Errorf("registered when IsLeader was false: %s; want no fn", s)
+		default:
+		}
+		close(block)
+		if err := e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// W6: remove called from the registration's own fn or deregistered (run once: do it, then
+// unregister) ends the registration and returns at once; a deregistered that is owed still
+// runs, after fn returns.
+func TestW6RemoveFromOwnCallbacks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.node("a", 0, 0).start()
+		w.at(sec(1))
+
+		var fromFn calls
+		var removeFromFn func()
+		ready := make(chan struct{})
+		removeFromFn = a.e.WhenLeader(func(context.Context) error {
+			<-ready
+			fromFn.add("fn")
+			removeFromFn()
+			fromFn.add("removed")
+			return nil
+		}, func() { fromFn.add("de") })
+		close(ready)
+
+		var fromDe calls
+		var removeFromDe func()
+		readyDe := make(chan struct{})
+		removeFromDe = a.e.WhenLeader(func(context.Context) error {
+			fromDe.add("fn")
+			return nil
+		}, func() {
+			<-readyDe
+			fromDe.add("de")
+			removeFromDe()
+			fromDe.add("removed")
+		})
+		close(readyDe)
+
+		w.at(sec(2))
+		if got, want := fromFn.get(), []string{"fn", "removed", "de"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("remove from fn: %v; want %v", got, want)
+		}
+		// Leadership ends at 5s (deregistered, which removes), and comes back at 10s.
+		a.faults.set(func(f *faultStore) { f.err = errInjected })
+		w.at(sec(6))
+		a.faults.heal()
+		w.at(sec(11))
+		if !a.e.IsLeader() {
+			t.Fatal("a does not lead again")
+		}
+		if got, want := fromDe.get(), []string{"fn", "de", "removed"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("remove from deregistered: %v; want %v", got, want)
+		}
+		if got := fromFn.get(); len(got) != 3 {
+			t.Errorf("remove from fn, after a new leadership: %v; want nothing more", got)
+		}
+	})
+}
+
+// W6: fn removes its own registration while a remove from another goroutine waits for fn:
+// the first returns at once, the other once deregistered has run. Real time, as a goroutine
+// stuck on a mutex would stop a synctest bubble's clock.
+func TestW6RemoveFromFnWhileAnotherRemoveWaits(t *testing.T) {
+	tr := leakcheck.New()
+	defer tr.Check(t, 5*time.Second)
+	var c calls
+	tr.Do(func() {
+		l := NewLocal("a")
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			l.Stop(ctx)
+		}()
+		var remove func()
+		registered, inFn := make(chan struct{}), make(chan struct{})
+		remove = l.WhenLeader(func(ctx context.Context) error {
+			<-registered
+			close(inFn)
+			<-ctx.Done() // cancelled by the other goroutine's remove, which then waits for fn
+			remove()
+			c.add("fn removed")
+			return nil
+		}, func() { c.add("de") })
+		close(registered)
+		<-inFn
+		otherDone := make(chan struct{})
+		go func() {
+			remove()
+			c.add("other returned")
+			close(otherDone)
+		}()
+		select {
+		case <-otherDone:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("remove from another goroutine has not returned after 5s; calls %v", c.get())
+		}
+		if got, want := c.get(), []string{"fn removed", "de", "other returned"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("calls %v; want %v", got, want)
 		}
 	})
 }
