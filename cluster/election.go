@@ -209,6 +209,13 @@ func (e *Elector) held(base context.Context, a *attempt, out outcome) {
 		}
 		return
 	}
+	if lead != nil && !time.Now().Before(lead.deadline) {
+		// The deadline passed before this answer was handled: IsLeader already said false
+		// and registrations made since got no fn, so that leadership is over (E5, W7). The
+		// renewal, on time for its own deadline, starts a new one.
+		e.stopLeading(ReasonDeadline, nil)
+		lead = nil
+	}
 	if lead != nil && lead.term == out.rec.Term {
 		e.leading.Store(&leadership{term: lead.term, deadline: deadline, ctx: lead.ctx, cancel: lead.cancel})
 		e.log.Debug("leasehold: renewed", "term", out.rec.Term)
