@@ -5,6 +5,8 @@
 //	releasetool modules              print "DIR MODULEPATH TAGPREFIX" for every published module
 //	releasetool version              print the version the modules require each other at
 //	releasetool check                check the requirements between modules (below)
+//	releasetool requires DIR         print "PATH VERSION" for every requirement of the module in
+//	                                 DIR on a module from elsewhere
 //	releasetool setversion VERSION   make every module require the others at VERSION
 //	releasetool proxy -out DIR       write a file-based module proxy (GOPROXY=file://DIR) holding
 //	                                 every published module at the version of the requirements
@@ -49,6 +51,7 @@ import (
 )
 
 const usage = `usage: releasetool [-dir ROOT] modules|version|check
+       releasetool [-dir ROOT] requires DIR
        releasetool [-dir ROOT] setversion VERSION
        releasetool [-dir ROOT] proxy -out DIR [-time RFC3339]
 `
@@ -105,6 +108,21 @@ func run(root, cmd string, args []string) error {
 		}
 		_, err := ws.check()
 		return err
+	case "requires":
+		if len(args) != 1 {
+			return errUsage
+		}
+		dir := path.Clean(filepath.ToSlash(args[0]))
+		i := slices.IndexFunc(ws.mods, func(m *mod) bool { return m.dir == dir })
+		if i < 0 {
+			return fmt.Errorf("%s is not a module of go.work", args[0])
+		}
+		for _, r := range ws.mods[i].file.Require {
+			if !ws.inRepo(r.Mod.Path) {
+				fmt.Printf("%s %s\n", r.Mod.Path, r.Mod.Version)
+			}
+		}
+		return nil
 	case "setversion":
 		if len(args) != 1 {
 			return errUsage
