@@ -3,14 +3,14 @@ module github.com/leasehold/leasehold/bench
 go 1.26.0
 
 require (
-	github.com/leasehold/leasehold v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/kubernetes v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/etcd v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/mysql v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/nats v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/postgres v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/redis v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/sqlite v0.0.0-00010101000000-000000000000
+	github.com/leasehold/leasehold v0.1.0
+	github.com/leasehold/leasehold/kubernetes v0.1.0
+	github.com/leasehold/leasehold/store/etcd v0.1.0
+	github.com/leasehold/leasehold/store/mysql v0.1.0
+	github.com/leasehold/leasehold/store/nats v0.1.0
+	github.com/leasehold/leasehold/store/postgres v0.1.0
+	github.com/leasehold/leasehold/store/redis v0.1.0
+	github.com/leasehold/leasehold/store/sqlite v0.1.0
 	go.etcd.io/etcd/client/v3 v3.6.14
 	go.etcd.io/etcd/server/v3 v3.6.14
 	go.uber.org/zap v1.27.0
@@ -130,15 +130,4 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
-)
-
-replace (
-	github.com/leasehold/leasehold => ../
-	github.com/leasehold/leasehold/kubernetes => ../kubernetes
-	github.com/leasehold/leasehold/store/etcd => ../store/etcd
-	github.com/leasehold/leasehold/store/mysql => ../store/mysql
-	github.com/leasehold/leasehold/store/nats => ../store/nats
-	github.com/leasehold/leasehold/store/postgres => ../store/postgres
-	github.com/leasehold/leasehold/store/redis => ../store/redis
-	github.com/leasehold/leasehold/store/sqlite => ../store/sqlite
 )

@@ -3,13 +3,13 @@ module github.com/leasehold/leasehold/faults
 go 1.25.0
 
 require (
-	github.com/leasehold/leasehold v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/etcd v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/mysql v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/nats v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/postgres v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/redis v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/sqlite v0.0.0-00010101000000-000000000000
+	github.com/leasehold/leasehold v0.1.0
+	github.com/leasehold/leasehold/store/etcd v0.1.0
+	github.com/leasehold/leasehold/store/mysql v0.1.0
+	github.com/leasehold/leasehold/store/nats v0.1.0
+	github.com/leasehold/leasehold/store/postgres v0.1.0
+	github.com/leasehold/leasehold/store/redis v0.1.0
+	github.com/leasehold/leasehold/store/sqlite v0.1.0
 	go.etcd.io/etcd/server/v3 v3.6.14
 )
 
@@ -92,14 +92,4 @@ require (
 	modernc.org/sqlite v1.59.0 // indirect
 	sigs.k8s.io/json v0.0.0-20211020170558-c049b76a60c6 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
-)
-
-replace (
-	github.com/leasehold/leasehold => ../
-	github.com/leasehold/leasehold/store/etcd => ../store/etcd
-	github.com/leasehold/leasehold/store/mysql => ../store/mysql
-	github.com/leasehold/leasehold/store/nats => ../store/nats
-	github.com/leasehold/leasehold/store/postgres => ../store/postgres
-	github.com/leasehold/leasehold/store/redis => ../store/redis
-	github.com/leasehold/leasehold/store/sqlite => ../store/sqlite
 )

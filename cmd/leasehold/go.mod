@@ -3,14 +3,14 @@ module github.com/leasehold/leasehold/cmd/leasehold
 go 1.26.0
 
 require (
-	github.com/leasehold/leasehold v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/metrics/prometheus v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/etcd v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/mysql v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/nats v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/postgres v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/redis v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/store/sqlite v0.0.0-00010101000000-000000000000
+	github.com/leasehold/leasehold v0.1.0
+	github.com/leasehold/leasehold/metrics/prometheus v0.1.0
+	github.com/leasehold/leasehold/store/etcd v0.1.0
+	github.com/leasehold/leasehold/store/mysql v0.1.0
+	github.com/leasehold/leasehold/store/nats v0.1.0
+	github.com/leasehold/leasehold/store/postgres v0.1.0
+	github.com/leasehold/leasehold/store/redis v0.1.0
+	github.com/leasehold/leasehold/store/sqlite v0.1.0
 	github.com/prometheus/client_golang v1.24.1
 )
 
@@ -75,7 +75,7 @@ require (
 	github.com/jackc/pgx/v5 v5.13.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/klauspost/compress v1.19.2 // indirect
-	github.com/leasehold/leasehold/kubernetes v0.0.0-00010101000000-000000000000
+	github.com/leasehold/leasehold/kubernetes v0.1.0
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/nats-io/nats.go v1.53.1 // indirect
@@ -107,16 +107,3 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 	modernc.org/sqlite v1.59.0 // indirect
 )
-
-replace (
-	github.com/leasehold/leasehold => ../..
-	github.com/leasehold/leasehold/metrics/prometheus => ../../metrics/prometheus
-	github.com/leasehold/leasehold/store/etcd => ../../store/etcd
-	github.com/leasehold/leasehold/store/mysql => ../../store/mysql
-	github.com/leasehold/leasehold/store/nats => ../../store/nats
-	github.com/leasehold/leasehold/store/postgres => ../../store/postgres
-	github.com/leasehold/leasehold/store/redis => ../../store/redis
-	github.com/leasehold/leasehold/store/sqlite => ../../store/sqlite
-)
-
-replace github.com/leasehold/leasehold/kubernetes => ../../kubernetes

@@ -3,8 +3,8 @@ module github.com/leasehold/leasehold/examples/kubernetes
 go 1.26.0
 
 require (
-	github.com/leasehold/leasehold v0.0.0-00010101000000-000000000000
-	github.com/leasehold/leasehold/kubernetes v0.0.0-00010101000000-000000000000
+	github.com/leasehold/leasehold v0.1.0
+	github.com/leasehold/leasehold/kubernetes v0.1.0
 )
 
 require (
@@ -55,9 +55,4 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
-)
-
-replace (
-	github.com/leasehold/leasehold => ../..
-	github.com/leasehold/leasehold/kubernetes => ../../kubernetes
 )

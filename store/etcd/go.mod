@@ -3,7 +3,7 @@ module github.com/leasehold/leasehold/store/etcd
 go 1.25.0
 
 require (
-	github.com/leasehold/leasehold v0.0.0-00010101000000-000000000000
+	github.com/leasehold/leasehold v0.1.0
 	go.etcd.io/etcd/api/v3 v3.6.14
 	go.etcd.io/etcd/client/v3 v3.6.14
 	go.etcd.io/etcd/server/v3 v3.6.14
@@ -68,5 +68,3 @@ require (
 	sigs.k8s.io/json v0.0.0-20211020170558-c049b76a60c6 // indirect
 	sigs.k8s.io/yaml v1.4.0 // indirect
 )
-
-replace github.com/leasehold/leasehold => ../..

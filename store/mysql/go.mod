@@ -4,9 +4,7 @@ go 1.25.0
 
 require (
 	github.com/go-sql-driver/mysql v1.10.1
-	github.com/leasehold/leasehold v0.0.0-00010101000000-000000000000
+	github.com/leasehold/leasehold v0.1.0
 )
 
 require filippo.io/edwards25519 v1.2.0 // indirect
-
-replace github.com/leasehold/leasehold => ../..

@@ -3,7 +3,7 @@ module github.com/leasehold/leasehold/store/nats
 go 1.25.0
 
 require (
-	github.com/leasehold/leasehold v0.0.0-00010101000000-000000000000
+	github.com/leasehold/leasehold v0.1.0
 	github.com/nats-io/nats-server/v2 v2.14.5
 	github.com/nats-io/nats.go v1.53.1
 )
@@ -20,5 +20,3 @@ require (
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
-
-replace github.com/leasehold/leasehold => ../..

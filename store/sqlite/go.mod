@@ -2,10 +2,8 @@ module github.com/leasehold/leasehold/store/sqlite
 
 go 1.25.0
 
-replace github.com/leasehold/leasehold => ../..
-
 require (
-	github.com/leasehold/leasehold v0.0.0-00010101000000-000000000000
+	github.com/leasehold/leasehold v0.1.0
 	modernc.org/sqlite v1.59.0
 )
 
