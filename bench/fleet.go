@@ -141,46 +141,40 @@ func (f *fleet) handle(m message) error {
 
 // wait handles messages until cond holds, the timeout passes or the run is interrupted.
 func (f *fleet) wait(what string, timeout time.Duration, cond func() bool) error {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for !cond() {
-		if m, ok := f.inbox.Take(); ok {
-			if err := f.handle(m); err != nil {
-				return err
-			}
-			continue
-		}
-		select {
-		case <-f.inbox.Notify():
-		case <-t.C:
-			return fmt.Errorf("bench: %s %s: no %s within %v%s", f.kind, f.lease, what, timeout, f.stderrs())
-		case <-f.ctx.Done():
-			return f.ctx.Err()
-		}
+	if held, err := f.handleFor(timeout, cond); held || err != nil {
+		return err
 	}
-	return nil
+	return fmt.Errorf("bench: %s %s: no %s within %v%s", f.kind, f.lease, what, timeout, f.stderrs())
 }
 
 // pause lets d pass while handling messages: the instant a signal is sent is chosen, it
 // waits for nothing that could be waited on.
 func (f *fleet) pause(d time.Duration) error {
+	_, err := f.handleFor(d, func() bool { return false })
+	return err
+}
+
+// handleFor handles messages until cond holds (true) or d has passed (false). It stops at a
+// message's error or when the run is interrupted.
+func (f *fleet) handleFor(d time.Duration, cond func() bool) (bool, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	for {
+	for !cond() {
 		if m, ok := f.inbox.Take(); ok {
 			if err := f.handle(m); err != nil {
-				return err
+				return false, err
 			}
 			continue
 		}
 		select {
 		case <-f.inbox.Notify():
 		case <-t.C:
-			return nil
+			return false, nil
 		case <-f.ctx.Done():
-			return f.ctx.Err()
+			return false, f.ctx.Err()
 		}
 	}
+	return true, nil
 }
 
 // waitLeader waits for a live leader.

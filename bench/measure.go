@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -72,7 +71,7 @@ func measure(ctx context.Context, o options, workerArgs []string, logf func(stri
 	logf("bench: seed %d, L=%v R=%v, %d trials, run %s; load %s", rep.Seed, o.L, o.R, o.Trials, runID, rep.Machine.LoadBefore)
 
 	newFleet := func(sys system, kind, lease string) *fleet {
-		f := &fleet{ctx: ctx, exe: exe, args: workerArgs, env: slices.Clone(sys.Env), kind: kind, lease: lease, l: o.L, r: o.R, inbox: proctest.NewInbox[message]()}
+		f := &fleet{ctx: ctx, exe: exe, args: workerArgs, env: sys.Env, kind: kind, lease: lease, l: o.L, r: o.R, inbox: proctest.NewInbox[message]()}
 		if kind == kindLeasehold {
 			f.log = filepath.Join(dir, lease+".log")
 		}
