@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -109,6 +110,23 @@ func Run(t testing.TB, o Options) []Takeover {
 	}
 	d.checkLog()
 	return takeovers
+}
+
+// Failover is a store's multi-process failover test: Run over url with the defaults, three
+// workers and three rounds, which must measure every takeover. It is skipped with -short,
+// and on Windows, where workers cannot be sent SIGTERM.
+func Failover(t *testing.T, url string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts processes and runs for seconds")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("signals SIGKILL and SIGTERM to worker processes")
+	}
+	const rounds = 3
+	if tks := Run(t, Options{URL: url, Rounds: rounds}); len(tks) != 2*rounds {
+		t.Errorf("%d takeovers measured, want %d", len(tks), 2*rounds)
+	}
 }
 
 type driver struct {
