@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -23,64 +25,62 @@ import (
 // LeaseDuration = L, RenewDeadline = (L + R) / 2, RetryPeriod = R, ReleaseOnCancel
 // sets them. Its lead line is written when OnStartedLeading starts; its unlead line when
 // OnStoppedLeading runs after a leadership (client-go also calls it when it never led).
-func runClientGo(we workerEnv, fail func(string, ...any) int) int {
+func runClientGo(w *proctest.Worker) int {
 	cfg, err := kubeConfig()
 	if err != nil {
-		return fail("%v", err)
+		return w.Fail("%v", err)
 	}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt} }
 	cs, err := k8s.NewForConfig(cfg)
 	if err != nil {
-		return fail("%s: %v", envKubeHost, err)
+		return w.Fail("%s: %v", envKubeHost, err)
 	}
 	var term uint64 // only written by the callbacks, which client-go runs one after the other
 	leading := false
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Name: we.lease, Namespace: os.Getenv(envKubeNS)},
+			LeaseMeta:  metav1.ObjectMeta{Name: w.Lease, Namespace: os.Getenv(envKubeNS)},
 			Client:     cs.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: we.id},
+			LockConfig: resourcelock.ResourceLockConfig{Identity: w.ID},
 		},
-		LeaseDuration:   we.l,
-		RenewDeadline:   (we.l + we.r) / 2,
-		RetryPeriod:     we.r,
+		LeaseDuration:   w.LeaseDuration,
+		RenewDeadline:   (w.LeaseDuration + w.RenewInterval) / 2,
+		RetryPeriod:     w.RenewInterval,
 		ReleaseOnCancel: true,
-		Name:            we.lease,
+		Name:            w.Lease,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(context.Context) {
 				term++
 				leading = true
-				out(proctest.Line{Instance: we.id, Kind: proctest.KindLead, Term: term, T: proctest.Now()})
+				w.Report(proctest.KindLead, term, "")
 			},
 			OnStoppedLeading: func() {
 				if leading {
 					leading = false
-					out(proctest.Line{Instance: we.id, Kind: proctest.KindUnlead, Term: term, T: proctest.Now(), Reason: "stopped"})
+					w.Report(proctest.KindUnlead, term, "stopped")
 				}
 			},
 		},
 	})
 	if err != nil {
-		return fail("%v", err)
+		return w.Fail("%v", err)
 	}
-	serveStats(we.id)
+	serveStats(w.ID)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		le.Run(ctx)
 	}()
-	out(proctest.Line{Instance: we.id, Kind: proctest.KindReady, T: proctest.Now()})
-	waitTerm()
+	w.Ready()
+	<-w.Term()
 	cancel() // ReleaseOnCancel: Run releases the lease before it returns
 	select {
 	case <-done:
-	case <-time.After(we.l):
-		out(proctest.Line{Instance: we.id, Kind: proctest.KindStopped, T: proctest.Now(), Reason: "Run did not return within L"})
-		return exitStopErr
+	case <-time.After(w.LeaseDuration):
+		return w.Stopped(errors.New("Run did not return within L"))
 	}
-	out(proctest.Line{Instance: we.id, Kind: proctest.KindStopped, T: proctest.Now(), Reason: "ok"})
-	return exitOK
+	return w.Stopped(nil)
 }
 
 // countingTransport counts the HTTP requests of the client-go anchor.
@@ -94,9 +94,9 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // runEtcd is the etcd anchor: go.etcd.io/etcd/client/v3/concurrency's Election on a Session
 // whose lease TTL is L in whole seconds (rounded up). Campaign returning is the lead line; on
 // SIGTERM the leader resigns (unlead line), then the session closes, revoking its lease.
-func runEtcd(we workerEnv, fail func(string, ...any) int) int {
+func runEtcd(w *proctest.Worker) int {
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   strings.Split(we.url, ","),
+		Endpoints:   strings.Split(w.URL, ","),
 		DialTimeout: 10 * time.Second,
 		Logger:      zap.NewNop(),
 		DialOptions: []grpc.DialOption{
@@ -105,53 +105,50 @@ func runEtcd(we workerEnv, fail func(string, ...any) int) int {
 		},
 	})
 	if err != nil {
-		return fail("%s: %v", envURL, err)
+		return w.Fail("%s: %v", proctest.EnvURL, err)
 	}
 	defer cli.Close()
-	ttl := int((we.l + time.Second - 1) / time.Second)
+	ttl := int((w.LeaseDuration + time.Second - 1) / time.Second)
 	sess, err := concurrency.NewSession(cli, concurrency.WithTTL(ttl))
 	if err != nil {
-		return fail("session: %v", err)
+		return w.Fail("session: %v", err)
 	}
-	el := concurrency.NewElection(sess, "/leasehold-bench/"+we.lease)
-	serveStats(we.id)
+	el := concurrency.NewElection(sess, "/leasehold-bench/"+w.Lease)
+	serveStats(w.ID)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	won := make(chan error, 1)
-	go func() { won <- el.Campaign(ctx, we.id) }()
-	out(proctest.Line{Instance: we.id, Kind: proctest.KindReady, T: proctest.Now()})
+	go func() { won <- el.Campaign(ctx, w.ID) }()
+	w.Ready()
 
 	leading := false
 	for {
 		select {
 		case err := <-won:
 			if err != nil {
-				return fail("campaign: %v", err)
+				return w.Fail("campaign: %v", err)
 			}
 			leading = true
-			out(proctest.Line{Instance: we.id, Kind: proctest.KindLead, Term: uint64(el.Rev()), T: proctest.Now()})
+			w.Report(proctest.KindLead, uint64(el.Rev()), "")
 		case <-sess.Done():
 			if leading {
-				out(proctest.Line{Instance: we.id, Kind: proctest.KindUnlead, Term: uint64(el.Rev()), T: proctest.Now(), Reason: "session"})
+				w.Report(proctest.KindUnlead, uint64(el.Rev()), "session")
 			}
-			return fail("the session's lease expired")
-		case <-term:
-			stopCtx, stop := context.WithTimeout(context.Background(), we.l)
+			return w.Fail("the session's lease expired")
+		case <-w.Term():
+			stopCtx, stop := context.WithTimeout(context.Background(), w.LeaseDuration)
 			defer stop()
 			if leading {
 				if err := el.Resign(stopCtx); err != nil {
-					out(proctest.Line{Instance: we.id, Kind: proctest.KindStopped, T: proctest.Now(), Reason: "resign: " + err.Error()})
-					return exitStopErr
+					return w.Stopped(fmt.Errorf("resign: %w", err))
 				}
-				out(proctest.Line{Instance: we.id, Kind: proctest.KindUnlead, Term: uint64(el.Rev()), T: proctest.Now(), Reason: "stop"})
+				w.Report(proctest.KindUnlead, uint64(el.Rev()), "stop")
 			}
 			cancel() // a pending Campaign deletes its key
 			if err := sess.Close(); err != nil {
-				out(proctest.Line{Instance: we.id, Kind: proctest.KindStopped, T: proctest.Now(), Reason: "session close: " + err.Error()})
-				return exitStopErr
+				return w.Stopped(fmt.Errorf("session close: %w", err))
 			}
-			out(proctest.Line{Instance: we.id, Kind: proctest.KindStopped, T: proctest.Now(), Reason: "ok"})
-			return exitOK
+			return w.Stopped(nil)
 		}
 	}
 }

@@ -1,15 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -26,6 +20,7 @@ type fleet struct {
 	env   []string // the system's worker environment
 	kind  string   // worker kind
 	lease string
+	log   string // the shared log (leasehold workers), "" for none
 	l, r  time.Duration
 	inbox *proctest.Inbox[message]
 
@@ -40,12 +35,9 @@ type lead struct {
 	t int64
 }
 
-// proc is one worker process.
+// proc is one worker process, and what the driver knows of it.
 type proc struct {
-	id        string
-	cmd       *exec.Cmd
-	stdin     io.WriteCloser
-	stderr    *tailBuffer
+	*proctest.Proc
 	ready     bool
 	signalled bool
 	exited    bool
@@ -60,33 +52,20 @@ type proc struct {
 // start starts a worker with extra environment variables; it does not wait for its ready line.
 func (f *fleet) start(extra ...string) (*proc, error) {
 	f.started++
-	p := &proc{id: fmt.Sprintf("%s-w%d", f.kind, f.started), stderr: &tailBuffer{}}
-	p.cmd = exec.Command(f.exe, f.args...)
-	p.cmd.Env = append(append(append(os.Environ(), f.env...),
-		envWorker+"="+f.kind, envID+"="+p.id, envLease+"="+f.lease,
-		envL+"="+f.l.String(), envR+"="+f.r.String()), extra...)
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	p.cmd.Stderr = p.stderr
-	stdout, err := p.cmd.StdoutPipe()
+	p := &proc{}
+	var err error
+	p.Proc, err = proctest.Start(proctest.Spec{
+		Config: proctest.Config{ID: fmt.Sprintf("%s-w%d", f.kind, f.started), Lease: f.lease, LeaseDuration: f.l, RenewInterval: f.r, Log: f.log},
+		Path:   f.exe,
+		Args:   f.args,
+		Env:    append(append([]string{envWorker + "=" + f.kind}, f.env...), extra...),
+		Line:   func(line string) { f.inbox.Put(message{p: p, line: line}) },
+		Exit:   func(err error) { f.inbox.Put(message{p: p, exit: true, err: err}) },
+	})
 	if err != nil {
 		return nil, err
 	}
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("bench: start worker %s (%s): %w", p.id, f.exe, err)
-	}
 	f.procs = append(f.procs, p)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			f.inbox.Put(message{p: p, line: sc.Text()})
-		}
-		err := p.cmd.Wait()
-		f.inbox.Put(message{p: p, exit: true, err: err})
-	}()
 	return p, nil
 }
 
@@ -120,7 +99,7 @@ func (f *fleet) handle(m message) error {
 			f.leader = nil
 		}
 		if !p.signalled {
-			return fmt.Errorf("bench: worker %s exited unasked (%v)%s", p.id, m.err, p.stderr.section())
+			return fmt.Errorf("bench: worker %s exited unasked (%v)%s", p.ID, m.err, p.StderrTail(2<<10))
 		}
 		return nil
 	}
@@ -137,8 +116,8 @@ func (f *fleet) handle(m message) error {
 		return nil
 	}
 	l, err := proctest.ParseLine(m.line)
-	if err != nil || l.Instance != p.id {
-		return fmt.Errorf("bench: worker %s wrote %q on stdout (%v)%s", p.id, m.line, err, p.stderr.section())
+	if err != nil || l.Instance != p.ID {
+		return fmt.Errorf("bench: worker %s wrote %q on stdout (%v)%s", p.ID, m.line, err, p.StderrTail(2<<10))
 	}
 	switch l.Kind {
 	case proctest.KindReady:
@@ -162,46 +141,40 @@ func (f *fleet) handle(m message) error {
 
 // wait handles messages until cond holds, the timeout passes or the run is interrupted.
 func (f *fleet) wait(what string, timeout time.Duration, cond func() bool) error {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for !cond() {
-		if m, ok := f.inbox.Take(); ok {
-			if err := f.handle(m); err != nil {
-				return err
-			}
-			continue
-		}
-		select {
-		case <-f.inbox.Notify():
-		case <-t.C:
-			return fmt.Errorf("bench: %s %s: no %s within %v%s", f.kind, f.lease, what, timeout, f.stderrs())
-		case <-f.ctx.Done():
-			return f.ctx.Err()
-		}
+	if held, err := f.handleFor(timeout, cond); held || err != nil {
+		return err
 	}
-	return nil
+	return fmt.Errorf("bench: %s %s: no %s within %v%s", f.kind, f.lease, what, timeout, f.stderrs())
 }
 
 // pause lets d pass while handling messages: the instant a signal is sent is chosen, it
 // waits for nothing that could be waited on.
 func (f *fleet) pause(d time.Duration) error {
+	_, err := f.handleFor(d, func() bool { return false })
+	return err
+}
+
+// handleFor handles messages until cond holds (true) or d has passed (false). It stops at a
+// message's error or when the run is interrupted.
+func (f *fleet) handleFor(d time.Duration, cond func() bool) (bool, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
-	for {
+	for !cond() {
 		if m, ok := f.inbox.Take(); ok {
 			if err := f.handle(m); err != nil {
-				return err
+				return false, err
 			}
 			continue
 		}
 		select {
 		case <-f.inbox.Notify():
 		case <-t.C:
-			return nil
+			return false, nil
 		case <-f.ctx.Done():
-			return f.ctx.Err()
+			return false, f.ctx.Err()
 		}
 	}
+	return true, nil
 }
 
 // waitLeader waits for a live leader.
@@ -213,7 +186,7 @@ func (f *fleet) waitLeader() (*proc, error) {
 // nextLead waits for a lead line of another worker than old, from the n-th lead line on.
 func (f *fleet) nextLead(old *proc, n int) (lead, error) {
 	var found lead
-	err := f.wait("new leader after "+old.id, 20*(f.l+f.r), func() bool {
+	err := f.wait("new leader after "+old.ID, 20*(f.l+f.r), func() bool {
 		for _, l := range f.leads[n:] {
 			if l.p != old {
 				found = l
@@ -225,18 +198,15 @@ func (f *fleet) nextLead(old *proc, n int) (lead, error) {
 	return found, err
 }
 
-// signal sends sig to p.
+// signal sends sig to p, noting that p's exit is expected after SIGKILL or SIGTERM.
 func (f *fleet) signal(p *proc, sig syscall.Signal) error {
 	p.signalled = p.signalled || sig == syscall.SIGKILL || sig == syscall.SIGTERM
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		return fmt.Errorf("bench: %v to worker %s: %w", sig, p.id, err)
-	}
-	return nil
+	return p.Signal(sig)
 }
 
 // waitExit waits for p's exit.
 func (f *fleet) waitExit(p *proc) error {
-	return f.wait("exit of "+p.id, 30*time.Second, func() bool { return p.exited })
+	return f.wait("exit of "+p.ID, 30*time.Second, func() bool { return p.exited })
 }
 
 // stopAll SIGTERMs every live worker and waits for their exits; each must have stopped
@@ -264,7 +234,7 @@ func (f *fleet) stopAll() error {
 	}
 	for _, p := range live {
 		if p.err != nil {
-			return fmt.Errorf("bench: worker %s after SIGTERM: %v%s", p.id, p.err, p.stderr.section())
+			return fmt.Errorf("bench: worker %s after SIGTERM: %v%s", p.ID, p.err, p.StderrTail(2<<10))
 		}
 	}
 	return nil
@@ -273,10 +243,7 @@ func (f *fleet) stopAll() error {
 // close kills every worker still running and waits for them, whatever happened.
 func (f *fleet) close() {
 	for _, p := range f.procs {
-		if !p.exited {
-			_ = p.cmd.Process.Kill()
-		}
-		_ = p.stdin.Close()
+		p.Kill()
 	}
 	for _, p := range f.procs {
 		for !p.exited {
@@ -301,7 +268,7 @@ func (f *fleet) stderrs() string {
 	var b strings.Builder
 	for _, p := range f.procs {
 		if !p.exited || p.err != nil {
-			b.WriteString(p.stderr.sectionOf(p.id))
+			b.WriteString(p.StderrTail(2 << 10))
 		}
 	}
 	return b.String()
@@ -313,37 +280,4 @@ type message struct {
 	line string
 	exit bool
 	err  error
-}
-
-// tailBuffer keeps the last 8 KiB a worker wrote on stderr, for error messages.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	if b.buf.Len() > 16<<10 {
-		rest := append([]byte(nil), b.buf.Bytes()[b.buf.Len()-8<<10:]...)
-		b.buf.Reset()
-		b.buf.Write(rest)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) section() string { return b.sectionOf("") }
-
-func (b *tailBuffer) sectionOf(id string) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
-	if s == "" {
-		return ""
-	}
-	if len(s) > 2<<10 {
-		s = "..." + s[len(s)-2<<10:]
-	}
-	return fmt.Sprintf("\n--- stderr %s:\n%s", id, s)
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/proctest"
 	"github.com/leasehold/leasehold/kubernetes"
 	"github.com/leasehold/leasehold/store"
 	// The store backends register their URL schemes with store.Open.
@@ -25,7 +26,7 @@ import (
 
 // openLock returns the lock a leasehold worker elects on: the Kubernetes Lease lock when the
 // environment names an API server, else cluster.NewStoreLock over store.Open(url).
-func openLock(ctx context.Context, we workerEnv) (cluster.Lock, func(), error) {
+func openLock(ctx context.Context, w *proctest.Worker) (cluster.Lock, func(), error) {
 	if host := os.Getenv(envKubeHost); host != "" {
 		cfg, err := kubeConfig()
 		if err != nil {
@@ -37,11 +38,11 @@ func openLock(ctx context.Context, we workerEnv) (cluster.Lock, func(), error) {
 		}
 		// Each request is bounded as the Webda/KubernetesClusterService bounds it by default:
 		// by the attempt's own deadline (E3), L − R.
-		return kubernetes.NewLeaseLock(cs.CoordinationV1(), os.Getenv(envKubeNS), we.l-we.r), func() {}, nil
+		return kubernetes.NewLeaseLock(cs.CoordinationV1(), os.Getenv(envKubeNS), w.LeaseDuration-w.RenewInterval), func() {}, nil
 	}
-	s, err := store.Open(ctx, we.url)
+	s, err := store.Open(ctx, w.URL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", envURL, err)
+		return nil, nil, fmt.Errorf("%s: %w", proctest.EnvURL, err)
 	}
 	return cluster.NewStoreLock(s), func() { _ = store.Close(s) }, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/proctest"
 )
 
 // manyResult is what a many worker reports: one process electing on n lease names over one
@@ -40,19 +41,19 @@ const manyPrefix = "bench-many "
 
 // runMany runs n Electors with distinct lease names over one store (one pool of connections,
 // one cluster.NewStoreLock) in this process, then writes a manyResult line on stdout.
-func runMany(we workerEnv, fail func(string, ...any) int) int {
+func runMany(w *proctest.Worker) int {
 	n, err := strconv.Atoi(os.Getenv(envMany))
 	if err != nil || n <= 0 {
-		return fail("%s=%q: want a positive number", envMany, os.Getenv(envMany))
+		return w.Fail("%s=%q: want a positive number", envMany, os.Getenv(envMany))
 	}
 	window, err := time.ParseDuration(os.Getenv(envWindow))
 	if err != nil {
-		return fail("%s: %v", envWindow, err)
+		return w.Fail("%s: %v", envWindow, err)
 	}
 	ctx := context.Background()
-	lock, closeLock, err := openLock(ctx, we)
+	lock, closeLock, err := openLock(ctx, w)
 	if err != nil {
-		return fail("%v", err)
+		return w.Fail("%v", err)
 	}
 	defer closeLock()
 
@@ -98,26 +99,26 @@ func runMany(we workerEnv, fail func(string, ...any) int) int {
 	for i := range els {
 		if els[i], err = cluster.NewElector(cluster.ElectorConfig{
 			Lock:          countingLock{lock},
-			LeaseName:     fmt.Sprintf("%s-%d", we.lease, i),
-			LeaseDuration: we.l,
-			RenewInterval: we.r,
-			InstanceID:    we.id,
+			LeaseName:     fmt.Sprintf("%s-%d", w.Lease, i),
+			LeaseDuration: w.LeaseDuration,
+			RenewInterval: w.RenewInterval,
+			InstanceID:    w.ID,
 			Logger:        logger,
 			Observer:      observe,
 		}); err != nil {
-			return fail("%v", err)
+			return w.Fail("%v", err)
 		}
 	}
 	res := manyResult{Leases: n, Window: window}
 	start := time.Now()
 	for _, el := range els {
 		if err := el.Start(ctx); err != nil {
-			return fail("%v", err)
+			return w.Fail("%v", err)
 		}
 	}
 	// Every lease is free: each Elector should lead after its first attempt. Wait for that, a
 	// generous bound past which the backend cannot keep up: this is one of the ways it breaks.
-	wait := time.NewTimer(max(30*time.Second, 20*we.l))
+	wait := time.NewTimer(max(30*time.Second, 20*w.LeaseDuration))
 	select {
 	case <-allLead:
 		res.ReadyAfter = time.Since(start)
@@ -142,7 +143,7 @@ func runMany(we workerEnv, fail func(string, ...any) int) int {
 	mu.Unlock()
 
 	stopStart := time.Now()
-	stopCtx, cancel := context.WithTimeout(ctx, max(we.l, 30*time.Second))
+	stopCtx, cancel := context.WithTimeout(ctx, max(w.LeaseDuration, 30*time.Second))
 	defer cancel()
 	var wg sync.WaitGroup
 	var stopFailures atomic.Int64
@@ -157,8 +158,8 @@ func runMany(we workerEnv, fail func(string, ...any) int) int {
 	res.StopTook, res.StopFailures = time.Since(stopStart), int(stopFailures.Load())
 	b, err := json.Marshal(res)
 	if err != nil {
-		return fail("%v", err)
+		return w.Fail("%v", err)
 	}
-	writeOut(manyPrefix + string(b))
-	return exitOK
+	proctest.WriteStdout(manyPrefix + string(b))
+	return proctest.ExitOK
 }

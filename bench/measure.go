@@ -73,7 +73,7 @@ func measure(ctx context.Context, o options, workerArgs []string, logf func(stri
 	newFleet := func(sys system, kind, lease string) *fleet {
 		f := &fleet{ctx: ctx, exe: exe, args: workerArgs, env: sys.Env, kind: kind, lease: lease, l: o.L, r: o.R, inbox: proctest.NewInbox[message]()}
 		if kind == kindLeasehold {
-			f.env = append(append([]string(nil), f.env...), envLog+"="+filepath.Join(dir, lease+".log"))
+			f.log = filepath.Join(dir, lease+".log")
 		}
 		return f
 	}
@@ -200,11 +200,11 @@ func many(f *fleet, n int, window time.Duration) (manyRow, error) {
 		return manyRow{}, err
 	}
 	if p.err != nil || p.many == "" {
-		return manyRow{}, fmt.Errorf("bench: many worker %s: %v, no result%s", p.id, p.err, p.stderr.section())
+		return manyRow{}, fmt.Errorf("bench: many worker %s: %v, no result%s", p.ID, p.err, p.StderrTail(2<<10))
 	}
 	var row manyRow
 	if err := json.Unmarshal([]byte(p.many), &row.manyResult); err != nil {
-		return manyRow{}, fmt.Errorf("bench: many worker %s: %w", p.id, err)
+		return manyRow{}, fmt.Errorf("bench: many worker %s: %w", p.ID, err)
 	}
 	return row, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 
+	"github.com/leasehold/leasehold/internal/proctest"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/kubernetes/kubetest"
 )
@@ -64,24 +65,24 @@ func (s *servers) system(name string) (system, error) {
 	}
 	switch name {
 	case "file":
-		return lh(envURL + "=file://" + filepath.ToSlash(filepath.Join(s.dir, "registry.json")))
+		return lh(proctest.EnvURL + "=file://" + filepath.ToSlash(filepath.Join(s.dir, "registry.json")))
 	case "sqlite":
-		return lh(envURL + "=sqlite://" + filepath.ToSlash(filepath.Join(s.dir, "registry.db")))
+		return lh(proctest.EnvURL + "=sqlite://" + filepath.ToSlash(filepath.Join(s.dir, "registry.db")))
 	case "postgres", "mysql", "redis", "nats":
 		srv := map[string]testenv.Server{"postgres": testenv.Postgres, "mysql": testenv.MySQL, "redis": testenv.Redis, "nats": testenv.NATS}[name]
 		u, err := serverURL(srv)
 		if err != nil {
 			return system{}, err
 		}
-		return lh(envURL + "=" + u)
+		return lh(proctest.EnvURL + "=" + u)
 	case "etcd", "etcd-concurrency":
 		if err := s.startEtcd(); err != nil {
 			return system{}, err
 		}
 		if name == "etcd" {
-			return lh(envURL + "=etcd://" + s.etcdAddr)
+			return lh(proctest.EnvURL + "=etcd://" + s.etcdAddr)
 		}
-		return system{Name: "etcd concurrency", Backend: name, Kind: kindEtcd, Anchor: true, Env: []string{envURL + "=" + s.etcdAddr}}, nil
+		return system{Name: "etcd concurrency", Backend: name, Kind: kindEtcd, Anchor: true, Env: []string{proctest.EnvURL + "=" + s.etcdAddr}}, nil
 	case "kubernetes", "client-go":
 		if err := s.startKube(); err != nil {
 			return system{}, err

@@ -70,14 +70,14 @@ func latencyTrials(f *fleet, rng *rand.Rand, instances, trials int, logf func(st
 			}
 		} else {
 			if old.err != nil {
-				return res, fmt.Errorf("bench: %s after SIGTERM: %v%s", old.id, old.err, old.stderr.section())
+				return res, fmt.Errorf("bench: %s after SIGTERM: %v%s", old.ID, old.err, old.StderrTail(2<<10))
 			}
 			res.Handover = append(res.Handover, took)
 			if f.kind == kindLeasehold && old.unlead != nil {
 				res.HandoverSinceUnlead = append(res.HandoverSinceUnlead, time.Duration(next.t-old.unlead.T))
 			}
 		}
-		logf("  %s: %s %s → %s in %v", f.lease, what, old.id, next.p.id, took.Round(time.Millisecond/10))
+		logf("  %s: %s %s → %s in %v", f.lease, what, old.ID, next.p.ID, took.Round(time.Millisecond/10))
 		if _, err := f.startReady(1); err != nil {
 			return res, err
 		}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -17,16 +16,9 @@ import (
 	"github.com/leasehold/leasehold/internal/proctest"
 )
 
-// The driver tells a worker what to run through these environment variables; envWorker being
-// set is what makes the program (or the test binary) a worker.
+// What a worker runs, beside proctest's Config: envWorker is the worker kind.
 const (
-	envWorker   = "LEASEHOLD_BENCH_WORKER" // the worker kind: leasehold, client-go, etcd, idle, many
-	envID       = "LEASEHOLD_BENCH_ID"
-	envURL      = "LEASEHOLD_BENCH_URL" // store URL (leasehold), etcd endpoint (etcd)
-	envLease    = "LEASEHOLD_BENCH_LEASE"
-	envL        = "LEASEHOLD_BENCH_L"
-	envR        = "LEASEHOLD_BENCH_R"
-	envLog      = "LEASEHOLD_BENCH_LOG"
+	envWorker   = "LEASEHOLD_BENCH_WORKER"    // leasehold, client-go, etcd, idle, many
 	envKubeHost = "LEASEHOLD_BENCH_KUBE_HOST" // set: the leasehold worker uses the Lease lock
 	envKubeCA   = "LEASEHOLD_BENCH_KUBE_CA"   // file holding the API server's CA (PEM)
 	envKubeTok  = "LEASEHOLD_BENCH_KUBE_TOKEN"
@@ -45,74 +37,25 @@ const (
 	kindMany      = "many"
 )
 
-// Exit codes of a worker.
-const (
-	exitOK       = 0
-	exitStopErr  = 1
-	exitSetup    = 2
-	exitOrphaned = 3
-)
-
 // maybeWorker runs the worker and exits when the environment says this process is one;
 // otherwise it returns at once. main and TestMain call it first.
-func maybeWorker() {
-	kind := os.Getenv(envWorker)
-	if kind == "" {
-		return
-	}
-	os.Exit(runWorker(kind))
-}
+func maybeWorker() { proctest.ServeWorker("bench", runWorker) }
 
-// workerEnv is what every worker kind reads from its environment.
-type workerEnv struct {
-	id, url, lease string
-	l, r           time.Duration
-	log            *os.File // the shared log (leasehold workers), nil for the others
-}
-
-func runWorker(kind string) int {
-	id := os.Getenv(envID)
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "bench worker %s (%s): %s\n", id, kind, fmt.Sprintf(format, args...))
-		return exitSetup
-	}
-	if id == "" || strings.ContainsAny(id, " \n") {
-		return fail("%s %q is empty or holds a space", envID, id)
-	}
-	we := workerEnv{id: id, url: os.Getenv(envURL), lease: os.Getenv(envLease)}
-	var err error
-	if we.l, err = time.ParseDuration(os.Getenv(envL)); err != nil {
-		return fail("%s: %v", envL, err)
-	}
-	if we.r, err = time.ParseDuration(os.Getenv(envR)); err != nil {
-		return fail("%s: %v", envR, err)
-	}
-	if p := os.Getenv(envLog); p != "" {
-		if we.log, err = os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err != nil {
-			return fail("%s: %v", envLog, err)
-		}
-		defer we.log.Close()
-	}
-	signal.Notify(term, syscall.SIGTERM)
-	// Stdin is a pipe from the driver, never written to: EOF means the driver is gone, and no
-	// worker outlives it.
-	go func() {
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		os.Exit(exitOrphaned)
-	}()
-	switch kind {
+func runWorker(w *proctest.Worker) int {
+	switch kind := os.Getenv(envWorker); kind {
 	case kindLeasehold:
-		return runLeasehold(we, fail)
+		return runLeasehold(w)
 	case kindClientGo:
-		return runClientGo(we, fail)
+		return runClientGo(w)
 	case kindEtcd:
-		return runEtcd(we, fail)
+		return runEtcd(w)
 	case kindIdle:
-		return runIdle(we)
+		return runIdle(w)
 	case kindMany:
-		return runMany(we, fail)
+		return runMany(w)
+	default:
+		return w.Fail("%s: unknown worker kind %q", envWorker, kind)
 	}
-	return fail("%s: unknown worker kind %q", envWorker, kind)
 }
 
 // requests counts the backend requests of a worker: lock operations (leasehold), HTTP
@@ -127,28 +70,10 @@ func serveStats(id string) {
 	signal.Notify(usr1, syscall.SIGUSR1)
 	go func() {
 		for range usr1 {
-			writeOut(statsLine{ID: id, Requests: requests.Load(), CPU: cpuTime(), RSS: rssBytes()}.String())
+			proctest.WriteStdout(statsLine{ID: id, Requests: requests.Load(), CPU: cpuTime(), RSS: rssBytes()}.String())
 		}
 	}()
 }
-
-// writeOut writes one line on stdout with a single write: lines of different goroutines
-// never interleave (a pipe write of less than PIPE_BUF bytes is atomic).
-func writeOut(line string) {
-	if _, err := os.Stdout.WriteString(line + "\n"); err != nil {
-		os.Exit(exitOrphaned)
-	}
-}
-
-// out writes a proctest line on stdout.
-func out(l proctest.Line) { writeOut(l.String()) }
-
-// term receives SIGTERM, from before the worker's ready line: the driver may stop a worker
-// as soon as it is ready.
-var term = make(chan os.Signal, 1)
-
-// waitTerm blocks until SIGTERM.
-func waitTerm() { <-term }
 
 // countingLock counts the lock operations of a cluster.Lock: each is one backend request
 // (one query, command or HTTP request; two for the stores whose update reads first).
@@ -171,66 +96,53 @@ func (c countingLock) Update(ctx context.Context, name string, r cluster.Record)
 
 // runLeasehold runs one cluster.Elector over a store URL or a Kubernetes Lease, reporting
 // its leadership lines with proctest's Observer (stdout and the shared log).
-func runLeasehold(we workerEnv, fail func(string, ...any) int) int {
+func runLeasehold(w *proctest.Worker) int {
 	ctx := context.Background()
-	lock, closeLock, err := openLock(ctx, we)
+	lock, closeLock, err := openLock(ctx, w)
 	if err != nil {
-		return fail("%v", err)
+		return w.Fail("%v", err)
 	}
 	defer closeLock()
 	el, err := cluster.NewElector(cluster.ElectorConfig{
 		Lock:          countingLock{lock},
-		LeaseName:     we.lease,
-		LeaseDuration: we.l,
-		RenewInterval: we.r,
-		InstanceID:    we.id,
+		LeaseName:     w.Lease,
+		LeaseDuration: w.LeaseDuration,
+		RenewInterval: w.RenewInterval,
+		InstanceID:    w.ID,
 		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Observer:      observer(we),
+		Observer:      observer(w),
 	})
 	if err != nil {
-		return fail("%v", err)
+		return w.Fail("%v", err)
 	}
-	serveStats(we.id)
-	if err := el.Start(ctx); err != nil {
-		return fail("%v", err)
-	}
-	out(proctest.Line{Instance: we.id, Kind: proctest.KindReady, T: proctest.Now()})
-	waitTerm()
-	stopCtx, cancel := context.WithTimeout(ctx, we.l)
-	defer cancel()
-	if err := el.Stop(stopCtx); err != nil {
-		out(proctest.Line{Instance: we.id, Kind: proctest.KindStopped, T: proctest.Now(), Reason: err.Error()})
-		return exitStopErr
-	}
-	out(proctest.Line{Instance: we.id, Kind: proctest.KindStopped, T: proctest.Now(), Reason: "ok"})
-	return exitOK
+	serveStats(w.ID)
+	return w.RunElector(ctx, el)
 }
 
 // observer returns a leasehold worker's Observer: proctest's (lead, renew and unlead lines,
 // on stdout and in the shared log) for the takeover trials; lead and unlead lines on stdout
 // only for the steady state, where the anchors' workers write nothing per renewal either.
-func observer(we workerEnv) func(cluster.Event) {
+func observer(w *proctest.Worker) func(cluster.Event) {
 	if os.Getenv(envQuiet) != "1" {
-		return proctest.Observer(we.id, we.l, we.r, we.log)
+		return w.Observer()
 	}
 	return func(ev cluster.Event) {
 		switch ev.Kind {
 		case cluster.BecameLeader:
-			out(proctest.Line{Instance: we.id, Kind: proctest.KindLead, Term: ev.Term, T: proctest.Now()})
+			w.Report(proctest.KindLead, ev.Term, "")
 		case cluster.StoppedLeading:
-			out(proctest.Line{Instance: we.id, Kind: proctest.KindUnlead, Term: ev.Term, T: proctest.Now(), Reason: ev.Reason})
+			w.Report(proctest.KindUnlead, ev.Term, ev.Reason)
 		}
 	}
 }
 
 // runIdle is a worker that elects nothing: its resident memory is the baseline every worker
 // carries (the one binary links every backend's client and the embedded etcd server).
-func runIdle(we workerEnv) int {
-	serveStats(we.id)
-	out(proctest.Line{Instance: we.id, Kind: proctest.KindReady, T: proctest.Now()})
-	waitTerm()
-	out(proctest.Line{Instance: we.id, Kind: proctest.KindStopped, T: proctest.Now(), Reason: "ok"})
-	return exitOK
+func runIdle(w *proctest.Worker) int {
+	serveStats(w.ID)
+	w.Ready()
+	<-w.Term()
+	return w.Stopped(nil)
 }
 
 // statsLine is a worker's answer to SIGUSR1.

@@ -104,7 +104,7 @@ func TestInterruptCleansUp(t *testing.T) {
 					// Logf runs on Run's goroutine: freeze a worker as a pause would, then
 					// interrupt; the campaign's next wait returns at once.
 					if p := d.slots[0].cur; p != nil && !p.exited {
-						if err := p.signal(syscall.SIGSTOP); err != nil {
+						if err := p.Signal(syscall.SIGSTOP); err != nil {
 							t.Error(err)
 						}
 						p.paused = true
@@ -122,10 +122,10 @@ func TestInterruptCleansUp(t *testing.T) {
 	}
 	for _, p := range d.procs {
 		if !p.exited {
-			t.Errorf("worker %s (pid %d) has not exited", p.id, p.cmd.Process.Pid)
+			t.Errorf("worker %s (pid %d) has not exited", p.ID, p.Cmd.Process.Pid)
 		}
-		if p.cmd.ProcessState == nil {
-			t.Errorf("worker %s (pid %d) was not waited for", p.id, p.cmd.Process.Pid)
+		if p.Cmd.ProcessState == nil {
+			t.Errorf("worker %s (pid %d) was not waited for", p.ID, p.Cmd.Process.Pid)
 		}
 	}
 	if _, err := os.Stat(d.dir); !os.IsNotExist(err) {

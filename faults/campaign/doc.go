@@ -13,8 +13,8 @@
 //
 // Every process stamps its events with the host's CLOCK_MONOTONIC (proctest.Now), so the
 // workers' leadership lines, the resource's actions and the runner's faults share one clock.
-// The worker is the runner's own executable, re-executed with an environment that MaybeWorker
-// recognizes: call MaybeWorker first in main (or TestMain).
+// The worker is the runner's own executable, re-executed as a proctest worker (proctest.Start,
+// proctest.ServeWorker): call MaybeWorker first in main (or TestMain).
 //
 // Run writes nothing itself; Report.WriteFiles writes the Markdown, JSON and SVG files.
 package campaign

@@ -177,7 +177,7 @@ func (d *driver) abort(err error) error {
 	}
 	for _, s := range d.slots {
 		if s.cur != nil {
-			fmt.Fprintf(&b, "\n--- worker %s stderr:\n%s", s.cur.id, s.cur.stderr.tail())
+			b.WriteString(s.cur.StderrTail(4 << 10))
 		}
 	}
 	return errors.New(b.String())
@@ -248,29 +248,26 @@ func (d *driver) fireTimers() {
 func (d *driver) handle(m message) {
 	p := m.p
 	if m.exit {
-		p.exited = true
-		if m.line != "" {
-			p.err = errors.New(m.line)
-		}
-		if d.leader == p.id {
+		p.exited, p.err = true, m.err
+		if d.leader == p.ID {
 			d.leader = "" // killed while leading: no unlead line will come
 		}
 		if !p.signalled {
 			rule := "E8: errors from the backend never crash the process"
-			if p.cmd.ProcessState != nil && p.cmd.ProcessState.ExitCode() == exitSetup {
+			if p.Cmd.ProcessState != nil && p.Cmd.ProcessState.ExitCode() == proctest.ExitSetup {
 				rule = "it could not start"
 			}
-			d.problem("worker %s exited on its own (%v; %s); stderr:\n%s", p.id, p.err, rule, p.stderr.tail())
+			d.problem("worker %s exited on its own (%v; %s)%s", p.ID, p.err, rule, p.StderrTail(4<<10))
 		}
 		return
 	}
-	if a, ok := parseAttemptLine(m.line); ok && a.Instance == p.id {
+	if a, ok := parseAttemptLine(m.line); ok && a.Instance == p.ID {
 		p.attempts = map[bool]string{true: "ok", false: "fail"}[a.OK]
 		return
 	}
 	l, err := proctest.ParseLine(m.line)
-	if err != nil || l.Instance != p.id {
-		d.problem("worker %s wrote %q on stdout (%v)", p.id, m.line, err)
+	if err != nil || l.Instance != p.ID {
+		d.problem("worker %s wrote %q on stdout (%v)", p.ID, m.line, err)
 		return
 	}
 	switch l.Kind {
@@ -325,7 +322,7 @@ func (d *driver) settle() error {
 // leaderProc returns the leading worker.
 func (d *driver) leaderProc() *proc {
 	for _, s := range d.slots {
-		if s.cur != nil && s.cur.id == d.leader {
+		if s.cur != nil && s.cur.ID == d.leader {
 			return s.cur
 		}
 	}
@@ -334,7 +331,7 @@ func (d *driver) leaderProc() *proc {
 
 // restart starts a new worker in p's slot once p has exited.
 func (d *driver) restart(p *proc) error {
-	if err := d.wait("exit of worker "+p.id, exitTimeout, func() bool { return p.exited }); err != nil {
+	if err := d.wait("exit of worker "+p.ID, exitTimeout, func() bool { return p.exited }); err != nil {
 		return err
 	}
 	_, err := d.startProc(p.slot)
@@ -348,10 +345,10 @@ func (d *driver) stopAll() error {
 	for _, s := range d.slots {
 		if p := s.cur; p != nil && !p.exited {
 			if p.paused {
-				_ = p.signal(syscall.SIGCONT)
+				_ = p.Signal(syscall.SIGCONT)
 				p.paused = false
 			}
-			if err := p.signal(syscall.SIGTERM); err != nil {
+			if err := p.Signal(syscall.SIGTERM); err != nil {
 				return err
 			}
 			p.signalled = true
@@ -372,7 +369,7 @@ func (d *driver) stopAll() error {
 			if p.stopped != nil {
 				reason = p.stopped.Reason
 			}
-			d.problem("worker %s: clean stop at the end (E7): %s, exit %v", p.id, reason, p.err)
+			d.problem("worker %s: clean stop at the end (E7): %s, exit %v", p.ID, reason, p.err)
 		}
 	}
 	return err
@@ -383,10 +380,7 @@ func (d *driver) stopAll() error {
 // temporary directory. It runs whatever happened.
 func (d *driver) cleanup() {
 	for _, p := range d.procs {
-		if !p.exited {
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		}
-		_ = p.stdin.Close()
+		p.Kill()
 	}
 	// The readers put every exit in the inbox; the processes are dead, so it comes quickly.
 	deadline := time.Now().Add(exitTimeout)

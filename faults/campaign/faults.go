@@ -116,14 +116,14 @@ func (d *driver) inject() error {
 		if target == nil {
 			return nil // lost meanwhile: the caller settles and picks again
 		}
-		n := d.renews[target.id]
-		if err := d.wait("a renewal by "+target.id, 4*d.o.LeaseDuration, func() bool { return d.renews[target.id] > n || d.leader != target.id }); err != nil {
+		n := d.renews[target.ID]
+		if err := d.wait("a renewal by "+target.ID, 4*d.o.LeaseDuration, func() bool { return d.renews[target.ID] > n || d.leader != target.ID }); err != nil {
 			return err
 		}
 	case KillFollower, PauseFollower, PartitionFollower:
 		var fs []*proc
 		for _, s := range d.slots {
-			if s.cur != nil && s.cur.id != d.leader {
+			if s.cur != nil && s.cur.ID != d.leader {
 				fs = append(fs, s.cur)
 			}
 		}
@@ -137,13 +137,13 @@ func (d *driver) inject() error {
 	if err := d.sleep(time.Duration(d.rng.Int64N(int64(d.o.RenewInterval)))); err != nil {
 		return err
 	}
-	if target != nil && (target.exited || (kind == KillLeader || kind == PauseLeader || kind == StopLeader || kind == PartitionLeader) && d.leader != target.id) {
+	if target != nil && (target.exited || (kind == KillLeader || kind == PauseLeader || kind == StopLeader || kind == PartitionLeader) && d.leader != target.ID) {
 		return nil // it stopped leading (or died) during the wait: pick again
 	}
 
 	f := Fault{N: len(d.faults) + 1, Kind: kind}
 	if target != nil {
-		f.Target, f.Slot = target.id, target.slot.n
+		f.Target, f.Slot = target.ID, target.slot.n
 	}
 	leads := len(d.leads)
 	var err error
@@ -156,7 +156,7 @@ func (d *driver) inject() error {
 	case KillLeader, KillFollower:
 		f.Start = proctest.Now()
 		target.signalled = true
-		if err = target.signal(syscall.SIGKILL); err != nil {
+		if err = target.Signal(syscall.SIGKILL); err != nil {
 			return err
 		}
 		if err = d.restart(target); err != nil {
@@ -172,14 +172,14 @@ func (d *driver) inject() error {
 			f.Param = long
 		}
 		f.Start = proctest.Now()
-		if err = target.signal(syscall.SIGSTOP); err != nil {
+		if err = target.Signal(syscall.SIGSTOP); err != nil {
 			return err
 		}
 		target.paused = true
 		resumed := false
 		d.after(f.Param, func() {
 			f.End = proctest.Now()
-			if err := target.signal(syscall.SIGCONT); err != nil {
+			if err := target.Signal(syscall.SIGCONT); err != nil {
 				d.problem("%v", err)
 			}
 			target.paused, resumed = false, true
@@ -194,12 +194,12 @@ func (d *driver) inject() error {
 				return err
 			}
 		}
-		err = d.wait("end of the pause of "+target.id, f.Param+time.Minute, func() bool { return resumed })
+		err = d.wait("end of the pause of "+target.ID, f.Param+time.Minute, func() bool { return resumed })
 	case StopLeader:
 		f.Start = proctest.Now()
 		target.signalled = true
-		n := len(d.unleads[target.id])
-		if err = target.signal(syscall.SIGTERM); err != nil {
+		n := len(d.unleads[target.ID])
+		if err = target.Signal(syscall.SIGTERM); err != nil {
 			return err
 		}
 		if err = d.restart(target); err != nil {
@@ -207,22 +207,22 @@ func (d *driver) inject() error {
 		}
 		f.End = proctest.Now()
 		if target.stopped == nil || target.stopped.Reason != "ok" || target.err != nil {
-			d.problem("fault %d: %s did not stop cleanly on SIGTERM (E7): stopped %v, exit %v", f.N, target.id, target.stopped, target.err)
+			d.problem("fault %d: %s did not stop cleanly on SIGTERM (E7): stopped %v, exit %v", f.N, target.ID, target.stopped, target.err)
 		}
-		if len(d.unleads[target.id]) <= n {
-			d.problem("fault %d: %s exited after SIGTERM without an unlead line", f.N, target.id)
+		if len(d.unleads[target.ID]) <= n {
+			d.problem("fault %d: %s exited after SIGTERM without an unlead line", f.N, target.ID)
 			break
 		}
-		unlead := d.unleads[target.id][n]
+		unlead := d.unleads[target.ID][n]
 		if unlead.Reason != "stop" {
 			// It lost the lease before the signal landed: no clean handover to measure.
 			break
 		}
 		var next proctest.Line
-		if next, err = d.nextLead(target.id, leads, d.o.LeaseDuration+d.o.RenewInterval+settleTimeout); err != nil {
+		if next, err = d.nextLead(target.ID, leads, d.o.LeaseDuration+d.o.RenewInterval+settleTimeout); err != nil {
 			return err
 		}
-		f.Takeover = &Takeover{From: target.id, To: next.Instance, Since: "it stopped leading (released the lease)",
+		f.Takeover = &Takeover{From: target.ID, To: next.Instance, Since: "it stopped leading (released the lease)",
 			Took: time.Duration(next.T - unlead.T), Bound: d.o.RenewInterval + d.o.Slack}
 	case Latency:
 		f.Param = time.Duration(20+d.rng.IntN(380)) * time.Millisecond
@@ -231,13 +231,13 @@ func (d *driver) inject() error {
 		err = d.sleep(500*time.Millisecond + time.Duration(d.rng.Int64N(int64(time.Second))))
 		target.slot.proxy.Latency(0)
 		f.End = proctest.Now()
-		f.Takeover = d.anyTakeover(target.id, leads, f.Start)
+		f.Takeover = d.anyTakeover(target.ID, leads, f.Start)
 	case Reset:
 		f.Start = proctest.Now()
 		target.slot.proxy.Reset()
 		f.End = f.Start
 		err = d.sleep(d.o.RenewInterval)
-		f.Takeover = d.anyTakeover(target.id, leads, f.Start)
+		f.Takeover = d.anyTakeover(target.ID, leads, f.Start)
 	case PartitionLeader, PartitionFollower:
 		f.Param = short
 		if kind == PartitionLeader {
@@ -257,7 +257,7 @@ func (d *driver) inject() error {
 				return err
 			}
 		}
-		err = d.wait("end of the partition of "+target.id, f.Param+time.Minute, func() bool { return healed })
+		err = d.wait("end of the partition of "+target.ID, f.Param+time.Minute, func() bool { return healed })
 	case Outage:
 		f.Param = d.o.LeaseDuration + time.Duration(d.rng.Int64N(int64(time.Second)))
 		f.Start = proctest.Now()
@@ -308,20 +308,20 @@ func describeTakeover(t *Takeover) string {
 // late in the leader's renew interval that its next attempt may have been in flight (and may
 // have landed unlogged), it measures from the fault instead.
 func (d *driver) crashTakeover(old *proc, faultAt int64, leads int, bound, half time.Duration) (*Takeover, error) {
-	next, err := d.nextLead(old.id, leads, bound+settleTimeout)
+	next, err := d.nextLead(old.ID, leads, bound+settleTimeout)
 	if err != nil {
 		return nil, err
 	}
-	last, ok := d.last[old.id]
+	last, ok := d.last[old.ID]
 	if !ok {
-		return nil, fmt.Errorf("no lead or renew line of the leader %s", old.id)
+		return nil, fmt.Errorf("no lead or renew line of the leader %s", old.ID)
 	}
 	since, label := last.T, "its last renewal"
 	nextAttempt := last.Deadline - int64(half) + int64(d.o.RenewInterval)
 	if faultAt >= nextAttempt-int64(25*time.Millisecond) {
 		since, label = faultAt, "the fault (an attempt may have been in flight)"
 	}
-	return &Takeover{From: old.id, To: next.Instance, Since: label, Took: time.Duration(next.T - since), Bound: bound}, nil
+	return &Takeover{From: old.ID, To: next.Instance, Since: label, Took: time.Duration(next.T - since), Bound: bound}, nil
 }
 
 // lockFileBackend reports whether the backend's store serializes writers through a lock on a
@@ -336,13 +336,13 @@ func lockFileBackend(backend string) bool { return backend == "file" || backend 
 func (d *driver) pauseTakeover(old *proc, faultAt int64, leads int, bound, half time.Duration, resumed *bool) (*Takeover, error) {
 	other := func() bool {
 		for _, l := range d.leads[leads:] {
-			if l.Instance != old.id {
+			if l.Instance != old.ID {
 				return true
 			}
 		}
 		return false
 	}
-	if err := d.wait("leader other than "+old.id+" or the end of its pause", bound+settleTimeout,
+	if err := d.wait("leader other than "+old.ID+" or the end of its pause", bound+settleTimeout,
 		func() bool { return other() || *resumed }); err != nil {
 		return nil, err
 	}
@@ -350,7 +350,7 @@ func (d *driver) pauseTakeover(old *proc, faultAt int64, leads int, bound, half 
 		return d.crashTakeover(old, faultAt, leads, bound, half)
 	}
 	d.o.Logf("campaign %s: %s resumed before another instance could lead (it may have held the store's file lock while stopped)",
-		d.o.Backend, old.id)
+		d.o.Backend, old.ID)
 	return nil, nil
 }
 

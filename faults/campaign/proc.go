@@ -1,26 +1,16 @@
 package campaign
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/proctest"
 )
 
-// proc is one worker process.
+// proc is one worker process, and what the driver knows of it.
 type proc struct {
-	id     string
-	slot   *slot
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr *tailBuffer
+	*proctest.Proc
+	slot *slot
 
 	// Set by the driver from the worker's lines and its exit.
 	ready     bool
@@ -53,96 +43,35 @@ type proxy interface {
 	Close() error
 }
 
-// message is a line a worker wrote on stdout, or its exit (line == "" and exit set).
+// message is a line a worker wrote on stdout, or its exit.
 type message struct {
 	p    *proc
 	line string
 	exit bool
+	err  error // the exit's
 }
 
 // startProc starts a worker for slot s. Its stdout lines and then its exit arrive in the
-// inbox. The worker runs in a process group of its own (signals reach it and nothing else),
-// dies with the runner (parent-death signal, where the system has one, and stdin's EOF).
+// inbox.
 func (d *driver) startProc(s *slot) (*proc, error) {
 	s.gen++
-	p := &proc{id: fmt.Sprintf("w%d.%d", s.n, s.gen), slot: s, stderr: &tailBuffer{}}
-	p.cmd = exec.Command(d.exe, d.o.WorkerArgs...)
-	p.cmd.Env = append(os.Environ(),
-		envInstance+"="+p.id,
-		envURL+"="+s.url,
-		envLease+"="+d.lease,
-		envL+"="+d.o.LeaseDuration.String(),
-		envR+"="+d.o.RenewInterval.String(),
-		envLog+"="+d.logPath,
-		envResource+"="+d.res.addr(),
-	)
-	p.cmd.SysProcAttr = sysProcAttr()
-	p.cmd.Stderr = p.stderr
-	stdout, err := p.cmd.StdoutPipe()
+	p := &proc{slot: s}
+	var err error
+	p.Proc, err = proctest.Start(proctest.Spec{
+		Config: proctest.Config{
+			ID: fmt.Sprintf("w%d.%d", s.n, s.gen), URL: s.url, Lease: d.lease,
+			LeaseDuration: d.o.LeaseDuration, RenewInterval: d.o.RenewInterval, Log: d.logPath,
+		},
+		Path: d.exe,
+		Args: d.o.WorkerArgs,
+		Env:  []string{envResource + "=" + d.res.addr()},
+		Line: func(line string) { d.inbox.Put(message{p: p, line: line}) },
+		Exit: func(err error) { d.inbox.Put(message{p: p, exit: true, err: err}) },
+	})
 	if err != nil {
 		return nil, err
 	}
-	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-		return nil, err
-	}
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("campaign: start worker %s (%s): %w", p.id, d.exe, err)
-	}
 	d.procs = append(d.procs, p)
 	s.cur = p
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			d.inbox.Put(message{p: p, line: sc.Text()})
-		}
-		err := p.cmd.Wait()
-		d.inbox.Put(message{p: p, exit: true, line: errString(err)})
-	}()
 	return p, nil
-}
-
-func errString(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
-// signal sends sig to p's process group.
-func (p *proc) signal(sig syscall.Signal) error {
-	if p.exited {
-		return fmt.Errorf("campaign: worker %s has exited", p.id)
-	}
-	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil {
-		return fmt.Errorf("campaign: %v to worker %s: %w", sig, p.id, err)
-	}
-	return nil
-}
-
-// tailBuffer keeps the last 8 KiB a worker wrote on stderr, for reports of failures.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	if b.buf.Len() > 16<<10 {
-		rest := append([]byte(nil), b.buf.Bytes()[b.buf.Len()-8<<10:]...)
-		b.buf.Reset()
-		b.buf.Write(rest)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) tail() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
-	if len(s) > 4<<10 {
-		s = "..." + s[len(s)-4<<10:]
-	}
-	return s
 }

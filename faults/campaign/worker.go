@@ -9,11 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
@@ -30,28 +28,11 @@ import (
 	_ "github.com/leasehold/leasehold/store/sqlite"
 )
 
-// The runner tells a worker what to do through these environment variables; envInstance being
-// set is what makes the executable a worker.
-const (
-	envInstance = "LEASEHOLD_FAULTS_INSTANCE"
-	envURL      = "LEASEHOLD_FAULTS_URL"
-	envLease    = "LEASEHOLD_FAULTS_LEASE"
-	envL        = "LEASEHOLD_FAULTS_LEASE_DURATION"
-	envR        = "LEASEHOLD_FAULTS_RENEW_INTERVAL"
-	envLog      = "LEASEHOLD_FAULTS_LOG"
-	envResource = "LEASEHOLD_FAULTS_RESOURCE"
-)
+// envResource gives a worker the fenced resource's address, beside proctest's Config.
+const envResource = "LEASEHOLD_FAULTS_RESOURCE"
 
 // ActionInterval is how often a leading worker acts on the fenced resource.
 const ActionInterval = 50 * time.Millisecond
-
-// Exit codes of a worker.
-const (
-	exitStopped   = 0 // SIGTERM, and Stop released the lease
-	exitStopError = 1 // SIGTERM, and Stop returned an error
-	exitSetup     = 2 // bad environment, store or log file
-	exitOrphaned  = 3 // the runner went away (stdin closed)
-)
 
 // LockOpener opens the lease lock a worker elects over, from the URL the runner gave it. The
 // returned closer is closed when the worker stops.
@@ -100,59 +81,26 @@ func (f closerFunc) Close() error { return f() }
 // The worker runs a cluster.Elector over the lock of its URL, writes its leadership lines to
 // the shared log and its stdout (proctest.Observer), reports on stdout whether its attempts
 // succeed (lines "attempt ID T ok|fail", on each change), and while it leads acts on the fenced
-// resource every ActionInterval with the term of its leadership (cluster.TermOf). On SIGTERM it
-// calls Stop, bounded by L, and exits 0 when Stop succeeds; when its stdin closes (the runner
-// died) it exits at once.
-func MaybeWorker() {
-	id := os.Getenv(envInstance)
-	if id == "" {
-		return
-	}
-	os.Exit(runWorker(id))
-}
+// resource every ActionInterval with the term of its leadership (cluster.TermOf). It stops on
+// SIGTERM and dies with the runner as proctest.ServeWorker's workers do.
+func MaybeWorker() { proctest.ServeWorker("faults", runWorker) }
 
-func runWorker(id string) int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "faults worker %s: %s\n", id, fmt.Sprintf(format, args...))
-		return exitSetup
-	}
-	if strings.ContainsAny(id, " \n") {
-		return fail("%s %q holds a space or a newline", envInstance, id)
-	}
-	l, err := time.ParseDuration(os.Getenv(envL))
-	if err != nil {
-		return fail("%s: %v", envL, err)
-	}
-	r, err := time.ParseDuration(os.Getenv(envR))
-	if err != nil {
-		return fail("%s: %v", envR, err)
-	}
-	logf, err := os.OpenFile(os.Getenv(envLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fail("%s: %v", envLog, err)
-	}
-	defer logf.Close()
-	go func() {
-		// Stdin is a pipe from the runner, never written to: EOF means the runner is gone.
-		_, _ = io.Copy(io.Discard, os.Stdin)
-		os.Exit(exitOrphaned)
-	}()
-
+func runWorker(w *proctest.Worker) int {
 	ctx := context.Background()
-	lock, closer, err := openLock(ctx, os.Getenv(envURL))
+	lock, closer, err := openLock(ctx, w.URL)
 	if err != nil {
-		return fail("%s: %v", envURL, err) // store errors never hold a credential (T4)
+		return w.Fail("%s: %v", proctest.EnvURL, err) // store errors never hold a credential (T4)
 	}
 	defer closer.Close()
 
-	lines := proctest.Observer(id, l, r, logf)
+	lines := w.Observer()
 	var attempts string // "ok" or "fail" once an attempt has ended
 	el, err := cluster.NewElector(cluster.ElectorConfig{
 		Lock:          lock,
-		LeaseName:     os.Getenv(envLease),
-		LeaseDuration: l,
-		RenewInterval: r,
-		InstanceID:    id,
+		LeaseName:     w.Lease,
+		LeaseDuration: w.LeaseDuration,
+		RenewInterval: w.RenewInterval,
+		InstanceID:    w.ID,
 		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Observer: func(ev cluster.Event) {
 			lines(ev)
@@ -163,38 +111,16 @@ func runWorker(id string) int {
 			}
 			if now := map[bool]string{true: "ok", false: "fail"}[ev.Kind == cluster.AttemptSucceeded]; now != attempts {
 				attempts = now
-				writeStdout(attemptLine{Instance: id, T: proctest.Now(), OK: now == "ok"}.String())
+				proctest.WriteStdout(attemptLine{Instance: w.ID, T: proctest.Now(), OK: now == "ok"}.String())
 			}
 		},
 	})
 	if err != nil {
-		return fail("%v", err)
+		return w.Fail("%v", err)
 	}
-	act := newActor(id, os.Getenv(envResource))
+	act := newActor(w.ID, os.Getenv(envResource))
 	el.WhenLeader(func(ctx context.Context) error { return act.lead(ctx, el) }, nil)
-
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
-	if err := el.Start(ctx); err != nil {
-		return fail("%v", err)
-	}
-	writeStdout(proctest.Line{Instance: id, Kind: proctest.KindReady, T: proctest.Now()}.String())
-
-	<-term
-	stopCtx, cancel := context.WithTimeout(ctx, l)
-	defer cancel()
-	if err := el.Stop(stopCtx); err != nil {
-		writeStdout(proctest.Line{Instance: id, Kind: proctest.KindStopped, T: proctest.Now(), Reason: err.Error()}.String())
-		return exitStopError
-	}
-	writeStdout(proctest.Line{Instance: id, Kind: proctest.KindStopped, T: proctest.Now(), Reason: "ok"}.String())
-	return exitStopped
-}
-
-func writeStdout(s string) {
-	if _, err := os.Stdout.WriteString(s + "\n"); err != nil {
-		os.Exit(exitOrphaned)
-	}
+	return w.RunElector(ctx, el)
 }
 
 // attemptLine reports on a worker's stdout that its attempts started or stopped succeeding.

@@ -1,15 +1,12 @@
 package proctest
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sync"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -115,6 +112,23 @@ func Run(t testing.TB, o Options) []Takeover {
 	return takeovers
 }
 
+// Failover is a store's multi-process failover test: Run over url with the defaults, three
+// workers and three rounds, which must measure every takeover. It is skipped with -short,
+// and on Windows, where workers cannot be sent SIGTERM.
+func Failover(t *testing.T, url string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts processes and runs for seconds")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("signals SIGKILL and SIGTERM to worker processes")
+	}
+	const rounds = 3
+	if tks := Run(t, Options{URL: url, Rounds: rounds}); len(tks) != 2*rounds {
+		t.Errorf("%d takeovers measured, want %d", len(tks), 2*rounds)
+	}
+}
+
 type driver struct {
 	t     testing.TB
 	o     Options
@@ -135,49 +149,27 @@ type driver struct {
 }
 
 type worker struct {
-	id     string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	stderr *syncBuffer
-	exited chan struct{} // closed once stdout is drained and Wait returned
-	err    error         // Wait's error, set before exited closes
-	gone   bool          // the driver has signalled it
+	id   string
+	p    *Proc
+	gone bool // the driver has signalled it
 }
 
 // start starts a worker and waits for its ready line.
 func (d *driver) start() *worker {
 	d.t.Helper()
 	d.started++
-	w := &worker{id: fmt.Sprintf("w%d", d.started), stderr: &syncBuffer{}, exited: make(chan struct{})}
-	w.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	w.cmd.Env = append(os.Environ(),
-		envInstance+"="+w.id,
-		envURL+"="+d.o.URL,
-		envLease+"="+d.o.LeaseName,
-		envL+"="+d.o.LeaseDuration.String(),
-		envR+"="+d.o.RenewInterval.String(),
-		envLog+"="+d.log,
-	)
-	w.cmd.Stderr = w.stderr
-	stdout, err := w.cmd.StdoutPipe()
+	w := &worker{id: fmt.Sprintf("w%d", d.started)}
+	p, err := Start(Spec{
+		Config: Config{ID: w.id, URL: d.o.URL, Lease: d.o.LeaseName, LeaseDuration: d.o.LeaseDuration, RenewInterval: d.o.RenewInterval, Log: d.log},
+		Path:   os.Args[0],
+		Args:   []string{"-test.run=^$"},
+		Line:   func(line string) { d.inbox.Put(message{worker: w.id, text: line}) },
+	})
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	if w.stdin, err = w.cmd.StdinPipe(); err != nil {
-		d.t.Fatal(err)
-	}
-	if err := w.cmd.Start(); err != nil {
-		d.t.Fatalf("proctest: start worker %s: %v", w.id, err)
-	}
+	w.p = p
 	d.workers[w.id] = w
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			d.inbox.Put(message{worker: w.id, text: sc.Text()})
-		}
-		w.err = w.cmd.Wait()
-		close(w.exited)
-	}()
 	d.wait("worker "+w.id+" ready", func() bool { return d.ready[w.id] })
 	return w
 }
@@ -189,8 +181,8 @@ func (d *driver) killRound() Takeover {
 	old := d.currentLeader()
 	d.afterRenewal(old)
 	killAt := Now()
-	if err := old.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		d.t.Fatalf("proctest: SIGKILL %s: %v", old.id, err)
+	if err := old.p.Signal(syscall.SIGKILL); err != nil {
+		d.t.Fatal(err)
 	}
 	old.gone = true
 	next := d.nextLead(old.id, len(d.leads))
@@ -259,8 +251,8 @@ func (d *driver) termRound() Takeover {
 // have succeeded and the worker exited 0.
 func (d *driver) terminate(w *worker) {
 	d.t.Helper()
-	if err := w.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		d.t.Fatalf("proctest: SIGTERM %s: %v", w.id, err)
+	if err := w.p.Signal(syscall.SIGTERM); err != nil {
+		d.t.Fatal(err)
 	}
 	w.gone = true
 	d.wait("worker "+w.id+" stopped", func() bool { return d.stopped[w.id] != nil })
@@ -268,8 +260,8 @@ func (d *driver) terminate(w *worker) {
 		d.t.Errorf("proctest: %s: Stop: %s", w.id, s.Reason)
 	}
 	d.waitExit(w)
-	if w.err != nil {
-		d.t.Errorf("proctest: %s after SIGTERM: %v, want exit status 0\n%s", w.id, w.err, w.stderr.tail())
+	if err := w.p.Wait(); err != nil {
+		d.t.Errorf("proctest: %s after SIGTERM: %v, want exit status 0%s", w.id, err, w.p.StderrTail(4096))
 	}
 }
 
@@ -359,7 +351,7 @@ func (d *driver) observe(m message) {
 func (d *driver) waitExit(w *worker) {
 	d.t.Helper()
 	select {
-	case <-w.exited:
+	case <-w.p.Done():
 	case <-time.After(10 * time.Second):
 		d.t.Fatalf("proctest: worker %s has not exited 10s after its signal%s", w.id, d.stderrs())
 	}
@@ -422,7 +414,7 @@ func (d *driver) stderrs() string {
 	var b bytes.Buffer
 	for i := 1; i <= d.started; i++ {
 		if w := d.workers[fmt.Sprintf("w%d", i)]; w != nil {
-			fmt.Fprintf(&b, "\n--- worker %s stderr:\n%s", w.id, w.stderr.tail())
+			b.WriteString(w.p.StderrTail(4096))
 		}
 	}
 	return b.String()
@@ -431,15 +423,10 @@ func (d *driver) stderrs() string {
 // cleanup kills every worker still running and waits for it, also when the test failed.
 func (d *driver) cleanup() {
 	for _, w := range d.workers {
-		select {
-		case <-w.exited:
-		default:
-			_ = w.cmd.Process.Kill()
-		}
-		_ = w.stdin.Close()
+		w.p.Kill()
 	}
 	for _, w := range d.workers {
-		<-w.exited
+		<-w.p.Done()
 	}
 	if d.t.Failed() {
 		d.t.Logf("proctest: shared log %s, workers' stderr:%s", d.log, d.stderrs())
@@ -448,26 +435,3 @@ func (d *driver) cleanup() {
 
 // message is one stdout line of a worker.
 type message struct{ worker, text string }
-
-// syncBuffer is a worker's stderr: written by exec's copying goroutine, read by the driver.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// tail returns the last 4 KiB written.
-func (b *syncBuffer) tail() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
-	if len(s) > 4096 {
-		s = "..." + s[len(s)-4096:]
-	}
-	return s
-}

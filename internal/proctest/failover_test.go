@@ -3,7 +3,6 @@ package proctest_test
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/leasehold/leasehold/internal/proctest"
@@ -20,15 +19,5 @@ func TestMain(m *testing.M) {
 // SIGTERMed one releases the lease and another leads within R plus the slack (E7); two
 // processes never lead at once (E2, E5, W7) and the term grows with each leader (W8).
 func TestFailoverFileStore(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes and runs for seconds")
-	}
-	if runtime.GOOS == "windows" {
-		t.Skip("signals SIGKILL and SIGTERM to worker processes")
-	}
-	url := "file://" + filepath.ToSlash(filepath.Join(t.TempDir(), "registry.json"))
-	const rounds = 3
-	if tks := proctest.Run(t, proctest.Options{URL: url, Rounds: rounds}); len(tks) != 2*rounds {
-		t.Errorf("%d takeovers measured, want %d", len(tks), 2*rounds)
-	}
+	proctest.Failover(t, "file://"+filepath.ToSlash(filepath.Join(t.TempDir(), "registry.json")))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -12,157 +11,129 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
-	"github.com/leasehold/leasehold/store"
-)
-
-// The driver tells a worker what to do through these environment variables; envInstance
-// being set is what makes the test binary a worker.
-const (
-	envInstance = "LEASEHOLD_PROCTEST_INSTANCE"
-	envURL      = "LEASEHOLD_PROCTEST_URL"
-	envLease    = "LEASEHOLD_PROCTEST_LEASE"
-	envL        = "LEASEHOLD_PROCTEST_LEASE_DURATION"
-	envR        = "LEASEHOLD_PROCTEST_RENEW_INTERVAL"
-	envLog      = "LEASEHOLD_PROCTEST_LOG"
 )
 
 // Exit codes of a worker.
 const (
-	exitStopped   = 0 // SIGTERM, and Stop released the lease
-	exitStopError = 1 // SIGTERM, and Stop returned an error
-	exitSetup     = 2 // bad environment, store or log file
-	exitOrphaned  = 3 // the driver went away (stdin closed)
-	exitLogWrite  = 4 // a line could not be written: the log would be incomplete
+	ExitOK        = 0 // SIGTERM, and Stop released the lease (or the worker's job is done)
+	ExitStopError = 1 // SIGTERM, and Stop returned an error
+	ExitSetup     = 2 // bad environment, store or log file
+	ExitOrphaned  = 3 // the driver went away (stdin closed, or stdout gone)
+	ExitLogWrite  = 4 // a line could not be written: the log would be incomplete
 )
 
-// MaybeWorker runs the worker and exits when the environment says this process is one (Run
-// sets it); otherwise it returns at once. Call it first in TestMain, in a test package that
-// imports the store backend the worker must open.
+// Worker is a worker process's side of the harness: its configuration, its shared log and
+// its SIGTERM.
+type Worker struct {
+	Config
+	LogFile *os.File // Config.Log opened for appending; nil when Log is ""
+
+	prog string // names the program in error messages
+	term chan os.Signal
+}
+
+// ServeWorker makes this process a worker when the environment says it is one (Start sets
+// EnvID): it reads its Config, opens the shared log, calls run and exits with the code run
+// returns. Otherwise it returns at once. Call it first in main, or in TestMain.
 //
-// The worker opens the store with store.Open, runs a cluster.Elector over
-// cluster.NewStoreLock of it, and reports each leadership event on stdout and in the shared
-// log. On SIGTERM it calls Stop, bounded by the lease duration, and exits 0 when Stop
-// succeeds. When its stdin closes (the driver died) it exits at once, so no worker outlives
-// its test.
-func MaybeWorker() {
-	id := os.Getenv(envInstance)
+// From before run is called, SIGTERM goes to Term, and the worker exits with ExitOrphaned
+// as soon as its stdin reaches EOF: the driver died, and no worker outlives it.
+func ServeWorker(prog string, run func(w *Worker) int) {
+	id := os.Getenv(EnvID)
 	if id == "" {
 		return
 	}
-	os.Exit(runWorker(id))
+	os.Exit(serveWorker(prog, id, run))
 }
 
-func runWorker(id string) int {
-	fail := func(format string, args ...any) int {
-		fmt.Fprintf(os.Stderr, "proctest worker %s: %s\n", id, fmt.Sprintf(format, args...))
-		return exitSetup
+func serveWorker(prog, id string, run func(*Worker) int) int {
+	w := &Worker{
+		Config: Config{ID: id, URL: os.Getenv(EnvURL), Lease: os.Getenv(EnvLease), Log: os.Getenv(EnvLog)},
+		prog:   prog,
+		term:   make(chan os.Signal, 1),
 	}
-	if strings.ContainsAny(id, " \n") {
-		return fail("%s %q holds a space or a newline", envInstance, id)
-	}
-	l, err := time.ParseDuration(os.Getenv(envL))
-	if err != nil {
-		return fail("%s: %v", envL, err)
-	}
-	r, err := time.ParseDuration(os.Getenv(envR))
-	if err != nil {
-		return fail("%s: %v", envR, err)
-	}
-	logf, err := os.OpenFile(os.Getenv(envLog), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return fail("%s: %v", envLog, err)
-	}
-	defer logf.Close()
-
-	ctx := context.Background()
-	s, err := store.Open(ctx, os.Getenv(envURL))
-	if err != nil {
-		return fail("%s: %v", envURL, err)
-	}
-	defer store.Close(s)
-
-	rec := &recorder{id: id, half: (l + r) / 2, log: logf}
-	el, err := cluster.NewElector(cluster.ElectorConfig{
-		Lock:          cluster.NewStoreLock(s),
-		LeaseName:     os.Getenv(envLease),
-		LeaseDuration: l,
-		RenewInterval: r,
-		InstanceID:    id,
-		Logger:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
-		Observer:      rec.observe,
-	})
-	if err != nil {
-		return fail("%v", err)
-	}
-
-	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM)
+	// Before anything else: the driver may stop a worker as soon as it is ready, and an
+	// uncaught SIGTERM would kill it without its stopped line.
+	signal.Notify(w.term, syscall.SIGTERM)
 	go func() {
 		// Stdin is a pipe from the driver, never written to: EOF means the driver is gone.
 		_, _ = io.Copy(io.Discard, os.Stdin)
-		os.Exit(exitOrphaned)
+		os.Exit(ExitOrphaned)
 	}()
-	if err := el.Start(ctx); err != nil {
-		return fail("%v", err)
+	if strings.ContainsAny(id, " \n") {
+		return w.Fail("%s %q holds a space or a newline", EnvID, id)
 	}
-	rec.stdout(Line{Instance: id, Kind: KindReady, T: Now()})
-
-	<-term
-	stopCtx, cancel := context.WithTimeout(ctx, l)
-	defer cancel()
-	if err := el.Stop(stopCtx); err != nil {
-		rec.stdout(Line{Instance: id, Kind: KindStopped, T: Now(), Reason: err.Error()})
-		return exitStopError
+	var err error
+	if w.LeaseDuration, err = time.ParseDuration(os.Getenv(EnvLeaseDuration)); err != nil {
+		return w.Fail("%s: %v", EnvLeaseDuration, err)
 	}
-	rec.stdout(Line{Instance: id, Kind: KindStopped, T: Now(), Reason: "ok"})
-	return exitStopped
-}
-
-// recorder turns the Elector's events into lines. observe runs on the election goroutine,
-// one event at a time, so its fields need no lock.
-type recorder struct {
-	id   string
-	half time.Duration // (L+R)/2
-	log  *os.File
-
-	leading  bool
-	term     uint64
-	deadline int64 // of the last successful attempt
-}
-
-func (w *recorder) observe(ev cluster.Event) {
-	switch ev.Kind {
-	case cluster.AttemptSucceeded:
-		// The attempt started ev.Duration before its answer; ev.Time is a little after the
-		// answer, so this start (and the deadline) can only be late, never early.
-		t := at(ev.Time)
-		w.deadline = t - int64(ev.Duration) + int64(w.half)
-		// The Elector reports a follower's attempt after it has stopped leading, and a new
-		// leadership after this event: leading with the same term means a renewal.
-		if w.leading && ev.Term == w.term {
-			w.write(Line{Instance: w.id, Kind: KindRenew, Term: ev.Term, T: t, Deadline: w.deadline})
+	if w.RenewInterval, err = time.ParseDuration(os.Getenv(EnvRenewInterval)); err != nil {
+		return w.Fail("%s: %v", EnvRenewInterval, err)
+	}
+	if w.Log != "" {
+		if w.LogFile, err = os.OpenFile(w.Log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err != nil {
+			return w.Fail("%s: %v", EnvLog, err)
 		}
-	case cluster.BecameLeader:
-		w.leading, w.term = true, ev.Term
-		w.write(Line{Instance: w.id, Kind: KindLead, Term: ev.Term, T: at(ev.Time), Deadline: w.deadline})
-	case cluster.StoppedLeading:
-		w.leading = false
-		w.write(Line{Instance: w.id, Kind: KindUnlead, Term: ev.Term, T: at(ev.Time), Reason: ev.Reason})
+		defer w.LogFile.Close()
 	}
+	return run(w)
 }
 
-// write appends l to the shared log with one O_APPEND write, so that lines of different
-// processes never interleave, then reports it on stdout.
-func (w *recorder) write(l Line) {
-	if _, err := w.log.WriteString(l.String() + "\n"); err != nil {
-		fmt.Fprintf(os.Stderr, "proctest worker %s: log: %v\n", w.id, err)
-		os.Exit(exitLogWrite)
-	}
-	w.stdout(l)
+// Fail reports a setup error on stderr and returns ExitSetup.
+func (w *Worker) Fail(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "%s worker %s: %s\n", w.prog, w.ID, fmt.Sprintf(format, args...))
+	return ExitSetup
 }
 
-func (w *recorder) stdout(l Line) {
-	if _, err := os.Stdout.WriteString(l.String() + "\n"); err != nil {
-		os.Exit(exitOrphaned)
+// Term receives SIGTERM: the driver asks the worker to stop.
+func (w *Worker) Term() <-chan os.Signal { return w.term }
+
+// Report writes a line of this worker on stdout, stamped now on the shared clock: for
+// workers whose events come from elsewhere than a cluster.Elector (the bench's anchors).
+func (w *Worker) Report(kind Kind, term uint64, reason string) {
+	WriteLine(Line{Instance: w.ID, Kind: kind, Term: term, T: Now(), Reason: reason})
+}
+
+// Ready writes the ready line the driver waits for after starting the worker.
+func (w *Worker) Ready() { w.Report(KindReady, 0, "") }
+
+// Stopped writes the stopped line with the result of the worker's stop and returns the
+// matching exit code.
+func (w *Worker) Stopped(err error) int {
+	if err != nil {
+		w.Report(KindStopped, 0, err.Error())
+		return ExitStopError
+	}
+	w.Report(KindStopped, 0, "ok")
+	return ExitOK
+}
+
+// Observer returns the worker's leadership lines observer: Observer's, over the shared log.
+func (w *Worker) Observer() func(cluster.Event) {
+	return Observer(w.ID, w.LeaseDuration, w.RenewInterval, w.LogFile)
+}
+
+// RunElector starts el, writes the ready line, and on SIGTERM stops el, bounded by L,
+// writing the stopped line. It returns the worker's exit code: ExitOK when Stop succeeded.
+func (w *Worker) RunElector(ctx context.Context, el *cluster.Elector) int {
+	if err := el.Start(ctx); err != nil {
+		return w.Fail("%v", err)
+	}
+	w.Ready()
+	<-w.term
+	stopCtx, cancel := context.WithTimeout(ctx, w.LeaseDuration)
+	defer cancel()
+	return w.Stopped(el.Stop(stopCtx))
+}
+
+// WriteLine writes l on stdout (WriteStdout).
+func WriteLine(l Line) { WriteStdout(l.String()) }
+
+// WriteStdout writes one line on stdout with a single write, so that lines of different
+// goroutines never interleave (a pipe write of less than PIPE_BUF bytes is atomic). When
+// stdout is gone, so is the driver: the worker exits with ExitOrphaned.
+func WriteStdout(line string) {
+	if _, err := os.Stdout.WriteString(line + "\n"); err != nil {
+		os.Exit(ExitOrphaned)
 	}
 }

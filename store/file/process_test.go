@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/proctest"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -137,45 +138,33 @@ func increment(ctx context.Context, s *Store) (int, error) {
 
 // child is a helper process.
 type child struct {
-	t      *testing.T
-	name   string
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string // stdout, a line at a time; closed at EOF
-	stderr bytes.Buffer
-	seen   []string
+	t     *testing.T
+	name  string
+	p     *proctest.Proc
+	lines chan string // stdout, a line at a time; closed once the helper has exited
+	seen  []string
 }
 
 func startChild(t *testing.T, name string, env ...string) *child {
 	t.Helper()
 	c := &child{t: t, name: name, lines: make(chan string, 1024)}
-	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	c.cmd.Env = append(os.Environ(), env...)
-	c.cmd.Stderr = &c.stderr
 	var err error
-	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := c.cmd.StdoutPipe()
+	c.p, err = proctest.Start(proctest.Spec{
+		Name: name,
+		Path: os.Args[0],
+		Args: []string{"-test.run=^$"},
+		Env:  env,
+		Line: func(line string) { c.lines <- line },
+		Exit: func(error) { close(c.lines) },
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			c.lines <- sc.Text()
-		}
-	}()
 	t.Cleanup(func() {
 		// A test that failed half-way must not leave processes behind.
-		c.cmd.Process.Kill()
+		c.p.Kill()
 		for range c.lines {
 		}
-		c.cmd.Wait()
 	})
 	return c
 }
@@ -190,8 +179,7 @@ func (c *child) waitFor(ok func(string) bool) string {
 			return line
 		}
 	}
-	err := c.cmd.Wait()
-	c.t.Fatalf("%s ended (%v) before the expected line; stdout: %q; stderr:\n%s", c.name, err, c.seen, c.stderr.String())
+	c.t.Fatalf("%s ended (%v) before the expected line; stdout: %q%s", c.name, c.p.Wait(), c.seen, c.p.StderrTail(8<<10))
 	return ""
 }
 
@@ -200,16 +188,16 @@ func (c *child) wait() ([]string, error) {
 	for line := range c.lines {
 		c.seen = append(c.seen, line)
 	}
-	err := c.cmd.Wait()
+	err := c.p.Wait()
 	if err != nil {
-		err = fmt.Errorf("%s: %w; stderr:\n%s", c.name, err, c.stderr.String())
+		err = fmt.Errorf("%s: %w%s", c.name, err, c.p.StderrTail(8<<10))
 	}
 	return c.seen, err
 }
 
 func (c *child) kill() {
 	c.t.Helper()
-	if err := c.cmd.Process.Kill(); err != nil {
+	if err := c.p.Signal(syscall.SIGKILL); err != nil {
 		c.t.Fatal(err)
 	}
 	c.wait()
@@ -240,7 +228,7 @@ func TestProcessesHammerOneFile(t *testing.T) {
 		c.waitFor(func(l string) bool { return l == "ready" })
 	}
 	for _, c := range children {
-		if _, err := io.WriteString(c.stdin, "go\n"); err != nil {
+		if _, err := io.WriteString(c.p.Stdin, "go\n"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,0 +1,147 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type nodeState int
+
+const (
+	nodeLive nodeState = iota
+	nodeStopping
+	nodeStopped
+	nodeCrashed
+)
+
+// rnode is one incarnation of a slot: an Elector with its own ID and faultStore.
+type rnode struct {
+	gen     *atomic.Int64
+	id      string
+	slot    *rslot
+	e       *Elector
+	f       *faultStore
+	startAt time.Time
+	deDelay time.Duration // how long each deregistered call takes
+	fnMode  int           // 0: fn returns nil, 1: an error, 2: panics (W5); always after ctx ends
+
+	// Owned by the test goroutine.
+	state      nodeState
+	leadEnd    time.Time // crashed: when its IsLeader turns false (its leadership deadline)
+	healAt     time.Time // when its current fault ends; zero when none is scheduled
+	open       *leadSpan
+	okStart    time.Time   // start of its last successful attempt, from its events
+	spans      []*leadSpan // its recent leaderships, to place its fn runs
+	cancel     context.CancelFunc
+	fnOpen     *fnSpan
+	stopAt     time.Time
+	stopLead   bool // it led when Stop was called
+	stopClean  bool // its store was clean when Stop was called
+	stopDone   chan error
+	stopResult bool
+
+	crashed     atomic.Bool
+	stopping    atomic.Bool
+	stopReturns atomic.Bool // its Stop has returned
+
+	mu         sync.Mutex
+	events     []Event
+	fnMarks    []fnMark
+	errs       []string
+	fnActive   int
+	deActive   int
+	inCall     int
+	fnCount    int
+	deCount    int
+	seenRev    string    // the last revision it read with a clean call
+	seenAt     time.Time // when it first read it so
+	inflight   int       // store calls in flight that started under a fault
+	clean      bool      // no fault set and no faulty call in flight
+	cleanSince time.Time
+	released   []time.Time // releases the store applied
+}
+
+type fnMark struct {
+	start   bool
+	at      time.Time
+	term    uint64
+	hasTerm bool
+}
+
+func (n *rnode) maybeCleanLocked() {
+	if !n.clean && n.inflight == 0 && faultsClear(n.f) {
+		n.clean, n.cleanSince = true, time.Now()
+	}
+}
+
+func (n *rnode) cleanState() (bool, time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.clean, n.cleanSince
+}
+
+func (n *rnode) seen() (string, time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.seenRev, n.seenAt
+}
+
+func (n *rnode) observe(ev Event) {
+	n.mu.Lock()
+	n.events = append(n.events, ev)
+	n.mu.Unlock()
+	n.gen.Add(1)
+}
+
+// enterLocked notes a call of the registration; two at once break W4.
+func (n *rnode) enterLocked(what string) {
+	n.inCall++
+	if n.inCall > 1 {
+		n.errs = append(n.errs, fmt.Sprintf("W4: %s of %s started while another call of its registration ran", what, n.id))
+	}
+}
+
+func (n *rnode) fn(ctx context.Context) error {
+	term, ok := TermOf(ctx)
+	n.mu.Lock()
+	n.enterLocked("fn")
+	n.fnActive++
+	n.fnCount++
+	n.fnMarks = append(n.fnMarks, fnMark{start: true, at: time.Now(), term: term, hasTerm: ok})
+	n.mu.Unlock()
+	n.gen.Add(1)
+	<-ctx.Done()
+	n.mu.Lock()
+	n.fnMarks = append(n.fnMarks, fnMark{at: time.Now()})
+	n.fnActive--
+	n.inCall--
+	n.mu.Unlock()
+	n.gen.Add(1)
+	switch n.fnMode {
+	case 1:
+		return errors.New("fn fails on purpose")
+	case 2:
+		panic("fn panics on purpose")
+	}
+	return nil
+}
+
+func (n *rnode) deregistered() {
+	n.mu.Lock()
+	n.enterLocked("deregistered")
+	n.deActive++
+	n.deCount++
+	n.mu.Unlock()
+	if n.deDelay > 0 {
+		time.Sleep(n.deDelay)
+	}
+	n.mu.Lock()
+	n.deActive--
+	n.inCall--
+	n.mu.Unlock()
+	n.gen.Add(1)
+}
