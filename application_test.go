@@ -357,7 +357,7 @@ func TestStoreClusterServiceValidation(t *testing.T) {
 	app := newApp(t, `{"services": {"cluster": {"type": "StoreClusterService", "leaseDuration": 1000, "renewInterval": 1000}}}`)
 	app.SetLogger(discardLogger())
 	err := app.Start(t.Context())
-	if err == nil || !strings.Contains(err.Error(), `service "cluster"`) || !strings.Contains(err.Error(), `"renewInterval" (1s) must be less than "leaseDuration" (1s)`) {
+	if err == nil || !strings.Contains(err.Error(), `service "cluster"`) || !strings.Contains(err.Error(), `parameter "renewInterval" 1s must be positive and less than parameter "leaseDuration" 1s`) {
 		t.Fatalf("Start: %v; want an error naming the service and both parameters", err)
 	}
 }
@@ -400,20 +400,20 @@ func TestTwoApplicationsOneLeader(t *testing.T) {
 	})
 }
 
-// Tools reach any cluster service's parameters and events through Election() and AddObserver,
-// before Start.
+// Tools reach any cluster service's parameters and events through Application.ElectionService
+// and AddObserver, before Start.
 func TestElectionAccessAndObservers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		app := newApp(t, `{"services": {"Registry": {"type": "MemoryStore"}, "cluster": {"type": "StoreClusterService", "instanceId": "me"}}}`)
 		app.SetLogger(discardLogger())
-		es, ok := app.Cluster().(interface{ Election() *ElectionService })
+		es, ok := app.ElectionService()
 		if !ok {
-			t.Fatalf("%T has no Election()", app.Cluster())
+			t.Fatalf("ElectionService of %T: not found", app.Cluster())
 		}
-		es.Election().LeaseName = "changed"
+		es.LeaseName = "changed"
 		var mu sync.Mutex
 		var kinds []cluster.EventKind
-		es.Election().AddObserver(func(ev cluster.Event) {
+		es.AddObserver(func(ev cluster.Event) {
 			mu.Lock()
 			kinds = append(kinds, ev.Kind)
 			mu.Unlock()
@@ -425,7 +425,7 @@ func TestElectionAccessAndObservers(t *testing.T) {
 		}
 		synctest.Wait()
 		if _, err := app.Registry().Get(context.Background(), "cluster:changed"); err != nil {
-			t.Fatalf("the lease name set through Election() was not used: %v", err)
+			t.Fatalf("the lease name set through ElectionService() was not used: %v", err)
 		}
 		if err := app.Stop(context.Background()); err != nil {
 			t.Fatal(err)
@@ -439,4 +439,12 @@ func TestElectionAccessAndObservers(t *testing.T) {
 			t.Fatal("the Observer field got no event")
 		}
 	})
+}
+
+// Without a cluster service there is no election to reach: ElectionService says so.
+func TestElectionServiceOfALocalCluster(t *testing.T) {
+	app := newApp(t, `{"services": {}}`)
+	if es, ok := app.ElectionService(); ok || es != nil {
+		t.Fatalf("ElectionService() = %v, %v on an application without a cluster service", es, ok)
+	}
 }

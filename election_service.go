@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/leasehold/leasehold/cluster"
 )
@@ -35,20 +36,23 @@ type pendingRegistration struct {
 
 var _ cluster.Cluster = (*ElectionService)(nil)
 
+// jsonTiming names L and R as configurations write them.
+var jsonTiming = cluster.TimingNames{LeaseDuration: `parameter "leaseDuration"`, RenewInterval: `parameter "renewInterval"`}
+
 // Validate checks the parameters, naming the one at fault (E0).
 func (s *ElectionService) Validate() error {
-	l, r := s.LeaseDuration.D(), s.RenewInterval.D()
-	if l == 0 {
-		l = cluster.DefaultLeaseDuration
-	}
-	if r == 0 {
-		r = cluster.DefaultRenewInterval
-	}
-	if r >= l {
-		return fmt.Errorf("parameter \"renewInterval\" (%v) must be less than \"leaseDuration\" (%v)", r, l)
-	}
-	return nil
+	_, _, err := s.Timing()
+	return err
 }
+
+// Timing returns L and R, the defaults applied, or an error naming the parameter at fault
+// (E0): the values the election runs with.
+func (s *ElectionService) Timing() (l, r time.Duration, err error) {
+	return cluster.ResolveTiming(s.LeaseDuration.D(), s.RenewInterval.D(), jsonTiming)
+}
+
+// Lease returns the name of the lease, the default applied.
+func (s *ElectionService) Lease() string { return cluster.ResolveLeaseName(s.LeaseName) }
 
 // StartElection creates the Elector over lock and starts it; registrations made before are
 // attached to it. ctx's values are kept; its cancellation does not stop the election (Stop
@@ -88,10 +92,26 @@ func (s *ElectionService) StartElection(ctx context.Context, lock cluster.Lock, 
 	return e.Start(context.WithoutCancel(ctx))
 }
 
-// Election returns s. A cluster service embedding ElectionService gets it as a promoted
-// method, so a tool can reach the parameters and the observers of any cluster service type
-// through interface{ Election() *ElectionService } before the application starts.
-func (s *ElectionService) Election() *ElectionService { return s }
+// electionService returns s. Every cluster service type embedding ElectionService has it as
+// a promoted method, which is how Application.ElectionService finds the election of any of
+// them, the kubernetes module's included.
+func (s *ElectionService) electionService() *ElectionService { return s }
+
+// electionHolder is a cluster service that embeds ElectionService.
+type electionHolder interface{ electionService() *ElectionService }
+
+// ElectionService returns the election of the application's cluster service (A5): its
+// parameters, observers and Elector, before Start as after. A tool that drives an
+// application's election (the leasehold command) sets its parameters or adds observers here
+// before Start. ok is false when the application has no cluster service, or one of a type
+// that does not embed ElectionService.
+func (a *Application) ElectionService() (es *ElectionService, ok bool) {
+	h, ok := a.cluster.(electionHolder)
+	if !ok {
+		return nil, false
+	}
+	return h.electionService(), true
+}
 
 // AddObserver adds a receiver of the election's events (see cluster.ElectorConfig.Observer).
 // Observers added after the election started get nothing.

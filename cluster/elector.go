@@ -10,14 +10,8 @@ import (
 	"time"
 )
 
-// Defaults of ElectorConfig, those of Webda's cluster services.
-const (
-	DefaultLeaseDuration = 15 * time.Second
-	DefaultRenewInterval = 5 * time.Second
-	DefaultLeaseName     = "leader"
-)
-
-// ElectorConfig configures an Elector. Zero values take the defaults above; InstanceID
+// ElectorConfig configures an Elector. Zero values take the defaults (DefaultLeaseDuration,
+// DefaultRenewInterval, DefaultLeaseName, see ResolveTiming); InstanceID
 // defaults to DefaultInstanceID() and Logger to slog.Default().
 type ElectorConfig struct {
 	Lock          Lock
@@ -86,25 +80,15 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 	if cfg.Lock == nil {
 		return nil, errors.New("cluster: ElectorConfig.Lock is nil")
 	}
-	if cfg.LeaseName == "" {
-		cfg.LeaseName = DefaultLeaseName
-	}
+	cfg.LeaseName = ResolveLeaseName(cfg.LeaseName)
 	if cfg.InstanceID == "" {
 		cfg.InstanceID = DefaultInstanceID()
 	}
-	if cfg.LeaseDuration == 0 {
-		cfg.LeaseDuration = DefaultLeaseDuration
+	l, r, err := ResolveTiming(cfg.LeaseDuration, cfg.RenewInterval, ElectorNames)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: lease %q: %w", cfg.LeaseName, err)
 	}
-	if cfg.RenewInterval == 0 {
-		cfg.RenewInterval = DefaultRenewInterval
-	}
-	if cfg.LeaseDuration < 0 {
-		return nil, fmt.Errorf("cluster: lease %q: LeaseDuration %v must be positive", cfg.LeaseName, cfg.LeaseDuration)
-	}
-	if cfg.RenewInterval < 0 || cfg.RenewInterval >= cfg.LeaseDuration {
-		return nil, fmt.Errorf("cluster: lease %q: RenewInterval %v must be positive and less than LeaseDuration %v",
-			cfg.LeaseName, cfg.RenewInterval, cfg.LeaseDuration)
-	}
+	cfg.LeaseDuration, cfg.RenewInterval = l, r
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()

@@ -87,10 +87,7 @@ func (s *ClusterService) OpenLock(ctx context.Context, app *leasehold.Applicatio
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
-	name := s.LeaseName
-	if name == "" {
-		name = cluster.DefaultLeaseName
-	}
+	name := s.Lease()
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 		return nil, fmt.Errorf("parameter \"leaseName\": %q is not a valid Lease name (a Kubernetes object name must be a DNS-1123 subdomain): %s", name, strings.Join(errs, "; "))
 	}
@@ -138,12 +135,9 @@ func (s *ClusterService) OpenLock(ctx context.Context, app *leasehold.Applicatio
 
 // requestTimeout is the timeout parameter, bounded by L - R (E3).
 func (s *ClusterService) requestTimeout() (time.Duration, error) {
-	l, r := s.LeaseDuration.D(), s.RenewInterval.D()
-	if l == 0 {
-		l = cluster.DefaultLeaseDuration
-	}
-	if r == 0 {
-		r = cluster.DefaultRenewInterval
+	l, r, err := s.Timing()
+	if err != nil {
+		return 0, err
 	}
 	t := s.Timeout.D()
 	if t < 0 {

@@ -81,14 +81,14 @@ func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.E
 	if err != nil {
 		return nil, err
 	}
-	if err := ac.es.Validate(); err != nil {
+	l, r, err := ac.es.Timing()
+	if err != nil {
 		return nil, badInput(usage, "--config %s: cluster service %q: %v", f.config, ac.name, err)
 	}
 	ac.app.SetLogger(log)
 	if observer != nil {
 		ac.es.AddObserver(observer)
 	}
-	l, r := durations(ac.es)
 	return &election{
 		lease: ac.lease(), id: ac.es.InstanceID(), l: l, r: r, where: f.config,
 		Cluster: ac.svc,
@@ -146,8 +146,8 @@ func loadAppConfig(f *commonFlags, usage string) (*appConfig, error) {
 		return nil, badInput(usage, "--config %s: %v", f.config, err)
 	}
 	svc := app.Cluster()
-	es := electionServiceOf(svc)
-	if es == nil {
+	es, ok := app.ElectionService()
+	if !ok {
 		return nil, badInput(usage, "--config %s: cluster service %q (%T) does not embed leasehold.ElectionService; leasehold cannot drive it", f.config, name, svc)
 	}
 	applyFlags(es, f)
@@ -158,12 +158,7 @@ func loadAppConfig(f *commonFlags, usage string) (*appConfig, error) {
 }
 
 // lease is the cluster service's lease name, the default applied as the Elector does.
-func (ac *appConfig) lease() string {
-	if ac.es.LeaseName == "" {
-		return cluster.DefaultLeaseName
-	}
-	return ac.es.LeaseName
-}
+func (ac *appConfig) lease() string { return ac.es.Lease() }
 
 // startRegistry starts an application of the configuration's Registry alone: the lease can be
 // reached through it without the cluster service joining the election.
@@ -193,29 +188,6 @@ func applyFlags(es *leasehold.ElectionService, f *commonFlags) {
 	if f.set["instance-id"] {
 		es.ID = f.instanceID
 	}
-}
-
-// durations returns L and R of a cluster service, defaults applied as the Elector does.
-func durations(es *leasehold.ElectionService) (l, r time.Duration) {
-	l, r = es.LeaseDuration.D(), es.RenewInterval.D()
-	if l == 0 {
-		l = cluster.DefaultLeaseDuration
-	}
-	if r == 0 {
-		r = cluster.DefaultRenewInterval
-	}
-	return l, r
-}
-
-// electionServiceOf returns the leasehold.ElectionService of a cluster service, or nil: every
-// cluster service of the project embeds one and so has its Election method.
-func electionServiceOf(svc any) *leasehold.ElectionService {
-	if es, ok := svc.(interface {
-		Election() *leasehold.ElectionService
-	}); ok {
-		return es.Election()
-	}
-	return nil
 }
 
 // openStore opens --store. An error from the network, the file system (a corrupt file

@@ -73,6 +73,9 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string) (help bool, err e
 	return false, nil
 }
 
+// flagTiming names L and R as the command line writes them.
+var flagTiming = cluster.TimingNames{LeaseDuration: "--lease-duration", RenewInterval: "--renew-interval"}
+
 // validate checks the flags once parsed, naming the one at fault, and fills in the default
 // store.
 func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
@@ -86,8 +89,11 @@ func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
 	if c.leaseDuration <= 0 {
 		return badInput(usage, "--lease-duration %v must be positive", c.leaseDuration)
 	}
-	if c.renewInterval <= 0 || c.renewInterval >= c.leaseDuration {
-		return badInput(usage, "--renew-interval %v must be positive and less than --lease-duration %v", c.renewInterval, c.leaseDuration)
+	if c.renewInterval == 0 {
+		return badInput(usage, "--renew-interval 0s must be positive")
+	}
+	if _, _, err := cluster.ResolveTiming(c.leaseDuration, c.renewInterval, flagTiming); err != nil {
+		return badInput(usage, "%v", err)
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		return badInput(usage, "--log-format %q: want text or json", c.logFormat)

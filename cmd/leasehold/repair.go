@@ -151,7 +151,10 @@ func (r *repairer) open(ctx context.Context, f *commonFlags) (func(context.Conte
 		return nil, err
 	}
 	r.st, r.lease, r.where = reg.Registry(), ac.lease(), f.config
-	r.l, _ = durations(ac.es)
+	if r.l, _, err = ac.es.Timing(); err != nil {
+		_ = reg.Stop(octx)
+		return nil, badInput(repairUsage, "--config %s: cluster service %q: %v", f.config, ac.name, err)
+	}
 	return reg.Stop, nil
 }
 
