@@ -284,55 +284,42 @@ func (a *Application) waitStop(ctx context.Context) error {
 
 func (a *Application) stopServices(ctx context.Context) error {
 	var errs []error
-	stoppedCluster := a.stopCluster(ctx, &errs)
-	for i := len(a.entries) - 1; i >= 0; i-- {
-		e := a.entries[i]
-		a.mu.Lock()
-		started := e.started
-		e.started = false
-		delete(a.services, e.name)
-		a.mu.Unlock()
-		if !started || e.svc == stoppedCluster {
-			continue
+	// A3: leadership ends before any other service stops.
+	cl := -1
+	if a.local != nil {
+		if err := a.local.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("leasehold: stop local cluster: %w", err))
 		}
-		if s, ok := e.svc.(Stopper); ok {
-			if err := s.Stop(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("leasehold: stop service %q (%s): %w", e.name, e.typ, err))
-			}
+	} else {
+		cl = slices.IndexFunc(a.entries, func(e *entry) bool { return any(e.svc) == any(a.cluster) })
+		if cl >= 0 {
+			errs = a.stopEntry(ctx, a.entries[cl], errs)
+		}
+	}
+	for i := len(a.entries) - 1; i >= 0; i-- {
+		if i != cl {
+			errs = a.stopEntry(ctx, a.entries[i], errs)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// stopCluster ends leadership before any other service stops, and returns the cluster
-// service it stopped, if any.
-func (a *Application) stopCluster(ctx context.Context, errs *[]error) Service {
-	if a.local != nil {
-		if err := a.local.Stop(ctx); err != nil {
-			*errs = append(*errs, fmt.Errorf("leasehold: stop local cluster: %w", err))
-		}
-		return nil
+// stopEntry stops one service if it was started, and forgets it, adding its error to errs.
+func (a *Application) stopEntry(ctx context.Context, e *entry, errs []error) []error {
+	a.mu.Lock()
+	started := e.started
+	e.started = false
+	delete(a.services, e.name)
+	a.mu.Unlock()
+	if !started {
+		return errs
 	}
-	for _, e := range a.entries {
-		if any(e.svc) != any(a.cluster) {
-			continue
+	if s, ok := e.svc.(Stopper); ok {
+		if err := s.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("leasehold: stop service %q (%s): %w", e.name, e.typ, err))
 		}
-		a.mu.Lock()
-		started := e.started
-		e.started = false
-		delete(a.services, e.name)
-		a.mu.Unlock()
-		if !started {
-			return nil
-		}
-		if s, ok := e.svc.(Stopper); ok {
-			if err := s.Stop(ctx); err != nil {
-				*errs = append(*errs, fmt.Errorf("leasehold: stop service %q (%s): %w", e.name, e.typ, err))
-			}
-		}
-		return e.svc
 	}
-	return nil
+	return errs
 }
 
 // Service returns the service of that name once it has been initialized.
