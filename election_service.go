@@ -10,7 +10,7 @@ import (
 	"github.com/leasehold/leasehold/cluster"
 )
 
-// ElectionService holds what every cluster service shares: the seed's parameters and an
+// ElectionService holds what every cluster service shares: Webda's election parameters and an
 // Elector, started by the service's Init over the service's Lock. It implements
 // cluster.Cluster from its creation: WhenLeader called before Init (from a service configured
 // before the cluster service) is kept and attached when the election starts (A6).

@@ -10,7 +10,7 @@ import (
 	"github.com/leasehold/leasehold/cluster"
 )
 
-// Poller is the seed's MyService in Go: it polls every interval, on the leader only.
+// Poller is Webda's MyService example in Go: it polls every interval, on the leader only.
 type Poller struct {
 	Interval leasehold.Duration `json:"interval"` // milliseconds, or "10s"
 

@@ -13,7 +13,7 @@ import (
 	"github.com/leasehold/leasehold/store/memory"
 )
 
-// rsim is one seed's world. Only the test goroutine touches its fields, except through the
+// rsim is the world of one random seed. Only the test goroutine touches its fields, except through the
 // locks of writeLog and rnode.
 type rsim struct {
 	t     *testing.T

@@ -33,7 +33,7 @@ func TestInvalidLeaseName(t *testing.T) {
 }
 
 // TestServiceTypeNames: A2, the type is known with and without the Webda/ namespace, and the
-// K1 parameters are the seed's plus namespace, config, context and timeout.
+// K1 parameters are Webda's plus namespace, config, context and timeout.
 func TestServiceTypeNames(t *testing.T) {
 	for _, typ := range []string{"Webda/KubernetesClusterService", "KubernetesClusterService"} {
 		cfg, err := leasehold.ParseConfig([]byte(`{"services": {"cluster": {"type": "` + typ + `",

@@ -19,7 +19,7 @@ import (
 )
 
 // defaultConfig elects on the Lease "leasehold-example" in the pod's namespace (POD_NAMESPACE,
-// from the downward API), with the seed's timing.
+// from the downward API), with Webda's default timing.
 const defaultConfig = `{"services": {"cluster": {
 	"type": "Webda/KubernetesClusterService",
 	"leaseName": "leasehold-example",
