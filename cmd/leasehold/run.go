@@ -98,6 +98,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, graceError(*grace, f.leaseDuration, f.renewInterval)
 	}
 
+	handleSIGPIPE()
 	log := f.logger(stderr)
 	ctx := context.Background()
 	if u, err := url.Parse(f.store); err == nil && u.Scheme == "mem" {
