@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"time"
 
@@ -32,6 +33,8 @@ its own, with LEASEHOLD_LEASE, LEASEHOLD_INSTANCE_ID and LEASEHOLD_TERM in its e
   and SIGWINCH are forwarded to CMD's group.
 - leasehold killed (SIGKILL, OOM): on Linux CMD gets SIGKILL at once (a parent-death signal);
   the processes CMD started itself should watch for their parent's death too.
+- A CMD that cannot be found or is not executable is refused at start-up (exit 2), before
+  joining the election.
 
 Flags:
   --grace D               time CMD has to stop after SIGTERM, before SIGKILL; at most, and by
@@ -96,6 +99,11 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	// With --store, L and R are known now: check the grace before connecting to anything.
 	if f.config == "" && f.set["grace"] && *grace > maxGrace(f.leaseDuration, f.renewInterval) {
 		return 0, graceError(*grace, f.leaseDuration, f.renewInterval)
+	}
+	// A CMD that cannot run is refused on every instance, before it joins the election, rather
+	// than found out by the one that leads.
+	if _, err := exec.LookPath(rest[0]); err != nil {
+		return 0, badInput(runUsage, "cannot run CMD: %v", err)
 	}
 
 	handleSIGPIPE()
