@@ -34,7 +34,7 @@ func runArgs(w *world, id string, extra ...string) []string {
 
 // Three leasehold run processes over one file store: one CMD runs at a time (the helpers'
 // flock proves it, and the recorded intervals are checked); SIGKILL of the leader's leasehold
-// kills its CMD at once (parent-death signal) and another CMD starts within L + R (E6); SIGTERM
+// kills its CMD at once (its keeper does) and another CMD starts within L + R (E6); SIGTERM
 // of the next leader stops its CMD, releases the lease, and another CMD starts within R (E7).
 func TestRunFailover(t *testing.T) {
 	w := newWorld(t)
@@ -59,9 +59,7 @@ func TestRunFailover(t *testing.T) {
 	if err := procs[first.id].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if pdeathsig {
-		waitGone(t, first.pid, slack) // "at once": the kernel's parent-death signal
-	}
+	waitGone(t, first.pid, slack) // "at once": its keeper kills CMD's tree when leasehold dies
 	intervals = append(intervals, interval{first.id, first.start(), time.Now()})
 	second, _ := w.waitCmd(3*(testL+testR), "CMD-START", func(e cmdEvent) bool { return e.id != first.id })
 	if took := second.at.Sub(killedAt); took > testL+testR+slack {
