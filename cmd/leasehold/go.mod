@@ -12,6 +12,7 @@ require (
 	github.com/leasehold/leasehold/store/redis v0.1.0
 	github.com/leasehold/leasehold/store/sqlite v0.1.0
 	github.com/prometheus/client_golang v1.24.1
+	golang.org/x/sys v0.47.0
 )
 
 require (
@@ -96,7 +97,6 @@ require (
 	golang.org/x/crypto v0.55.0 // indirect
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260414002931-afd174a4e478 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260414002931-afd174a4e478 // indirect

@@ -66,6 +66,9 @@ func cmdHelper(mode string) int {
 		fmt.Printf("%s id=%s term=%s lease=%s pid=%d at=%d\n", what, os.Getenv("LEASEHOLD_INSTANCE_ID"),
 			os.Getenv("LEASEHOLD_TERM"), os.Getenv("LEASEHOLD_LEASE"), os.Getpid(), time.Now().UnixNano())
 	}
+	if code, ok := treeHelper(mode); ok {
+		return code
+	}
 	switch mode {
 	case "record":
 		sigs := make(chan os.Signal, 4)

@@ -40,11 +40,27 @@ func notifySignals(c chan<- os.Signal) {
 
 func isStopSignal(s os.Signal) bool { return s == syscall.SIGINT || s == syscall.SIGTERM }
 
-// exitStatus is a finished CMD's status as a shell reports it: its exit code, or 128+N when
-// signal N ended it.
+// handleSIGPIPE keeps a write to a broken pipe from killing leasehold (`leasehold run ... 2>&1
+// | head`): the write fails with EPIPE, and leasehold goes on, stops CMD and releases the
+// lease. Without Notify, Go's runtime dies of SIGPIPE on such a write to stdout or stderr.
+// signal.Ignore would do it too, but an ignored signal stays ignored across exec: the keeper
+// and CMD would inherit it.
+func handleSIGPIPE() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+}
+
+// exitStatus is a finished process's status as a shell reports it: its exit code, or 128+N
+// when signal N ended it.
 func exitStatus(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+		return waitStatus(ws)
 	}
 	return ps.ExitCode()
+}
+
+func waitStatus(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
 }

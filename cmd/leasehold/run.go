@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"os/signal"
 	"time"
 
@@ -19,19 +21,25 @@ import (
 
 const runUsage = `Usage: leasehold run [flags] -- CMD [ARGS...]
 
-Joins the election of the lease and runs CMD while this instance leads, in a process group of
-its own, with LEASEHOLD_LEASE, LEASEHOLD_INSTANCE_ID and LEASEHOLD_TERM in its environment.
+Joins the election of the lease and runs CMD while this instance leads, with LEASEHOLD_LEASE,
+LEASEHOLD_INSTANCE_ID and LEASEHOLD_TERM in its environment. CMD runs in a process group of
+its own under a keeper, a second leasehold process that answers for CMD's process tree: on
+Linux every process CMD starts, however it detaches (double fork, setsid); elsewhere CMD's
+process group.
 
-- Leadership ends: CMD's group gets SIGTERM, then SIGKILL after the grace, so that CMD is gone
-  before another instance can lead.
-- CMD exits by itself: leasehold releases the lease and exits with CMD's status (with
-  --restart, it runs CMD again while still leading, after a back-off of 100ms doubling up to
-  30s).
-- SIGINT or SIGTERM to leasehold: forwarded to CMD's group; after CMD has stopped (SIGKILL at
-  the end of the grace) the lease is released and leasehold exits 0. SIGHUP, SIGUSR1, SIGUSR2
-  and SIGWINCH are forwarded to CMD's group.
-- leasehold killed (SIGKILL, OOM): on Linux CMD gets SIGKILL at once (a parent-death signal);
-  the processes CMD started itself should watch for their parent's death too.
+- Leadership ends: the tree gets SIGTERM, then SIGKILL after the grace. leasehold reports CMD
+  stopped only once no process of the tree is left: it is gone before another instance can
+  lead.
+- CMD exits by itself: what is left of its tree gets SIGTERM, then SIGKILL after the grace;
+  then leasehold releases the lease and exits with CMD's status (with --restart, it runs CMD
+  again while still leading, after a back-off of 100ms doubling up to 30s).
+- SIGINT or SIGTERM to leasehold: sent to the tree; once the tree is gone (SIGKILL at the end
+  of the grace) the lease is released and leasehold exits 0. SIGHUP, SIGUSR1, SIGUSR2 and
+  SIGWINCH are forwarded to CMD's group.
+- leasehold killed (SIGKILL, OOM): the keeper SIGKILLs the tree at once. The keeper killed:
+  CMD dies with it (Linux) and leasehold kills the rest of the tree, as if CMD had exited.
+- A CMD that cannot be found or is not executable is refused at start-up (exit 2), before
+  joining the election.
 
 Flags:
   --grace D               time CMD has to stop after SIGTERM, before SIGKILL; at most, and by
@@ -97,7 +105,13 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	if f.config == "" && f.set["grace"] && *grace > maxGrace(f.leaseDuration, f.renewInterval) {
 		return 0, graceError(*grace, f.leaseDuration, f.renewInterval)
 	}
+	// A CMD that cannot run is refused on every instance, before it joins the election, rather
+	// than found out by the one that leads (the keeper looks it up again when it starts it).
+	if _, err := exec.LookPath(rest[0]); err != nil {
+		return 0, badInput(runUsage, "cannot run CMD: %v", err)
+	}
 
+	handleSIGPIPE()
 	log := f.logger(stderr)
 	ctx := context.Background()
 	if u, err := url.Parse(f.store); err == nil && u.Scheme == "mem" {
@@ -121,6 +135,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 
 	sup := newSupervisor(rest, el.lease, el.id, *grace, *restart, log)
+	sup.reaper = becomeSubreaper(log)
 	el.WhenLeader(sup.lead, nil)
 
 	sigs := make(chan os.Signal, 8)
@@ -184,4 +199,21 @@ func stopElection(el *election, grace time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), grace+2*time.Second+(el.l-el.r))
 	defer cancel()
 	return el.stop(ctx)
+}
+
+// becomeSubreaper makes leasehold a child subreaper where the system has them (Linux): should a
+// keeper be killed, the orphans of its CMD's tree are reparented to leasehold, which ends them
+// (supervisor.sweep). Not when leasehold is PID 1, nor when it already has children as it
+// starts (`exec leasehold run` from a script that started others): processes that are none of
+// CMD's could then come to it.
+func becomeSubreaper(log *slog.Logger) bool {
+	if os.Getpid() == 1 || len(descendants(os.Getpid(), nil)) > 0 {
+		log.Debug("leasehold: not a child subreaper: PID 1, or children already")
+		return false
+	}
+	if err := setSubreaper(); err != nil {
+		log.Debug("leasehold: not a child subreaper", "error", err)
+		return false
+	}
+	return true
 }

@@ -3,6 +3,10 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,7 +34,7 @@ func runArgs(w *world, id string, extra ...string) []string {
 
 // Three leasehold run processes over one file store: one CMD runs at a time (the helpers'
 // flock proves it, and the recorded intervals are checked); SIGKILL of the leader's leasehold
-// kills its CMD at once (parent-death signal) and another CMD starts within L + R (E6); SIGTERM
+// kills its CMD at once (its keeper does) and another CMD starts within L + R (E6); SIGTERM
 // of the next leader stops its CMD, releases the lease, and another CMD starts within R (E7).
 func TestRunFailover(t *testing.T) {
 	w := newWorld(t)
@@ -55,9 +59,7 @@ func TestRunFailover(t *testing.T) {
 	if err := procs[first.id].cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	if pdeathsig {
-		waitGone(t, first.pid, slack) // "at once": the kernel's parent-death signal
-	}
+	waitGone(t, first.pid, slack) // "at once": its keeper kills CMD's tree when leasehold dies
 	intervals = append(intervals, interval{first.id, first.start(), time.Now()})
 	second, _ := w.waitCmd(3*(testL+testR), "CMD-START", func(e cmdEvent) bool { return e.id != first.id })
 	if took := second.at.Sub(killedAt); took > testL+testR+slack {
@@ -136,9 +138,14 @@ func TestRunSIGKILLAfterGrace(t *testing.T) {
 }
 
 // When CMD exits by itself, leasehold releases the lease and exits with CMD's status; a CMD
-// that cannot start gives 127; a CMD killed by a signal gives 128+N.
+// found at start-up that cannot be executed once leading gives 127; a CMD killed by a signal
+// gives 128+N. (A CMD that cannot be found is refused at start-up: TestRunCommandNotFound.)
 func TestRunExitStatus(t *testing.T) {
 	w := newWorld(t)
+	badFormat := filepath.Join(w.dir, "bad-format")
+	if err := os.WriteFile(badFormat, []byte{0, 1, 2, 3}, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		env  []string
@@ -147,7 +154,7 @@ func TestRunExitStatus(t *testing.T) {
 	}{
 		{"exit 0", []string{"LEASEHOLD_TEST_CMD=exit", "LEASEHOLD_TEST_EXIT=0"}, helperCmd(), 0},
 		{"exit 7", []string{"LEASEHOLD_TEST_CMD=exit", "LEASEHOLD_TEST_EXIT=7"}, helperCmd(), 7},
-		{"not found", nil, []string{w.dir + "/no-such-command"}, 127},
+		{"cannot exec", nil, []string{badFormat}, 127},
 		{"killed", nil, []string{"/bin/sh", "-c", "kill -9 $$"}, 128 + 9},
 	} {
 		args := []string{"run", "--store", w.storeURL(), "--lease", "jobs", "--lease-duration", testLs,
@@ -215,4 +222,44 @@ func TestRunEnvironment(t *testing.T) {
 		t.Errorf("CMD environment: LEASEHOLD_LEASE=%q LEASEHOLD_INSTANCE_ID=%q LEASEHOLD_TERM=%d, want jobs, node-7, 1", ev.lease, ev.id, ev.term)
 	}
 	w.waitExit(p, 30*time.Second)
+}
+
+// A CMD that cannot be started is an error at start-up, on every instance, before joining the
+// election: exit 2, the message names the command, and the lease record is never created.
+func TestRunCommandNotFound(t *testing.T) {
+	w := newWorld(t)
+	notExec := filepath.Join(w.dir, "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, cmd, want string }{
+		{"missing file", filepath.Join(w.dir, "no-such-command"), "no such file"},
+		{"not in PATH", "leasehold-no-such-command", "not found"},
+		{"not executable", notExec, "permission denied"},
+		{"directory", w.dir, "directory"},
+	} {
+		start := time.Now()
+		stdout, stderr, code := runLeasehold(t, "run", "--store", w.storeURL(), "--lease", "jobs", "--lease-duration", testLs,
+			"--renew-interval", testRs, "--", tc.cmd, "arg")
+		first, _, _ := strings.Cut(stderr, "\n")
+		if code != 2 {
+			t.Errorf("%s: exit %d, want 2; stderr:\n%s", tc.name, code, stderr)
+		}
+		if !strings.Contains(first, strconv.Quote(tc.cmd)) || !strings.Contains(first, tc.want) {
+			t.Errorf("%s: first line %q, want it to name %q and say %q", tc.name, first, tc.cmd, tc.want)
+		}
+		if stdout != "" || strings.Contains(stderr, "joined the election") {
+			t.Errorf("%s: output of a command that should not have run:\nstdout: %s\nstderr: %s", tc.name, stdout, stderr)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Errorf("%s: took %v", tc.name, took)
+		}
+		if st := statusJSON(t, w.storeURL(), "jobs"); st.State != "missing" {
+			t.Errorf("%s: lease state %q, want missing: the election was joined", tc.name, st.State)
+		}
+	}
+	// The store itself was never written.
+	if _, err := os.Stat(filepath.Join(w.dir, "registry.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("registry.json: %v, want it never created", err)
+	}
 }

@@ -3,15 +3,19 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
@@ -25,7 +29,13 @@ const (
 	resetBackoff = 10 * time.Second
 )
 
+// keeperWait is how long the supervisor waits for the keeper to exit once the tree got
+// SIGKILL; past it, it kills the keeper and ends the tree itself (see sweep). Reaping a killed
+// tree takes the keeper milliseconds: it is that late only if stopped or stuck.
+const keeperWait = time.Second
+
 // supervisor runs CMD while this instance leads: its lead method is the election's LeaderFunc.
+// CMD runs under a keeper (keeper.go), which answers for CMD's whole process tree.
 type supervisor struct {
 	argv    []string
 	env     []string
@@ -34,6 +44,9 @@ type supervisor struct {
 	grace   time.Duration
 	restart bool
 	log     *slog.Logger
+	// reaper: leasehold is a child subreaper (Linux; see runCommand): the orphans of a killed
+	// keeper's tree are reparented to it, and sweep ends them.
+	reaper bool
 
 	// exited receives CMD's status when it exits by itself without --restart: leasehold then
 	// releases the lease and exits with it.
@@ -47,12 +60,42 @@ type supervisor struct {
 	last    *int // the last CMD's exit status
 }
 
-// child is one run of CMD.
+var errKeeperGone = errors.New("the keeper exited before starting CMD")
+
+// child is one run of CMD, under its keeper.
 type child struct {
-	pid     int // also its process group
+	pid     int // CMD's pid, also its process group
+	keeper  *os.Process
+	control *os.File // the keeper's control pipe (see keeper.go)
 	started time.Time
-	done    chan struct{} // closed once CMD has exited and been reaped
-	status  int           // valid after done
+
+	exitOnce sync.Once
+	exited   chan struct{} // closed once CMD has exited, or its keeper died: then status is set
+	status   int
+	left     int // processes of its tree left when CMD exited, as its keeper counted them
+
+	killedKeeper atomic.Bool   // the supervisor killed the keeper (see end)
+	done         chan struct{} // closed once the keeper has exited and no process of the tree is left
+}
+
+func (c *child) setExit(status, left int) {
+	c.exitOnce.Do(func() {
+		c.status, c.left = status, left
+		close(c.exited)
+	})
+}
+
+// send asks the keeper to send sig to CMD's process group, or to its whole tree.
+func (c *child) send(sig os.Signal, tree bool) {
+	s, ok := sig.(syscall.Signal)
+	if !ok {
+		return
+	}
+	b := byte(s)
+	if tree {
+		b |= treeBit
+	}
+	_, _ = c.control.Write([]byte{b}) // fails once the keeper is gone: so is the tree
 }
 
 func newSupervisor(argv []string, lease, id string, grace time.Duration, restart bool, log *slog.Logger) *supervisor {
@@ -62,7 +105,7 @@ func newSupervisor(argv []string, lease, id string, grace time.Duration, restart
 	}
 }
 
-// lead runs CMD for one leadership: it returns once CMD (and its process group) has ended,
+// lead runs CMD for one leadership: it returns once CMD and its whole process tree have ended,
 // which the election waits for before anything else may lead (W4, E7).
 func (s *supervisor) lead(ctx context.Context) error {
 	term, _ := cluster.TermOf(ctx)
@@ -77,8 +120,14 @@ func (s *supervisor) lead(ctx context.Context) error {
 			}
 		} else {
 			select {
-			case <-c.done:
-				s.reapGroup(c.pid, sigTerm) // what CMD left behind in its group
+			case <-c.exited:
+				if c.left > 0 {
+					s.log.Info("leasehold: CMD exited but left processes in its tree: stopping them",
+						"pid", c.pid, "left", c.left, "signal", sigTerm)
+					s.end(c, sigTerm, "processes left by CMD")
+				} else {
+					s.end(c, nil, "processes left by CMD")
+				}
 				s.log.Info("leasehold: CMD exited", "pid", c.pid, "status", c.status, "term", term)
 				if ctx.Err() != nil {
 					return nil
@@ -114,17 +163,32 @@ func (s *supervisor) finish(status int) {
 	}
 }
 
-// startChild starts CMD with the lease's variables in its environment, in a process group of
-// its own.
+// startChild starts the keeper, which starts CMD with the lease's variables in its
+// environment, in a process group of its own. It returns once CMD has started.
 func (s *supervisor) startChild(term uint64) (*child, error) {
-	c := &child{done: make(chan struct{})}
+	path, err := keeperPath()
+	if err != nil {
+		return nil, fmt.Errorf("the keeper: %w", err)
+	}
+	controlR, controlW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		controlR.Close()
+		controlW.Close()
+		return nil, err
+	}
+	c := &child{control: controlW, exited: make(chan struct{}), done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
-		// The parent-death signal follows the thread that forks (see childAttr): this goroutine
-		// keeps its thread until CMD has exited, then gives it back.
+		// The parent-death signal follows the thread that forks (see keeperAttr): this
+		// goroutine keeps its thread until the keeper has exited, then gives it back.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		cmd := exec.Command(s.argv[0], s.argv[1:]...)
+		cmd := exec.Command(path, append([]string{keeperArg, "--"}, s.argv...)...)
+		cmd.Args[0] = os.Args[0]
 		cmd.Env = append(append([]string(nil), s.env...),
 			"LEASEHOLD_LEASE="+s.lease,
 			"LEASEHOLD_INSTANCE_ID="+s.id,
@@ -133,19 +197,92 @@ func (s *supervisor) startChild(term uint64) (*child, error) {
 		// CMD is not in the terminal's foreground group: reading the terminal would stop it.
 		cmd.Stdin = nil
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		cmd.SysProcAttr = childAttr()
-		if err := cmd.Start(); err != nil {
+		cmd.ExtraFiles = []*os.File{controlR, statusW} // the keeper's descriptors 3 and 4
+		cmd.SysProcAttr = keeperAttr()
+		err := cmd.Start()
+		controlR.Close()
+		statusW.Close()
+		if err != nil {
+			controlW.Close()
+			statusR.Close()
+			started <- fmt.Errorf("the keeper: %w", err)
+			return
+		}
+		c.keeper = cmd.Process
+
+		first := make(chan error, 1) // CMD started, or could not
+		readDone := make(chan struct{})
+		go func() {
+			defer close(readDone)
+			defer statusR.Close()
+			answered := false
+			sc := bufio.NewScanner(statusR)
+			for sc.Scan() {
+				kind, rest, _ := strings.Cut(sc.Text(), " ")
+				switch kind {
+				case "pid":
+					if !answered {
+						c.pid, _ = strconv.Atoi(rest)
+						answered = true
+						first <- nil
+					}
+				case "error":
+					if !answered {
+						answered = true
+						first <- errors.New(rest)
+					}
+				case "exit":
+					var status, left int
+					if _, err := fmt.Sscan(rest, &status, &left); err == nil {
+						c.setExit(status, left)
+					}
+				}
+			}
+			if !answered {
+				first <- errKeeperGone
+			}
+		}()
+		if err := <-first; err != nil {
+			_ = cmd.Wait()
+			<-readDone
+			controlW.Close()
+			if err == errKeeperGone {
+				err = fmt.Errorf("%w (%v)", err, cmd.ProcessState)
+			}
 			started <- err
 			return
 		}
-		c.pid, c.started = cmd.Process.Pid, time.Now()
+		c.started = time.Now()
 		s.mu.Lock()
 		s.current = c
 		s.starts++
 		s.mu.Unlock()
 		started <- nil
+
 		_ = cmd.Wait() // the status is in ProcessState
-		c.status = exitStatus(cmd.ProcessState)
+		<-readDone     // every line the keeper wrote before it exited
+		controlW.Close()
+		// A keeper exits by itself, with CMD's status, only once the tree is empty. Otherwise
+		// it was killed or crashed: CMD dies with it (on Linux, its parent-death signal), and
+		// sweep ends the rest; a CMD whose end the keeper did not report counts as exited.
+		reported := false
+		select {
+		case <-c.exited:
+			reported = true
+		default:
+		}
+		if ps := cmd.ProcessState; !reported || !ps.Exited() || ps.ExitCode() != c.status {
+			status := exitStatus(ps)
+			if status == 0 {
+				status = exitFailure
+			}
+			if !c.killedKeeper.Load() {
+				s.log.Error("leasehold: the keeper of CMD died: ending CMD's tree, as if CMD had exited",
+					"keeper", c.keeper.Pid, "pid", c.pid, "keeperStatus", status)
+			}
+			c.setExit(status, -1) // when CMD's own status was not reported
+			s.sweep(c)
+		}
 		s.mu.Lock()
 		s.current = nil
 		st := c.status
@@ -156,54 +293,107 @@ func (s *supervisor) startChild(term uint64) (*child, error) {
 	if err := <-started; err != nil {
 		return nil, err
 	}
-	s.log.Info("leasehold: started CMD", "pid", c.pid, "term", term)
+	s.log.Info("leasehold: started CMD", "pid", c.pid, "keeper", c.keeper.Pid, "term", term)
 	return c, nil
 }
 
-// terminate ends CMD's process group: SIGTERM (or the signal leasehold received), then
-// SIGKILL once the grace has passed. It returns when CMD has exited.
+// terminate ends CMD's whole tree: SIGTERM (or the signal leasehold received), then SIGKILL
+// once the grace has passed. It returns when no process of the tree is left.
 func (s *supervisor) terminate(c *child) {
 	sig := sigTerm
 	if v := s.stopSignal.Load(); v != nil {
 		sig = v.(os.Signal)
 	}
 	s.log.Info("leasehold: stopping CMD", "pid", c.pid, "signal", sig, "grace", s.grace)
-	deadline := time.Now().Add(s.grace)
-	_ = signalGroup(c.pid, sig)
+	s.end(c, sig, "CMD")
+	s.log.Info("leasehold: CMD stopped", "pid", c.pid, "status", c.status)
+}
+
+// end has the keeper send sig (unless nil) to the whole tree and waits for the tree to be
+// empty; once the grace has passed, the tree gets SIGKILL, from the keeper and from the
+// supervisor itself (kill). A keeper that has still not exited keeperWait later is killed, and
+// sweep ends the tree. what names the processes in the log.
+func (s *supervisor) end(c *child, sig os.Signal, what string) {
+	if sig != nil {
+		c.send(sig, true)
+	}
 	t := time.NewTimer(s.grace)
 	defer t.Stop()
 	select {
 	case <-c.done:
-		s.waitGroup(c.pid, deadline)
+		return
 	case <-t.C:
-		s.log.Warn("leasehold: CMD did not stop within the grace: SIGKILL", "pid", c.pid, "grace", s.grace)
-		_ = signalGroup(c.pid, sigKill)
-		<-c.done
 	}
-	s.log.Info("leasehold: CMD stopped", "pid", c.pid, "status", c.status)
+	s.log.Warn("leasehold: "+what+" did not stop within the grace: SIGKILL", "pid", c.pid, "grace", s.grace)
+	c.send(sigKill, true)
+	s.kill(c)
+	t.Reset(keeperWait)
+	select {
+	case <-c.done:
+		return
+	case <-t.C:
+	}
+	s.log.Error("leasehold: the keeper has not exited after SIGKILL of CMD's tree: killing the keeper", "keeper", c.keeper.Pid, "wait", keeperWait)
+	c.killedKeeper.Store(true)
+	_ = c.keeper.Kill()
+	<-c.done
 }
 
-// reapGroup ends what is left of a group whose leader CMD exited: sig, then SIGKILL after the
-// grace. Usually the group is already empty.
-func (s *supervisor) reapGroup(pgid int, sig os.Signal) {
-	if !groupAlive(pgid) {
+// kill SIGKILLs CMD's tree from the supervisor, at the time its keeper is asked to, so that the
+// tree dies at the end of the grace even if the keeper is slow to run (a loaded machine) or
+// stopped: CMD's group and, on Linux, every descendant of the keeper. The keeper reaps them.
+func (s *supervisor) kill(c *child) {
+	select {
+	case <-c.exited: // CMD's group may be empty, its number reused
+	default:
+		_ = signalGroup(c.pid, sigKill)
+	}
+	// The keeper not yet reaped (the check uses its pidfd), its pid is still its own.
+	if c.keeper.Signal(syscall.Signal(0)) != nil {
 		return
 	}
-	s.log.Info("leasehold: CMD exited but left processes in its group: stopping them", "pgid", pgid, "signal", sig)
-	_ = signalGroup(pgid, sig)
-	s.waitGroup(pgid, time.Now().Add(s.grace))
+	for _, pid := range descendants(c.keeper.Pid, nil) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
-// waitGroup waits until the process group is empty, and SIGKILLs it at the deadline. There is
-// no notification for the end of processes that are not our children, hence the polling.
-func (s *supervisor) waitGroup(pgid int, deadline time.Time) {
-	for groupAlive(pgid) {
-		if time.Now().After(deadline) {
-			s.log.Warn("leasehold: processes of CMD's group did not stop within the grace: SIGKILL", "pgid", pgid)
-			_ = signalGroup(pgid, sigKill)
+// foreign reports whether a child of leasehold's is in leasehold's own process group: not a
+// keeper (which has a group of its own) nor anything of CMD's tree, but a process leasehold
+// itself started, such as a credential helper of a store's client.
+func (s *supervisor) foreign(pid int) bool {
+	pgid, err := syscall.Getpgid(pid)
+	return err == nil && pgid == syscall.Getpgrp()
+}
+
+// sweep ends what is left of CMD's tree once its keeper died without ending it. CMD itself
+// dies with the keeper on Linux (its parent-death signal). The other processes of the tree
+// were reparented: to leasehold when it is a child subreaper (s.reaper), which finds them
+// among its own descendants (see foreign) and reaps them; otherwise to init, and only those of
+// CMD's group can be reached. It SIGKILLs them until none is left.
+func (s *supervisor) sweep(c *child) {
+	self := os.Getpid()
+	warned := time.Now()
+	for {
+		left := 0
+		if s.reaper {
+			for _, pid := range descendants(self, s.foreign) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				// Reaps it if it is a child (reparented to leasehold); nothing otherwise.
+				_, _ = syscall.Wait4(pid, nil, syscall.WNOHANG, nil)
+				left++
+			}
+		} else if c.pid != 0 && groupAlive(c.pid) {
+			_ = signalGroup(c.pid, sigKill)
+			left++
+		}
+		if left == 0 {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		if time.Since(warned) >= time.Second {
+			s.log.Warn("leasehold: processes of CMD's tree are still there after SIGKILL", "pid", c.pid, "left", left)
+			warned = time.Now()
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -216,7 +406,7 @@ func (s *supervisor) forward(sig os.Signal) {
 		return
 	}
 	s.log.Info("leasehold: forwarding signal to CMD", "pid", c.pid, "signal", sig)
-	_ = signalGroup(c.pid, sig)
+	c.send(sig, false)
 }
 
 func (s *supervisor) view() cmdView {
