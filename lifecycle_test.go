@@ -166,15 +166,23 @@ func TestA3StopFromACallbackOnANewGoroutine(t *testing.T) {
 		app.SetLogger(discardLogger())
 		var j journal
 		stopped := make(chan error, 1)
+		// fn may run before Start has returned (it runs on its own goroutine): the Stop waits
+		// for Start, so that it is a Stop after Start rather than one during it (that one makes
+		// Start fail, TestA3StopDuringStart).
+		started := make(chan struct{})
 		app.WhenLeader(func(ctx context.Context) error {
 			j.add("fn")
-			go func() { stopped <- app.Stop(context.Background()) }()
+			go func() {
+				<-started
+				stopped <- app.Stop(context.Background())
+			}()
 			<-ctx.Done()
 			return nil
 		}, func() { j.add("deregistered") })
 		if err := app.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		close(started)
 		if err := <-stopped; err != nil {
 			t.Fatal(err)
 		}
