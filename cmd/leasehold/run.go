@@ -48,6 +48,9 @@ process group.
   timestamps: a lease left by a crashed holder stays held until an instance has watched it
   unchanged for the lease duration, so --try gives up on it, and --wait longer than L+R
   takes it over. Once this instance has led, it stays in the election as without them.
+- --hold-at-least D: once CMD has exited by itself, the lease is kept (renewed) until D has
+  passed since CMD started, then released; leasehold then exits with CMD's status. No other
+  instance runs CMD, and a --try gives up, in that window. SIGINT or SIGTERM ends it early.
 
 Flags:
   --grace D               time CMD has to stop after SIGTERM, before SIGKILL; at most, and by
@@ -56,6 +59,8 @@ Flags:
   --restart               run CMD again when it exits while this instance still leads
   --try                   give up at once (exit 75) when another instance holds the lease
   --wait D                wait at most D to lead, then give up (exit 75) as --try does
+  --hold-at-least D       keep the lease until D after CMD started, even if CMD exits sooner
+                          (not with --restart)
   --metrics-addr ADDR     serve /metrics (Prometheus), /healthz and /status on ADDR
                           (e.g. :9090, or 127.0.0.1:0 for any free port, logged at start)
 ` + commonFlagsUsage
@@ -79,6 +84,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	metricsAddr := fs.String("metrics-addr", "", "")
 	try := fs.Bool("try", false, "")
 	wait := fs.Duration("wait", 0, "")
+	holdAtLeast := fs.Duration("hold-at-least", 0, "")
 	if help, err := parseFlags(fs, args, runUsage); help || err != nil {
 		if help {
 			fmt.Fprint(stdout, runUsage)
@@ -101,7 +107,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "grace", "wait":
+		case "grace", "wait", "hold-at-least":
 			f.set[fl.Name] = true
 		}
 	})
@@ -113,6 +119,12 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if *try && f.set["wait"] {
 		return 0, badInput(runUsage, "--try and --wait cannot be used together: --try gives up at once, --wait after D")
+	}
+	if f.set["hold-at-least"] && *holdAtLeast <= 0 {
+		return 0, badInput(runUsage, "--hold-at-least %v must be positive", *holdAtLeast)
+	}
+	if f.set["hold-at-least"] && *restart {
+		return 0, badInput(runUsage, "--hold-at-least and --restart cannot be used together: with --restart CMD never finishes")
 	}
 	if *metricsAddr != "" {
 		if _, _, err := net.SplitHostPort(*metricsAddr); err != nil {
@@ -156,6 +168,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 
 	sup := newSupervisor(rest, el.lease, el.id, *grace, *restart, log)
 	sup.reaper = becomeSubreaper(log)
+	sup.hold = *holdAtLeast
 	el.WhenLeader(func(ctx context.Context) error {
 		if !cand.lead() {
 			return nil
@@ -216,6 +229,9 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 			if err := stopElection(el, *grace); err != nil {
 				log.Error("leasehold: stop", "error", err)
 				return exitFailure, nil
+			}
+			if status, ok := sup.heldStatus(); ok {
+				return status, nil // CMD had finished: the stop only cut the hold short
 			}
 			return exitOK, nil
 		case status := <-sup.exited:

@@ -150,6 +150,92 @@ func TestRunTryCrashedHolder(t *testing.T) {
 	}
 }
 
+// C6: run --hold-at-least D: CMD exits at once (status 7), the lease stays held and renewed
+// until D after CMD started, then it is released and leasehold exits 7. A --try in that window
+// gives up; one after it leads, in the next term.
+func TestRunHoldAtLeast(t *testing.T) {
+	w := newWorld(t)
+	const hold = 3 * time.Second // more than L: the lease is renewed in the window
+	a := w.start("a", []string{"LEASEHOLD_TEST_CMD=exit", "LEASEHOLD_TEST_EXIT=7"}, runArgs(w, "a", "--hold-at-least", hold.String())...)
+	keeping := w.logLine(30*time.Second, "leasehold: CMD exited: keeping the lease for --hold-at-least")
+	until, err := time.Parse(time.RFC3339Nano, keeping["until"].(string))
+	if err != nil {
+		t.Fatalf("the hold's until: %v", err)
+	}
+	if started, err := time.Parse(time.RFC3339Nano, lastLogTime(w, a, "leasehold: started CMD")); err != nil || until.Sub(started) > hold || until.Sub(started) < hold-slack {
+		t.Errorf("the hold lasts until %v, CMD started at %v (%v): want --hold-at-least %v after CMD's start", until, started, err, hold)
+	}
+
+	_, stderr, code := runLeasehold(t, probeArgs(w, "b", "--try")...)
+	if code != exitBusy || !strings.Contains(stderr, `"holder":"a"`) {
+		t.Errorf("--try while a holds the lease after its CMD: exit %d, want %d naming holder a; stderr:\n%s", code, exitBusy, stderr)
+	}
+	released := w.waitLine(hold+10*time.Second, "a releasing the lease", func(l line) bool {
+		m, ok := jsonLog(l.text)
+		return ok && l.proc == a && m["msg"] == "leasehold: released lease"
+	})
+	if code := w.waitExit(a, 10*time.Second); code != 7 {
+		t.Errorf("a exited %d, want 7 (its CMD's status)", code)
+	}
+	// Both times are leasehold's own clock: the release may not come before the hold's end.
+	m, _ := jsonLog(released.text)
+	s, _ := m["time"].(string)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if late := at.Sub(until); late < 0 || late > slack {
+		t.Errorf("the lease was released at %v, %v after the hold's end %v; want after it, within %v", at, late, until, slack)
+	} else {
+		t.Logf("released %v after the end of --hold-at-least %v", late.Round(time.Millisecond), hold)
+	}
+	if st := statusJSON(t, w.storeURL(), "jobs"); st.State != "released" || st.Term != 1 {
+		t.Errorf("lease after the hold: %+v, want released in term 1 (renewed, never taken over)", st)
+	}
+	c := w.start("c", []string{"LEASEHOLD_TEST_CMD=exit", "LEASEHOLD_TEST_EXIT=0"}, runArgs(w, "c", "--try")...)
+	ev, _ := w.waitCmd(30*time.Second, "CMD-START", func(e cmdEvent) bool { return e.id == "c" })
+	if ev.term != 2 {
+		t.Errorf("c's CMD after the hold runs in term %d, want 2", ev.term)
+	}
+	if code := w.waitExit(c, 10*time.Second); code != 0 {
+		t.Errorf("c exited %d, want 0", code)
+	}
+}
+
+// C6: SIGTERM during the hold releases the lease at once; leasehold exits with CMD's status.
+func TestRunHoldAtLeastStopped(t *testing.T) {
+	w := newWorld(t)
+	a := w.start("a", []string{"LEASEHOLD_TEST_CMD=exit", "LEASEHOLD_TEST_EXIT=7"}, runArgs(w, "a", "--hold-at-least", "1h")...)
+	w.logLine(30*time.Second, "leasehold: CMD exited: keeping the lease for --hold-at-least")
+	sent := time.Now()
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := w.waitExit(a, 30*time.Second); code != 7 {
+		t.Errorf("a exited %d after SIGTERM during the hold, want 7 (its CMD's status)", code)
+	}
+	// At once, not at the end of the hour: the bound only has to tell the two apart.
+	if took := time.Since(sent); took > 10*time.Second {
+		t.Errorf("a took %v to exit after SIGTERM during the hold", took)
+	}
+	if st := statusJSON(t, w.storeURL(), "jobs"); st.State != "released" {
+		t.Errorf("lease after SIGTERM during the hold: %q, want released", st.State)
+	}
+}
+
+// lastLogTime is the time field of p's last JSON log line whose msg is msg.
+func lastLogTime(w *world, p *proc, msg string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.output) - 1; i >= 0; i-- {
+		if m, ok := jsonLog(p.output[i]); ok && m["msg"] == msg {
+			s, _ := m["time"].(string)
+			return s
+		}
+	}
+	return ""
+}
+
 // probeArgs are run's arguments for an instance expected to give up: its CMD is true, not the
 // test binary, which without a helper mode would run the tests.
 func probeArgs(w *world, id string, extra ...string) []string {
@@ -157,7 +243,7 @@ func probeArgs(w *world, id string, extra ...string) []string {
 	return append(args[:len(args)-len(helperCmd())], "true")
 }
 
-// The flags of C5 that make no sense are bad input (exit 2, one line, the usage).
+// The flags of C5 and C6 that make no sense are bad input (exit 2, one line, the usage).
 func TestRunTryBadInput(t *testing.T) {
 	store := "file://" + t.TempDir() + "/r.json"
 	for _, tc := range []struct {
@@ -167,6 +253,8 @@ func TestRunTryBadInput(t *testing.T) {
 		{[]string{"--try", "--wait", "1s"}, "--try and --wait"},
 		{[]string{"--wait", "0s"}, "--wait 0s must be positive"},
 		{[]string{"--wait", "-1s"}, "--wait -1s must be positive"},
+		{[]string{"--hold-at-least", "0s"}, "--hold-at-least 0s must be positive"},
+		{[]string{"--hold-at-least", "1m", "--restart"}, "--hold-at-least and --restart"},
 	} {
 		args := append(append([]string{"run", "--store", store}, tc.args...), "--", "true")
 		stdout, stderr, code := runLeasehold(t, args...)
