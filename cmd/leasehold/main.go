@@ -44,6 +44,7 @@ Usage:
   leasehold run [flags] -- CMD [ARGS...]    run CMD while this instance leads the lease
                                             (--try, --wait D: exit 75 when another holds it)
   leasehold status [flags] [--json]         show who holds the lease (exit 3 when nobody does)
+                                            (--watch: a line per change of holder, until ^C)
   leasehold repair [flags]                  replace a corrupt lease record by a released one,
                                             its term above the last
   leasehold demo [--instances N] [--duration D]
