@@ -50,7 +50,8 @@ process group.
   takes it over. Once this instance has led, it stays in the election as without them.
 - --hold-at-least D: once CMD has exited by itself, the lease is kept (renewed) until D has
   passed since CMD started, then released; leasehold then exits with CMD's status. No other
-  instance runs CMD, and a --try gives up, in that window. SIGINT or SIGTERM ends it early.
+  instance runs CMD, and a --try gives up, in that window. SIGINT or SIGTERM ends it early:
+  the lease is released at once, and the exit status is still CMD's.
 
 Flags:
   --grace D               time CMD has to stop after SIGTERM, before SIGKILL; at most, and by
