@@ -10,6 +10,7 @@
 // Exit status: 0 success (status: someone holds the lease), 1 a failure at run time, 2 bad
 // input (one line saying what is wrong, then the usage), 3 status: nobody holds the lease. run
 // exits with CMD's status when CMD exits by itself (128+N when a signal N ended it).
+// run --try and --wait exit 75 (EX_TEMPFAIL) when another instance holds the lease.
 package main
 
 import (
@@ -41,7 +42,9 @@ const usage = `leasehold runs a command on one instance only, with lease-based l
 
 Usage:
   leasehold run [flags] -- CMD [ARGS...]    run CMD while this instance leads the lease
+                                            (--try, --wait D: exit 75 when another holds it)
   leasehold status [flags] [--json]         show who holds the lease (exit 3 when nobody does)
+                                            (--watch: a line per change of holder, until ^C)
   leasehold repair [flags]                  replace a corrupt lease record by a released one,
                                             its term above the last
   leasehold demo [--instances N] [--duration D]

@@ -40,12 +40,28 @@ process group.
   CMD dies with it (Linux) and leasehold kills the rest of the tree, as if CMD had exited.
 - A CMD that cannot be found or is not executable is refused at start-up (exit 2), before
   joining the election.
+- --try, --wait D: give up instead of waiting to lead. --try gives up at the first attempt
+  that does not make this instance lead, --wait at D; then leasehold exits 75 (EX_TEMPFAIL)
+  when another instance holds the lease, 1 when the store did not answer. Another instance
+  holds it when the record names another holder and is not released, or when another
+  instance wrote it first (a lost race). leasehold never judges a holder dead by the record's
+  timestamps: a lease left by a crashed holder stays held until an instance has watched it
+  unchanged for the lease duration, so --try gives up on it, and --wait longer than L+R
+  takes it over. Once this instance has led, it stays in the election as without them.
+- --hold-at-least D: once CMD has exited by itself, the lease is kept (renewed) until D has
+  passed since CMD started, then released; leasehold then exits with CMD's status. No other
+  instance runs CMD, and a --try gives up, in that window. SIGINT or SIGTERM ends it early:
+  the lease is released at once, and the exit status is still CMD's.
 
 Flags:
   --grace D               time CMD has to stop after SIGTERM, before SIGKILL; at most, and by
                           default, the lease's safety margin (L-R)/2 minus a tenth of it
                           (4.5s with the default L and R)
   --restart               run CMD again when it exits while this instance still leads
+  --try                   give up at once (exit 75) when another instance holds the lease
+  --wait D                wait at most D to lead, then give up (exit 75) as --try does
+  --hold-at-least D       keep the lease until D after CMD started, even if CMD exits sooner
+                          (not with --restart)
   --metrics-addr ADDR     serve /metrics (Prometheus), /healthz and /status on ADDR
                           (e.g. :9090, or 127.0.0.1:0 for any free port, logged at start)
 ` + commonFlagsUsage
@@ -67,6 +83,9 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	grace := fs.Duration("grace", 0, "")
 	restart := fs.Bool("restart", false, "")
 	metricsAddr := fs.String("metrics-addr", "", "")
+	try := fs.Bool("try", false, "")
+	wait := fs.Duration("wait", 0, "")
+	holdAtLeast := fs.Duration("hold-at-least", 0, "")
 	if help, err := parseFlags(fs, args, runUsage); help || err != nil {
 		if help {
 			fmt.Fprint(stdout, runUsage)
@@ -88,12 +107,25 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	fs.Visit(func(fl *flag.Flag) {
-		if fl.Name == "grace" {
-			f.set["grace"] = true
+		switch fl.Name {
+		case "grace", "wait", "hold-at-least":
+			f.set[fl.Name] = true
 		}
 	})
 	if f.set["grace"] && *grace <= 0 {
 		return 0, badInput(runUsage, "--grace %v must be positive", *grace)
+	}
+	if f.set["wait"] && *wait <= 0 {
+		return 0, badInput(runUsage, "--wait %v must be positive (--try gives up at once)", *wait)
+	}
+	if *try && f.set["wait"] {
+		return 0, badInput(runUsage, "--try and --wait cannot be used together: --try gives up at once, --wait after D")
+	}
+	if f.set["hold-at-least"] && *holdAtLeast <= 0 {
+		return 0, badInput(runUsage, "--hold-at-least %v must be positive", *holdAtLeast)
+	}
+	if f.set["hold-at-least"] && *restart {
+		return 0, badInput(runUsage, "--hold-at-least and --restart cannot be used together: with --restart CMD never finishes")
 	}
 	if *metricsAddr != "" {
 		if _, _, err := net.SplitHostPort(*metricsAddr); err != nil {
@@ -119,7 +151,8 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	collector := leaseholdprom.NewCollector()
 	var view *electionView
-	el, err := newElection(ctx, &f, log, cluster.Observers(collector.Observe, func(ev cluster.Event) { view.observe(ev) }), runUsage)
+	cand := newCandidacy()
+	el, err := newElection(ctx, &f, log, cluster.Observers(collector.Observe, func(ev cluster.Event) { view.observe(ev) }, cand.observe), runUsage)
 	if err != nil {
 		return 0, err
 	}
@@ -136,7 +169,13 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 
 	sup := newSupervisor(rest, el.lease, el.id, *grace, *restart, log)
 	sup.reaper = becomeSubreaper(log)
-	el.WhenLeader(sup.lead, nil)
+	sup.hold = *holdAtLeast
+	el.WhenLeader(func(ctx context.Context) error {
+		if !cand.lead() {
+			return nil
+		}
+		return sup.lead(ctx)
+	}, nil)
 
 	sigs := make(chan os.Signal, 8)
 	notifySignals(sigs)
@@ -160,8 +199,27 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	log.Info("leasehold: joined the election", "lease", el.lease, "instance", el.id, "store", el.where,
 		"leaseDuration", el.l, "renewInterval", el.r, "grace", *grace)
 
+	var answered <-chan struct{} // --try: the first attempt's answer
+	if *try {
+		answered = cand.answered
+	}
+	var waitEnd <-chan time.Time // --wait: its end
+	if *wait > 0 {
+		t := time.NewTimer(*wait)
+		defer t.Stop()
+		waitEnd = t.C
+	}
 	for {
 		select {
+		case <-answered:
+			answered = nil
+			if a, ok := cand.giveUp(); ok {
+				return giveUp(el, *grace, log, a, "--try"), nil
+			}
+		case <-waitEnd:
+			if a, ok := cand.giveUp(); ok {
+				return giveUp(el, *grace, log, a, "--wait "+wait.String()), nil
+			}
 		case sig := <-sigs:
 			if !isStopSignal(sig) {
 				sup.forward(sig)
@@ -172,6 +230,9 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 			if err := stopElection(el, *grace); err != nil {
 				log.Error("leasehold: stop", "error", err)
 				return exitFailure, nil
+			}
+			if status, ok := sup.heldStatus(); ok {
+				return status, nil // CMD had finished: the stop only cut the hold short
 			}
 			return exitOK, nil
 		case status := <-sup.exited:
@@ -185,6 +246,33 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 			return status, nil
 		}
 	}
+}
+
+// giveUp ends the election of a command that gave up leading (C5) and returns its exit
+// status: exitBusy when the last answer was another instance holding the lease, exitFailure
+// when the store did not answer. It never led, or its CMD never started (candidacy.lead), so
+// there is no CMD to stop; a lease the attempt in flight took is released.
+func giveUp(el *election, grace time.Duration, log *slog.Logger, a attemptAnswer, why string) int {
+	code := exitBusy
+	switch a.kind {
+	case heldByOther:
+		if a.holder != "" {
+			log.Info("leasehold: another instance holds the lease: giving up", "by", why, "holder", a.holder, "term", a.term, "status", code)
+		} else {
+			log.Info("leasehold: another instance took the lease first: giving up", "by", why, "error", a.err, "status", code)
+		}
+	case noAnswer:
+		code = exitFailure
+		log.Error("leasehold: the store did not answer: giving up", "by", why, "reason", a.reason, "error", a.err, "status", code)
+	default:
+		code = exitFailure
+		log.Error("leasehold: no attempt has ended: giving up", "by", why, "status", code)
+	}
+	if err := stopElection(el, grace); err != nil {
+		log.Error("leasehold: stop", "error", err)
+		return exitFailure
+	}
+	return code
 }
 
 func graceError(grace, l, r time.Duration) error {

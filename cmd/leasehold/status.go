@@ -13,16 +13,25 @@ import (
 	"github.com/leasehold/leasehold/cluster"
 )
 
-const statusUsage = `Usage: leasehold status [flags] [--json]
+const statusUsage = `Usage: leasehold status [flags] [--json] [--watch]
 
 Shows who holds the lease: holder, term, when it was acquired and last renewed, and whether it
 looks expired (the last renewal is older than the lease's duration, by this host's clock: an
 estimate, since the holder wrote the time with its own clock). Exit status 0 when someone holds
 the lease, 3 when nobody does (no record, released, or expired).
 
+With --watch, status reads the lease every --interval and prints one line each time its holder
+or its term changes (the first line is the lease as first read; a renewal prints nothing),
+until SIGINT or SIGTERM, which exit 0. A read that fails is logged on stderr and the watch
+goes on. It never joins the election. A change that comes and goes between two reads is not
+seen, and a crashed holder's lease stays held until another instance takes it over.
+
 Flags:
-  --json                  print the status as one JSON object
-  --timeout D             give up reading the lease after D (default 10s)
+  --json                  print the status as one JSON object; with --watch, one per line
+  --watch                 print each change of holder or term, until interrupted
+  --interval D            with --watch, the time between two reads (default 1s)
+  --timeout D             give up reading the lease after D (default 10s); with --watch,
+                          each read
 ` + commonFlagsUsage
 
 // leaseStatus is what status prints; its JSON form is the --json output and the /status
@@ -48,6 +57,8 @@ func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	f.register(fs)
 	asJSON := fs.Bool("json", false, "")
 	timeout := fs.Duration("timeout", 10*time.Second, "")
+	watch := fs.Bool("watch", false, "")
+	interval := fs.Duration("interval", time.Second, "")
 	if help, err := parseFlags(fs, args, statusUsage); help || err != nil {
 		if help {
 			fmt.Fprint(stdout, statusUsage)
@@ -62,6 +73,17 @@ func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if *timeout <= 0 {
 		return 0, badInput(statusUsage, "--timeout %v must be positive", *timeout)
+	}
+	intervalSet := false
+	fs.Visit(func(fl *flag.Flag) { intervalSet = intervalSet || fl.Name == "interval" })
+	if intervalSet && !*watch {
+		return 0, badInput(statusUsage, "--interval is the time between two reads of --watch: give --watch")
+	}
+	if *interval <= 0 {
+		return 0, badInput(statusUsage, "--interval %v must be positive", *interval)
+	}
+	if *watch {
+		return watchStatus(&f, *asJSON, *interval, *timeout, stdout, stderr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()

@@ -47,12 +47,17 @@ type supervisor struct {
 	// reaper: leasehold is a child subreaper (Linux; see runCommand): the orphans of a killed
 	// keeper's tree are reparented to it, and sweep ends them.
 	reaper bool
+	// hold is --hold-at-least: a CMD that exits by itself leaves the lease held until hold
+	// after it started (C6).
+	hold time.Duration
 
 	// exited receives CMD's status when it exits by itself without --restart: leasehold then
 	// releases the lease and exits with it.
 	exited chan int
 	// stopSignal, once set (SIGINT or SIGTERM received), is sent to CMD instead of SIGTERM.
 	stopSignal atomic.Value
+	// held is the status of the CMD whose lease is held after it exited (hold).
+	held atomic.Pointer[int]
 
 	mu      sync.Mutex
 	current *child // the CMD running, if any
@@ -133,6 +138,7 @@ func (s *supervisor) lead(ctx context.Context) error {
 					return nil
 				}
 				if !s.restart {
+					s.holdLease(ctx, c)
 					s.finish(c.status)
 					return nil
 				}
@@ -154,6 +160,35 @@ func (s *supervisor) lead(ctx context.Context) error {
 		}
 		backoff = min(2*backoff, maxBackoff)
 	}
+}
+
+// holdLease keeps this leadership, and with it the lease, which the election goes on renewing,
+// until hold has passed since c started (C6). It ends early with the leadership: the lease
+// lost, or leasehold stopping.
+func (s *supervisor) holdLease(ctx context.Context, c *child) {
+	until := c.started.Add(s.hold)
+	d := time.Until(until)
+	if s.hold <= 0 || d <= 0 {
+		return
+	}
+	status := c.status
+	s.held.Store(&status)
+	s.log.Info("leasehold: CMD exited: keeping the lease for --hold-at-least", "status", c.status,
+		"for", d.Round(time.Millisecond), "until", until.UTC().Format(time.RFC3339Nano))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// heldStatus is the status of a CMD that exited by itself while the lease was held after it.
+func (s *supervisor) heldStatus() (int, bool) {
+	if p := s.held.Load(); p != nil {
+		return *p, true
+	}
+	return 0, false
 }
 
 func (s *supervisor) finish(status int) {

@@ -1,0 +1,227 @@
+package cluster
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+// change is a record Observe delivered, and when, relative to the world's start.
+type change struct {
+	holder string
+	term   uint64
+	at     time.Duration
+}
+
+// collect receives from ch until it is closed; wait returns what it received.
+func collect(w *world, ch <-chan Record) (wait func() []change) {
+	var (
+		mu   sync.Mutex
+		got  []change
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for rec := range ch {
+			if rec.Holder != "" && rec.Revision == "" {
+				w.t.Errorf("delivered a held record without a revision: %+v", rec)
+			}
+			mu.Lock()
+			got = append(got, change{rec.Holder, rec.Term, w.since()})
+			mu.Unlock()
+		}
+	}()
+	return func() []change {
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
+}
+
+// O1: the record as first read (missing), then each change of holder or term once, in order,
+// at the first read after it: a creation, a release, a takeover of a released lease and one of
+// an expired lease. The renewals between them (a dozen) are not delivered. Cancelling ctx
+// closes the channel; the bubble ending proves no goroutine is left.
+func TestO1ObserveChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		ch, err := Observe(ctx, ObserveConfig{Lock: NewStoreLock(w.mem), Interval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait := collect(w, ch)
+
+		w.at(sec(0.5))
+		a := w.node("a", 0, 0).start() // creates the record, term 1; renews every 5s
+		w.at(sec(20.5))
+		if err := a.e.Stop(context.Background()); err != nil { // releases it
+			t.Fatal(err)
+		}
+		w.at(sec(22.5))
+		b := w.node("b", 0, 0).start() // takes the released lease over, term 2
+		w.at(sec(30.5))
+		b.crash()
+		w.at(sec(31.5))
+		w.node("c", 0, 0).start() // watches b's last revision for L: takes over at 46.5s, term 3
+		w.at(sec(60))
+		cancel()
+		got := wait()
+		want := []change{
+			{"", 0, 0},
+			{"a", 1, sec(1)},
+			{"", 1, sec(21)},
+			{"b", 2, sec(23)},
+			{"c", 3, sec(47)},
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("delivered %+v\nwant      %+v", got, want)
+		}
+		if n := len(a.eventsOf(AttemptSucceeded)); n < 4 {
+			t.Fatalf("a renewed %d times: the test meant renewals to be skipped", n)
+		}
+	})
+}
+
+// O1: cancelling ctx closes the channel whatever the observer is doing: waiting for the next
+// read, delivering a record nobody receives, or inside a read that hangs. No goroutine is left
+// (the bubble would not end).
+func TestO1ObserveCancel(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(f *faultStore)
+		recv  bool // receive the first delivery, so that the observer goes on to wait
+	}{
+		{"waiting", nil, true},
+		{"delivering", nil, false},
+		{"reading", func(f *faultStore) { f.hang = true }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newFaultStore(memory.New())
+				if tc.setup != nil {
+					f.set(tc.setup)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				ch, err := Observe(ctx, ObserveConfig{Lock: NewStoreLock(f), Interval: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.recv {
+					<-ch
+				}
+				time.Sleep(500 * time.Millisecond)
+				synctest.Wait()
+				cancel()
+				synctest.Wait()
+				select {
+				case rec, ok := <-ch:
+					if ok {
+						t.Fatalf("received %+v after cancel; want the channel closed", rec)
+					}
+				default:
+					t.Fatal("channel not closed once ctx was cancelled and the observer had run")
+				}
+			})
+		})
+	}
+}
+
+// O1: a failed read is reported to OnError and delivers nothing; Timeout bounds a read that
+// hangs; the next read, at its usual time, delivers the record.
+func TestO1ObserveErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		f := newFaultStore(w.mem)
+		f.set(func(f *faultStore) { f.err = errInjected })
+		var (
+			mu   sync.Mutex
+			errs []string
+		)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ch, err := Observe(ctx, ObserveConfig{
+			Lock: NewStoreLock(f), LeaseName: "leader", Interval: time.Second, Timeout: 300 * time.Millisecond,
+			OnError: func(err error) {
+				mu.Lock()
+				errs = append(errs, w.since().String()+" "+err.Error())
+				mu.Unlock()
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait := collect(w, ch)
+		w.node("a", 0, 0).start()
+		w.at(sec(1.5))
+		f.set(func(f *faultStore) { f.err, f.hang = nil, true })
+		w.at(sec(2.5))
+		f.heal()
+		w.at(sec(3.5))
+		cancel()
+		got := wait()
+		if want := []change{{"a", 1, sec(3)}}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("delivered %+v, want %+v", got, want)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(errs) != 3 || !strings.HasPrefix(errs[0], "0s ") || !strings.HasPrefix(errs[1], "1s ") ||
+			!strings.HasPrefix(errs[2], "2.3s ") || !strings.Contains(errs[0], errInjected.Error()) ||
+			!strings.Contains(errs[2], context.DeadlineExceeded.Error()) || !strings.Contains(errs[2], `lease "leader"`) {
+			t.Fatalf("OnError got %q; want the injected error at 0s and 1s, then a timeout at 2.3s", errs)
+		}
+	})
+}
+
+func TestO1ObserveConfig(t *testing.T) {
+	lock := NewStoreLock(memory.New())
+	for _, tc := range []struct {
+		cfg  ObserveConfig
+		want string
+	}{
+		{ObserveConfig{}, "Lock is nil"},
+		{ObserveConfig{Lock: lock, Interval: -time.Second}, "Interval -1s"},
+		{ObserveConfig{Lock: lock, Timeout: -time.Second}, "Timeout -1s"},
+	} {
+		if _, err := Observe(context.Background(), tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Observe(%+v): %v, want an error containing %q", tc.cfg, err, tc.want)
+		}
+	}
+	// The default interval is R's.
+	synctest.Test(t, func(t *testing.T) {
+		f := newFaultStore(memory.New())
+		ctx, cancel := context.WithCancel(context.Background())
+		ch, err := Observe(ctx, ObserveConfig{Lock: NewStoreLock(f)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-ch
+		time.Sleep(DefaultRenewInterval - time.Nanosecond)
+		synctest.Wait()
+		if n := f.callCount(); n != 1 {
+			t.Errorf("%d reads before the default interval had passed, want 1", n)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if n := f.callCount(); n != 2 {
+			t.Errorf("%d reads once the default interval had passed, want 2", n)
+		}
+		cancel()
+		if _, ok := <-ch; ok {
+			t.Error("channel not closed")
+		}
+	})
+}
+
+func (f *faultStore) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
