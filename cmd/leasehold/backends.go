@@ -6,9 +6,7 @@ package main
 import (
 	_ "github.com/leasehold/leasehold/kubernetes"     // Webda/KubernetesClusterService
 	_ "github.com/leasehold/leasehold/store/etcd"     // etcd://, Webda/EtcdStore
-	_ "github.com/leasehold/leasehold/store/mysql"    // mysql://, Webda/MySQLStore
 	_ "github.com/leasehold/leasehold/store/nats"     // nats://, Webda/NatsStore
 	_ "github.com/leasehold/leasehold/store/postgres" // postgres://, Webda/PostgresStore
-	_ "github.com/leasehold/leasehold/store/redis"    // redis://, rediss://, Webda/RedisStore
 	_ "github.com/leasehold/leasehold/store/sqlite"   // sqlite://, Webda/SQLiteStore
 )

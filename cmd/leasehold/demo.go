@@ -64,8 +64,8 @@ func demoCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, badInput(demoUsage, "--every %v must be positive", *every)
 	}
 	d := &demo{n: *n, duration: *duration, l: *l, r: *r, every: *every, out: stdout, mem: memory.New()}
-	if d.run() > 0 {
-		return exitFailure, nil
+	if n := d.run(); n > 0 {
+		return 0, fmt.Errorf("demo: %d moments with two leaders (see the timeline above)", n)
 	}
 	return exitOK, nil
 }

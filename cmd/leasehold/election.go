@@ -4,22 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/kubernetes"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/file"
 )
 
 // election is the election a command joins: an Elector over the store of --store, or the
@@ -45,7 +41,7 @@ func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer
 	if err := f.makeStateDir(); err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, f.store, usage)
+	st, err := openStore(ctx, f.store)
 	if err != nil {
 		return nil, err
 	}
@@ -190,24 +186,14 @@ func applyFlags(es *leasehold.ElectionService, f *commonFlags) {
 	}
 }
 
-// openStore opens --store. An error from the network, the file system (a corrupt file
-// included) or a timeout is a failure (exit 1); any other error is the opener rejecting the URL or its credentials: bad
-// input (exit 2). store.Open's errors never show a password.
-func openStore(ctx context.Context, rawURL, usage string) (store.Store, error) {
-	st, err := store.Open(ctx, rawURL)
-	if err == nil {
-		return st, nil
-	}
-	var (
-		netErr  net.Error
-		pathErr *fs.PathError
-		errno   syscall.Errno
-	)
-	if errors.As(err, &netErr) || errors.As(err, &pathErr) || errors.As(err, &errno) || errors.Is(err, file.ErrCorrupt) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return nil, badInput(usage, "--store: %v", err)
+// openStore opens the store of a URL. Every error it returns is a failure (exit 1), whether a
+// server refused the credentials, could not be reached, or the backend rejected a parameter
+// of the URL: the backends' errors carry no mark telling a URL they reject from a server that
+// fails, and a failure taken for bad input would bury its one line under the usage. What the
+// command can judge without a backend (the URL's syntax and scheme) validateStore refused
+// before. store.Open's errors never show a password.
+func openStore(ctx context.Context, rawURL string) (store.Store, error) {
+	return store.Open(ctx, rawURL)
 }
 
 // leaseReader reads a lease's record without joining its election, for status.
@@ -227,7 +213,7 @@ func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 			return &leaseReader{lease: f.lease, where: store.RedactString(f.store), lock: absentLock{},
 				close: func(context.Context) error { return nil }}, nil
 		}
-		st, err := openStore(ctx, f.store, usage)
+		st, err := openStore(ctx, f.store)
 		if err != nil {
 			return nil, err
 		}

@@ -7,9 +7,10 @@
 //	leasehold demo [--instances N] [--duration D]
 //	leasehold version
 //
-// Exit status: 0 success (status: someone holds the lease), 1 a failure at run time, 2 bad
-// input (one line saying what is wrong, then the usage), 3 status: nobody holds the lease. run
-// exits with CMD's status when CMD exits by itself (128+N when a signal N ended it).
+// Exit status: 0 success (status: someone holds the lease), 1 a failure at run time (one line
+// saying what failed: the store, a connection, credentials), 2 bad input (one line saying what
+// is wrong, then the usage), 3 status: nobody holds the lease. run exits with CMD's status when
+// CMD exits by itself (128+N when a signal N ended it).
 package main
 
 import (
@@ -43,6 +44,16 @@ Usage:
   leasehold version                         print the version and the linked stores
 
 Run 'leasehold COMMAND --help' for a command's flags.
+
+Exit status:
+  0    success; status: someone holds the lease
+  1    a failure: the store cannot be opened or read (unreachable, credentials refused, a URL
+       parameter its backend rejects), the election cannot start, repair refuses; one line
+       on stderr says what failed
+  2    bad input: an unknown command or flag, a bad flag value, a store URL that does not
+       parse or whose backend is not built in, a bad --config; one line, then the usage
+  3    status: nobody holds the lease
+  run exits with CMD's status when CMD exits by itself (128+N when signal N ended it)
 `
 
 // usageError is bad input: Main prints it on one line, then the usage, and exits 2.
@@ -94,6 +105,6 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "leasehold: %s\n\n%s", ue.msg, u)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "leasehold: %v\n", err)
+	fmt.Fprintf(stderr, "leasehold: %s\n", oneLine(err.Error()))
 	return exitFailure
 }

@@ -125,9 +125,9 @@ func (r *repairer) open(ctx context.Context, f *commonFlags) (func(context.Conte
 		if err := f.makeStateDir(); err != nil {
 			return nil, err
 		}
-		st, err := openStore(octx, f.store, repairUsage)
+		st, err := openStore(octx, f.store)
 		if errors.Is(err, file.ErrCorrupt) {
-			return nil, fmt.Errorf("%w\nThe whole file is corrupt, not only the lease's record: no record in it can be read or repaired. Move it aside (no instance can run over it anyway), then run leasehold repair --min-term N, N being the lease's last term if you can read it in the file", err)
+			return nil, fmt.Errorf("%w: the whole file is corrupt, not only the lease's record: no record in it can be read or repaired. Move it aside (no instance can run over it anyway), then run leasehold repair --min-term N, N being the lease's last term if you can read it in the file", err)
 		}
 		if err != nil {
 			return nil, err
