@@ -36,7 +36,7 @@ Flags:
   --lease-duration D      L (default 1s)
   --renew-interval D      R (default 250ms)
   --every D               time between two crashes or stops of the leader (default 2s)
-`
+` + durationNote
 
 func demoCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -50,6 +50,9 @@ func demoCommand(args []string, stdout, stderr io.Writer) (int, error) {
 			fmt.Fprint(stdout, demoUsage)
 		}
 		return exitOK, err
+	}
+	if err := checkFloors(*l, *r, flagTiming); err != nil {
+		return 0, badInput(demoUsage, "%v", err)
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -78,6 +78,9 @@ func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.E
 		return nil, err
 	}
 	l, r, err := ac.es.Timing()
+	if err == nil {
+		err = checkFloors(l, r, configTiming)
+	}
 	if err != nil {
 		return nil, badInput(usage, "--config %s: cluster service %q: %v", f.config, ac.name, err)
 	}
@@ -93,6 +96,9 @@ func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.E
 		stop:    ac.app.Stop,
 	}, nil
 }
+
+// configTiming names L and R as a configuration writes them.
+var configTiming = cluster.TimingNames{LeaseDuration: `parameter "leaseDuration"`, RenewInterval: `parameter "renewInterval"`}
 
 // clusterTypes are the cluster services the command drives: the first service of one of these
 // types is the configuration's cluster service. A cluster type of the application's own is

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/store"
 )
@@ -23,14 +24,21 @@ const commonFlagsUsage = `  --store URL             the store holding the lease:
                           ~/.local/state/leasehold/registry.json: the processes of one host
                           share it with nothing configured)
   --lease NAME            the lease's name: one election per name (default leader)
-  --lease-duration D      L: how long a lease is valid without renewal (default 15s)
-  --renew-interval D      R: time between two attempts, less than L (default 5s)
+  --lease-duration D      L: how long a lease is valid without renewal (default 15s; at
+                          least 100ms)
+  --renew-interval D      R: time between two attempts, less than L (default 5s; at least
+                          10ms)
   --instance-id ID        this instance's identity (default <hostname>-<pid>-<random>)
   --config FILE           a Webda-style JSON configuration: its Registry and cluster service
                           are used instead of --store; the flags above, when given, override
                           the cluster service's parameters
   --log-format text|json  format of the log on stderr (default text)
   --log-level LEVEL       debug, info, warn or error (default info)
+` + durationNote
+
+// durationNote ends the usage of every command that has duration flags.
+const durationNote = `
+A duration D is a Go duration (15s, 250ms, 1m30s) or a number of milliseconds (15000).
 `
 
 // commonFlags are the flags of run and status.
@@ -64,6 +72,13 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 func parseFlags(fs *flag.FlagSet, args []string, usage string) (help bool, err error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(time.Duration); ok {
+				f.Value = durationFlag{g}
+			}
+		}
+	})
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
@@ -71,6 +86,49 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string) (help bool, err e
 		return false, badInput(usage, "%s", strings.Replace(err.Error(), " -", " --", 1))
 	}
 	return false, nil
+}
+
+// durationFlag is a flag.Duration that also takes a bare number of milliseconds ("5000"), as
+// the JSON configuration does: flag.Duration alone refuses a number without a unit, and the
+// same value should mean the same on the command line and in a configuration.
+type durationFlag struct{ flag.Getter }
+
+func (d durationFlag) Set(s string) error {
+	v, err := leasehold.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	return d.Getter.Set(v.String()) // String is exact: it parses back to v
+}
+
+// The least L and R the command takes. Below them nothing is gained but risk: R is how often
+// every instance reads and writes the store; L-R bounds each attempt, and (L-R)/2 is the
+// margin by which a leader stops leading before any other instance may take over, which a
+// store's round trip, a GC pause or a descheduled process must fit in.
+const (
+	minLeaseDuration = 100 * time.Millisecond
+	minRenewInterval = 10 * time.Millisecond
+)
+
+// checkFloors refuses an L or an R below the command's floors, saying why, in the names of
+// whoever wrote them.
+func checkFloors(l, r time.Duration, names cluster.TimingNames) error {
+	if err := checkLeaseFloor(l, names.LeaseDuration); err != nil {
+		return err
+	}
+	if r < minRenewInterval {
+		return fmt.Errorf("%s %v is below %v, the least leasehold takes: every instance would read and write the store more than %d times a second (a number alone is milliseconds)",
+			names.RenewInterval, r, minRenewInterval, time.Second/minRenewInterval)
+	}
+	return nil
+}
+
+func checkLeaseFloor(l time.Duration, name string) error {
+	if l < minLeaseDuration {
+		return fmt.Errorf("%s %v is below %v, the least leasehold takes: (L-R)/2 is the margin by which a leader stops before another may take over, and a store round trip or a GC pause needs more (a number alone is milliseconds)",
+			name, l, minLeaseDuration)
+	}
+	return nil
 }
 
 // flagTiming names L and R as the command line writes them.
@@ -91,6 +149,9 @@ func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
 	}
 	if c.renewInterval == 0 {
 		return badInput(usage, "--renew-interval 0s must be positive")
+	}
+	if err := checkFloors(c.leaseDuration, c.renewInterval, flagTiming); err != nil {
+		return badInput(usage, "%v", err)
 	}
 	if _, _, err := cluster.ResolveTiming(c.leaseDuration, c.renewInterval, flagTiming); err != nil {
 		return badInput(usage, "%v", err)

@@ -62,7 +62,7 @@ Flags:
                           instance of the lease has run since it became corrupt. A record held
                           by an instance is always watched.
   --timeout D             give up a store operation after D (default 10s)
-`
+` + durationNote
 
 func repairCommand(args []string, stdout, _ io.Writer) (int, error) {
 	fs := flag.NewFlagSet("repair", flag.ContinueOnError)
@@ -89,6 +89,9 @@ func repairCommand(args []string, stdout, _ io.Writer) (int, error) {
 	}
 	if f.leaseDuration <= 0 {
 		return 0, badInput(repairUsage, "--lease-duration %v must be positive", f.leaseDuration)
+	}
+	if err := checkLeaseFloor(f.leaseDuration, "--lease-duration"); err != nil {
+		return 0, badInput(repairUsage, "%v", err)
 	}
 	if *timeout <= 0 {
 		return 0, badInput(repairUsage, "--timeout %v must be positive", *timeout)
