@@ -20,9 +20,14 @@ import (
 // commonFlagsUsage documents the flags of run and status.
 const commonFlagsUsage = `  --store URL             the store holding the lease: file:///path, sqlite:///path,
                           postgres://..., mysql://..., redis://..., etcd://..., nats://...
-                          (default file://$XDG_STATE_HOME/leasehold/registry.json, else
+                          (default: $LEASEHOLD_STORE, else
+                          file://$XDG_STATE_HOME/leasehold/registry.json, else
                           ~/.local/state/leasehold/registry.json: the processes of one host
                           share it with nothing configured)
+  --store-file PATH       read the store's URL from PATH (a mounted Kubernetes Secret, say),
+                          so that its password is not on the command line for ps to show;
+                          white space around it is ignored. --store wins over it, it over
+                          LEASEHOLD_STORE
   --lease NAME            the lease's name: one election per name (default leader)
   --lease-duration D      L: how long a lease is valid without renewal (default 15s; at
                           least 100ms)
@@ -44,6 +49,7 @@ A duration D is a Go duration (15s, 250ms, 1m30s) or a number of milliseconds (1
 // commonFlags are the flags of run and status.
 type commonFlags struct {
 	store         string
+	storeFile     string
 	lease         string
 	leaseDuration time.Duration
 	renewInterval time.Duration
@@ -54,10 +60,16 @@ type commonFlags struct {
 
 	set          map[string]bool // the flags given on the command line
 	defaultStore bool            // store is the default one, whose directory may not exist yet
+	storeFrom    string          // where store came from, for messages: --store, --store-file PATH...
 }
+
+// storeEnv is the variable holding the store's URL when no flag gives it: a password in the
+// environment is not shown by ps, as one on the command line is.
+const storeEnv = "LEASEHOLD_STORE"
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.store, "store", "", "")
+	fs.StringVar(&c.storeFile, "store-file", "", "")
 	fs.StringVar(&c.lease, "lease", cluster.DefaultLeaseName, "")
 	fs.DurationVar(&c.leaseDuration, "lease-duration", cluster.DefaultLeaseDuration, "")
 	fs.DurationVar(&c.renewInterval, "renew-interval", cluster.DefaultRenewInterval, "")
@@ -171,27 +183,45 @@ func (c *commonFlags) visit(fs *flag.FlagSet) {
 	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
 }
 
-// validateStore checks --store and --config, and fills in the default store.
+// validateStore checks --store and --config, and finds the store's URL: --store, else the
+// file of --store-file, else $LEASEHOLD_STORE, else the default store. Its messages name where
+// the URL came from, and never show its password.
 func (c *commonFlags) validateStore(usage string) error {
 	if c.config != "" {
-		if c.set["store"] {
-			return badInput(usage, "--store and --config cannot be used together: the configuration's Registry holds the lease")
+		for _, name := range []string{"store", "store-file"} {
+			if c.set[name] {
+				return badInput(usage, "--%s and --config cannot be used together: the configuration's Registry holds the lease", name)
+			}
 		}
 		return nil
 	}
-	if c.store == "" {
+	c.storeFrom = "--store"
+	switch {
+	case c.store != "":
+	case c.storeFile != "":
+		data, err := os.ReadFile(c.storeFile)
+		if err != nil {
+			return badInput(usage, "--store-file: %v", err)
+		}
+		c.store, c.storeFrom = strings.TrimSpace(string(data)), "--store-file "+c.storeFile
+		if c.store == "" {
+			return badInput(usage, "--store-file %s is empty: want the store's URL", c.storeFile)
+		}
+	case os.Getenv(storeEnv) != "":
+		c.store, c.storeFrom = strings.TrimSpace(os.Getenv(storeEnv)), storeEnv
+	default:
 		def, err := defaultStoreURL()
 		if err != nil {
-			return fmt.Errorf("no --store given and no default: %w", err)
+			return fmt.Errorf("no store given (--store, --store-file or %s) and no default: %w", storeEnv, err)
 		}
 		c.store, c.defaultStore = def, true
 	}
 	u, err := store.ParseURL(c.store)
 	if err != nil {
-		return badInput(usage, "--store: %v", err)
+		return badInput(usage, "%s: %v", c.storeFrom, err)
 	}
 	if !slices.Contains(store.Schemes(), strings.ToLower(u.Scheme)) {
-		return badInput(usage, "--store %s: unknown scheme %q (known: %s)", store.Redact(u), u.Scheme, strings.Join(store.Schemes(), ", "))
+		return badInput(usage, "%s %s: unknown scheme %q (known: %s)", c.storeFrom, store.Redact(u), u.Scheme, strings.Join(store.Schemes(), ", "))
 	}
 	return nil
 }

@@ -48,8 +48,9 @@ the record was repaired or needs no repair, 1 when repair refuses or fails, 2 on
 
 Flags:
   --lease NAME            the lease's name (default leader)
-  --store URL             the store holding the lease (default: the file store of run and
-                          status)
+  --store URL             the store holding the lease (default: $LEASEHOLD_STORE, else the
+                          file store of run and status)
+  --store-file PATH       read the store's URL from PATH, as run and status do
   --config FILE           a Webda-style JSON configuration: the lease is in its Registry, and
                           its cluster service (Webda/StoreClusterService) gives the lease's
                           name and duration
@@ -68,6 +69,7 @@ func repairCommand(args []string, stdout, _ io.Writer) (int, error) {
 	fs := flag.NewFlagSet("repair", flag.ContinueOnError)
 	var f commonFlags
 	fs.StringVar(&f.store, "store", "", "")
+	fs.StringVar(&f.storeFile, "store-file", "", "")
 	fs.StringVar(&f.lease, "lease", cluster.DefaultLeaseName, "")
 	fs.StringVar(&f.config, "config", "", "")
 	fs.DurationVar(&f.leaseDuration, "lease-duration", cluster.DefaultLeaseDuration, "")
