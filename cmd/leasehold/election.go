@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold"
@@ -49,9 +50,10 @@ func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer
 	if id == "" {
 		id = cluster.DefaultInstanceID()
 	}
+	elog := &electionLog{log: log, id: id}
 	e, err := cluster.NewElector(cluster.ElectorConfig{
 		Lock: cluster.NewStoreLock(st), LeaseName: f.lease, LeaseDuration: f.leaseDuration,
-		RenewInterval: f.renewInterval, InstanceID: id, Logger: log, Observer: observer,
+		RenewInterval: f.renewInterval, InstanceID: id, Logger: log, Observer: cluster.Observers(observer, elog.observe),
 	})
 	if err != nil {
 		store.Close(st)
@@ -62,10 +64,10 @@ func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer
 		Cluster: e,
 		start:   e.Start,
 		elector: func() *cluster.Elector { return e },
-		stop: func(ctx context.Context) error {
+		stop: elog.logStop(func(ctx context.Context) error {
 			err := e.Stop(ctx)
 			return errors.Join(err, store.Close(st))
-		},
+		}),
 	}, nil
 }
 
@@ -85,16 +87,79 @@ func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.E
 		return nil, badInput(usage, "--config %s: cluster service %q: %v", f.config, ac.name, err)
 	}
 	ac.app.SetLogger(log)
-	if observer != nil {
-		ac.es.AddObserver(observer)
-	}
+	elog := &electionLog{log: log, id: ac.es.InstanceID()}
+	ac.es.AddObserver(cluster.Observers(observer, elog.observe))
 	return &election{
 		lease: ac.lease(), id: ac.es.InstanceID(), l: l, r: r, where: f.config,
 		Cluster: ac.svc,
 		start:   ac.app.Start,
 		elector: ac.es.Elector,
-		stop:    ac.app.Stop,
+		stop:    elog.logStop(ac.app.Stop),
 	}, nil
+}
+
+// electionLog logs what the Elector's own lines leave out and an operator wants to read: that
+// attempts succeed again after failing, once, with how many failed and for how long (the
+// Elector warns about each failure, never about the end of them), and, when a follower stops,
+// that it did and whom it followed (the Elector logs a stop only for a leader).
+type electionLog struct {
+	log *slog.Logger
+	id  string
+
+	mu       sync.Mutex
+	attempts bool      // an attempt has ended: the election ran
+	failures int       // attempts failed since the last success
+	since    time.Time // the first of them
+	leading  bool
+	holder   string // the last holder seen
+	term     uint64
+}
+
+func (l *electionLog) observe(ev cluster.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.attempts = l.attempts || ev.Kind == cluster.AttemptSucceeded || ev.Kind == cluster.AttemptFailed
+	switch ev.Kind {
+	case cluster.AttemptFailed:
+		if ev.Reason == cluster.ReasonConflict {
+			return // a race lost to another instance: the store works
+		}
+		if l.failures == 0 {
+			l.since = ev.Time
+		}
+		l.failures++
+	case cluster.AttemptSucceeded:
+		if l.failures > 0 {
+			l.log.Info("leasehold: attempts succeed again", "failures", l.failures,
+				"after", ev.Time.Sub(l.since).Round(time.Millisecond))
+			l.failures = 0
+		}
+	case cluster.ObservedLeader:
+		l.holder, l.term = ev.Holder, ev.Term
+	case cluster.BecameLeader:
+		l.leading = true
+	case cluster.StoppedLeading:
+		l.leading = false
+	}
+}
+
+// logStop wraps the stop of an election: a follower says it stopped, and whom it followed.
+func (l *electionLog) logStop(stop func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		l.mu.Lock()
+		ran, leading, holder, term := l.attempts, l.leading, l.holder, l.term
+		l.mu.Unlock()
+		err := stop(ctx)
+		switch {
+		case !ran: // the election did not start (the start failed, and says so)
+		case leading: // the Elector logged the end of the leadership and the release
+		case holder != "" && holder != l.id:
+			l.log.Info("leasehold: stopped following the leader", "holder", holder, "term", term)
+		default:
+			l.log.Info("leasehold: stopped, not leading and no other leader seen")
+		}
+		return err
+	}
 }
 
 // configTiming names L and R as a configuration writes them.

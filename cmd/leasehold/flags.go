@@ -276,6 +276,14 @@ func (c *commonFlags) logger(w io.Writer) *slog.Logger {
 	level, _ := parseLevel(c.logLevel)
 	opts := &slog.HandlerOptions{Level: level}
 	if c.logFormat == "json" {
+		// slog's JSON handler writes a time.Duration as a number of nanoseconds, which nobody
+		// reads at a glance: write it as the text handler does, "15s", which Go parses back.
+		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
