@@ -280,11 +280,11 @@ type leaseReader struct {
 // which is started; the cluster service is not.
 func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseReader, error) {
 	if f.config == "" {
-		if absentFileStore(f) {
+		if absentStore(f) {
 			return &leaseReader{lease: f.lease, where: store.RedactString(f.store), lock: absentLock{},
 				close: func(context.Context) error { return nil }}, nil
 		}
-		st, err := openStore(ctx, f.store)
+		st, err := openStore(ctx, readOnlyURL(f.store))
 		if err != nil {
 			return nil, err
 		}
@@ -321,15 +321,27 @@ func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 	return &leaseReader{lease: ac.lease(), where: f.config, lock: lock, close: closeAll}, nil
 }
 
-// absentFileStore reports whether --store is a file store whose data file does not exist: its
-// lease is missing, and opening the store would leave its lock file behind (and the state
-// directory, for the default store), which a command that only reads must not do.
-func absentFileStore(f *commonFlags) bool {
+// absentStore reports whether --store is a file or SQLite store whose file does not exist: its
+// lease is missing, and opening the store would create the file (SQLite's), or its lock file
+// and, for the default store, the state directory (the file store's), which a command that
+// only reads must not do.
+func absentStore(f *commonFlags) bool {
 	u, err := store.ParseURL(f.store)
-	if err != nil || !strings.EqualFold(u.Scheme, "file") || u.Opaque != "" || u.User != nil ||
-		(u.Host != "" && u.Host != "localhost") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" ||
-		!strings.HasPrefix(u.Path, "/") || strings.HasSuffix(u.Path, "/") {
-		return false // the opener says what is wrong with the URL
+	if err != nil {
+		return false
+	}
+	switch {
+	case strings.EqualFold(u.Scheme, "file"):
+		if u.Opaque != "" || u.User != nil || (u.Host != "" && u.Host != "localhost") || u.RawQuery != "" || u.ForceQuery ||
+			u.Fragment != "" || !strings.HasPrefix(u.Path, "/") || strings.HasSuffix(u.Path, "/") {
+			return false // the opener says what is wrong with the URL
+		}
+	case strings.EqualFold(u.Scheme, "sqlite"):
+		if u.Opaque != "" || u.Host != "" || !filepath.IsAbs(u.Path) {
+			return false
+		}
+	default:
+		return false
 	}
 	if _, err := os.Lstat(u.Path); !errors.Is(err, fs.ErrNotExist) {
 		return false
@@ -341,6 +353,20 @@ func absentFileStore(f *commonFlags) bool {
 	// opener's error says so.
 	dir, err := os.Stat(filepath.Dir(u.Path))
 	return err == nil && dir.IsDir()
+}
+
+// readOnlyURL is the URL of a store to read only: SQLite's is opened with mode=ro, which
+// neither creates the database nor its table. Other stores create nothing when read, but for
+// the file store's lock file, which absentStore keeps from being created for nothing.
+func readOnlyURL(rawURL string) string {
+	u, err := store.ParseURL(rawURL)
+	if err != nil || !strings.EqualFold(u.Scheme, "sqlite") {
+		return rawURL
+	}
+	q := u.Query()
+	q.Set("mode", "ro")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // absentLock is the Lock of a lease in a store that does not exist yet.

@@ -105,7 +105,7 @@ func repairCommand(args []string, stdout, _ io.Writer) (int, error) {
 		return 0, err
 	}
 	r := &repairer{minTerm: *minTerm, force: *force, timeout: *timeout, out: stdout}
-	if f.config == "" && *minTerm == 0 && absentFileStore(&f) {
+	if f.config == "" && *minTerm == 0 && absentStore(&f) {
 		// Nothing to repair, and opening the store would create its lock file.
 		r.lease, r.where = f.lease, store.RedactString(f.store)
 		r.say("lease:", "%s", r.lease)
