@@ -6,6 +6,7 @@
 //	leasehold repair [flags]                  replace a corrupt lease record, the term kept growing
 //	leasehold demo [--instances N] [--duration D]
 //	leasehold version
+//	leasehold completion bash|zsh
 //
 // Exit status: 0 success (status: someone holds the lease), 1 a failure at run time (one line
 // saying what failed: the store, a connection, credentials), 2 bad input (one line saying what
@@ -42,6 +43,7 @@ Usage:
   leasehold demo [--instances N] [--duration D]
                                             watch an election with crashes, in one process
   leasehold version                         print the version and the linked stores
+  leasehold completion bash|zsh             print a shell completion script
 
 Run 'leasehold COMMAND --help' for a command's flags.
 
@@ -87,6 +89,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		code, err = demoCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		code, err = versionCommand(args[1:], stdout)
+	case "completion":
+		code, err = completionCommand(args[1:], stdout)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
