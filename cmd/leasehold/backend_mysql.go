@@ -1,3 +1,5 @@
+//go:build (!leasehold_minimal || leasehold_mysql) && !leasehold_no_mysql
+
 package main
 
 import (

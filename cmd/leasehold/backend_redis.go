@@ -1,3 +1,5 @@
+//go:build (!leasehold_minimal || leasehold_redis) && !leasehold_no_redis
+
 package main
 
 import (

@@ -15,7 +15,6 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/cluster"
-	"github.com/leasehold/leasehold/kubernetes"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -167,8 +166,9 @@ var configTiming = cluster.TimingNames{LeaseDuration: `parameter "leaseDuration"
 
 // clusterTypes are the cluster services the command drives: the first service of one of these
 // types is the configuration's cluster service. A cluster type of the application's own is
-// not linked in the command, so it cannot be driven.
-var clusterTypes = []string{"Webda/StoreClusterService", kubernetes.ServiceType}
+// not linked in the command, so it cannot be driven. backend_kubernetes.go adds
+// Webda/KubernetesClusterService when the build has it.
+var clusterTypes = []string{"Webda/StoreClusterService"}
 
 // appConfig is what the command uses of an application's configuration: the Registry and the
 // cluster service, nothing else.
@@ -191,6 +191,13 @@ func loadAppConfig(f *commonFlags, usage string) (*appConfig, error) {
 	cfg, err := leasehold.LoadConfig(f.config)
 	if err != nil {
 		return nil, badInput(usage, "--config: %v", err)
+	}
+	// A service of a backend the build left out would be taken for one of the application's
+	// own types, and left aside: say what it is instead.
+	for _, sc := range cfg.Services {
+		if b, typ, ok := missingServiceType(sc); ok {
+			return nil, badInput(usage, "--config %s: service %q is a %s: %s", f.config, sc.Name, typ, b.missingText())
+		}
 	}
 	if _, err := leasehold.New(cfg.Only(leasehold.ServiceConfig.Registered)); err != nil {
 		return nil, badInput(usage, "--config %s: %v", f.config, err)

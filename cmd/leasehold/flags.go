@@ -220,6 +220,9 @@ func (c *commonFlags) validateStore(usage string) error {
 	if err != nil {
 		return badInput(usage, "%s: %v", c.storeFrom, err)
 	}
+	if b, ok := missingScheme(u.Scheme); ok {
+		return badInput(usage, "%s %s: %s", c.storeFrom, store.Redact(u), b.missingText())
+	}
 	if !slices.Contains(store.Schemes(), strings.ToLower(u.Scheme)) {
 		return badInput(usage, "%s %s: unknown scheme %q (known: %s)", c.storeFrom, store.Redact(u), u.Scheme, strings.Join(store.Schemes(), ", "))
 	}
