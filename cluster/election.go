@@ -247,8 +247,16 @@ func (e *Elector) stopLeading(reason string, err error) {
 	e.emit(Event{Kind: StoppedLeading, Term: l.term, Reason: reason, Err: err})
 }
 
+// errLostCreation marks a Create beaten by another instance's: replicas that start together
+// race to create the record, all but one lose, and their next attempt follows the winner.
+var errLostCreation = errors.New("another instance created the lease first")
+
 func (e *Elector) attemptFailed(reason string, err error, d time.Duration) {
-	e.log.Warn("leasehold: attempt failed", "reason", reason, "error", err) // E8
+	if errors.Is(err, errLostCreation) {
+		e.log.Info("leasehold: lost the race to create the lease", "error", err)
+	} else {
+		e.log.Warn("leasehold: attempt failed", "reason", reason, "error", err) // E8
+	}
 	e.emit(Event{Kind: AttemptFailed, Reason: reason, Err: err, Duration: d})
 }
 
@@ -272,6 +280,9 @@ func (e *Elector) try(ctx context.Context, obs observation) outcome {
 		created, err := e.lock.Create(ctx, e.name, Record{
 			Holder: e.id, Term: 1, AcquiredAt: wall, RenewedAt: wall, Duration: e.l,
 		})
+		if errors.Is(err, ErrConflict) {
+			err = fmt.Errorf("%w: %w", errLostCreation, err)
+		}
 		if err != nil {
 			return fail(err)
 		}

@@ -17,6 +17,8 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(badConfig, []byte(`{"services": {"cluster": {"type": "StoreClusterService", "leaseDuration": 1000, "renewInterval": 2000}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	tinyR := writeConfig(t, dir, "tiny-r.json", `"Registry": {"type": "Webda/FileStore", "path": "`+filepath.Join(dir, "r.json")+`"},
+		"cluster": {"type": "StoreClusterService", "leaseDuration": 2000, "renewInterval": 5}`)
 	noCluster := filepath.Join(dir, "nocluster.json")
 	if err := os.WriteFile(noCluster, []byte(`{"services": {"Registry": {"type": "Webda/MemoryStore"}}}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -38,8 +40,6 @@ func TestBadInput(t *testing.T) {
 		{"unknown scheme", []string{"status", "--store", "foo://x/y"}, `unknown scheme "foo"`},
 		{"no scheme", []string{"status", "--store", "/tmp/r.json"}, "no scheme"},
 		{"bad URL", []string{"status", "--store", "redis://user:secret@[::1"}, "--store"},
-		{"relative file URL", []string{"status", "--store", "file:registry.json"}, "relative path"},
-		{"bad store parameter", []string{"status", "--store", "redis://user:secret@127.0.0.1:1/0?bogus=1"}, "bogus"},
 		{"grace too long", []string{"run", "--store", store, "--lease-duration", "2s", "--renew-interval", "500ms", "--grace", "1s", "--", "true"}, "--grace 1s exceeds"},
 		{"bad log format", []string{"status", "--store", store, "--log-format", "xml"}, "--log-format"},
 		{"bad log level", []string{"status", "--store", store, "--log-level", "loud"}, "--log-level"},
@@ -50,6 +50,12 @@ func TestBadInput(t *testing.T) {
 		{"empty lease", []string{"status", "--store", store, "--lease", ""}, "--lease"},
 		{"status argument", []string{"status", "--store", store, "extra"}, "no arguments"},
 		{"demo instances", []string{"demo", "--instances", "1"}, "--instances"},
+		{"L below the floor", []string{"status", "--store", store, "--lease-duration", "15"}, "--lease-duration 15ms is below 100ms"},
+		{"R below the floor", []string{"run", "--store", store, "--renew-interval", "5ms", "--", "true"}, "--renew-interval 5ms is below 10ms"},
+		{"repair L below the floor", []string{"repair", "--store", store, "--lease-duration", "10"}, "--lease-duration 10ms is below 100ms"},
+		{"demo R below the floor", []string{"demo", "--renew-interval", "5"}, "--renew-interval 5ms is below 10ms"},
+		{"config R below the floor", []string{"run", "--config", tinyR, "--", "true"}, `parameter "renewInterval" 5ms is below 10ms`},
+		{"negative bare number", []string{"status", "--store", store, "--renew-interval", "-5"}, "negative duration -5 ms"},
 		{"bad metrics addr", []string{"run", "--store", store, "--metrics-addr", "nowhere", "--", "true"}, "--metrics-addr"},
 	} {
 		stdout, stderr, code := runLeasehold(t, tc.args...)

@@ -36,7 +36,7 @@ Flags:
   --lease-duration D      L (default 1s)
   --renew-interval D      R (default 250ms)
   --every D               time between two crashes or stops of the leader (default 2s)
-`
+` + durationNote
 
 func demoCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
@@ -51,6 +51,9 @@ func demoCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		}
 		return exitOK, err
 	}
+	if err := checkFloors(*l, *r, flagTiming); err != nil {
+		return 0, badInput(demoUsage, "%v", err)
+	}
 	switch {
 	case fs.NArg() > 0:
 		return 0, badInput(demoUsage, "demo takes no arguments, got %q", fs.Arg(0))
@@ -64,8 +67,8 @@ func demoCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, badInput(demoUsage, "--every %v must be positive", *every)
 	}
 	d := &demo{n: *n, duration: *duration, l: *l, r: *r, every: *every, out: stdout, mem: memory.New()}
-	if d.run() > 0 {
-		return exitFailure, nil
+	if n := d.run(); n > 0 {
+		return 0, fmt.Errorf("demo: %d moments with two leaders (see the timeline above)", n)
 	}
 	return exitOK, nil
 }

@@ -4,22 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
+	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/cluster"
-	"github.com/leasehold/leasehold/kubernetes"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/file"
 )
 
 // election is the election a command joins: an Elector over the store of --store, or the
@@ -45,7 +41,7 @@ func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer
 	if err := f.makeStateDir(); err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, f.store, usage)
+	st, err := openStore(ctx, f.store)
 	if err != nil {
 		return nil, err
 	}
@@ -53,9 +49,10 @@ func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer
 	if id == "" {
 		id = cluster.DefaultInstanceID()
 	}
+	elog := &electionLog{log: log, id: id}
 	e, err := cluster.NewElector(cluster.ElectorConfig{
 		Lock: cluster.NewStoreLock(st), LeaseName: f.lease, LeaseDuration: f.leaseDuration,
-		RenewInterval: f.renewInterval, InstanceID: id, Logger: log, Observer: observer,
+		RenewInterval: f.renewInterval, InstanceID: id, Logger: log, Observer: cluster.Observers(observer, elog.observe),
 	})
 	if err != nil {
 		store.Close(st)
@@ -66,10 +63,10 @@ func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer
 		Cluster: e,
 		start:   e.Start,
 		elector: func() *cluster.Elector { return e },
-		stop: func(ctx context.Context) error {
+		stop: elog.logStop(func(ctx context.Context) error {
 			err := e.Stop(ctx)
 			return errors.Join(err, store.Close(st))
-		},
+		}),
 	}, nil
 }
 
@@ -82,26 +79,96 @@ func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.E
 		return nil, err
 	}
 	l, r, err := ac.es.Timing()
+	if err == nil {
+		err = checkFloors(l, r, configTiming)
+	}
 	if err != nil {
 		return nil, badInput(usage, "--config %s: cluster service %q: %v", f.config, ac.name, err)
 	}
 	ac.app.SetLogger(log)
-	if observer != nil {
-		ac.es.AddObserver(observer)
-	}
+	elog := &electionLog{log: log, id: ac.es.InstanceID()}
+	ac.es.AddObserver(cluster.Observers(observer, elog.observe))
 	return &election{
 		lease: ac.lease(), id: ac.es.InstanceID(), l: l, r: r, where: f.config,
 		Cluster: ac.svc,
 		start:   ac.app.Start,
 		elector: ac.es.Elector,
-		stop:    ac.app.Stop,
+		stop:    elog.logStop(ac.app.Stop),
 	}, nil
 }
 
+// electionLog logs what the Elector's own lines leave out and an operator wants to read: that
+// attempts succeed again after failing, once, with how many failed and for how long (the
+// Elector warns about each failure, never about the end of them), and, when a follower stops,
+// that it did and whom it followed (the Elector logs a stop only for a leader).
+type electionLog struct {
+	log *slog.Logger
+	id  string
+
+	mu       sync.Mutex
+	attempts bool      // an attempt has ended: the election ran
+	failures int       // attempts failed since the last success
+	since    time.Time // the first of them
+	leading  bool
+	holder   string // the last holder seen
+	term     uint64
+}
+
+func (l *electionLog) observe(ev cluster.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.attempts = l.attempts || ev.Kind == cluster.AttemptSucceeded || ev.Kind == cluster.AttemptFailed
+	switch ev.Kind {
+	case cluster.AttemptFailed:
+		if ev.Reason == cluster.ReasonConflict {
+			return // a race lost to another instance: the store works
+		}
+		if l.failures == 0 {
+			l.since = ev.Time
+		}
+		l.failures++
+	case cluster.AttemptSucceeded:
+		if l.failures > 0 {
+			l.log.Info("leasehold: attempts succeed again", "failures", l.failures,
+				"after", ev.Time.Sub(l.since).Round(time.Millisecond))
+			l.failures = 0
+		}
+	case cluster.ObservedLeader:
+		l.holder, l.term = ev.Holder, ev.Term
+	case cluster.BecameLeader:
+		l.leading = true
+	case cluster.StoppedLeading:
+		l.leading = false
+	}
+}
+
+// logStop wraps the stop of an election: a follower says it stopped, and whom it followed.
+func (l *electionLog) logStop(stop func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		l.mu.Lock()
+		ran, leading, holder, term := l.attempts, l.leading, l.holder, l.term
+		l.mu.Unlock()
+		err := stop(ctx)
+		switch {
+		case !ran: // the election did not start (the start failed, and says so)
+		case leading: // the Elector logged the end of the leadership and the release
+		case holder != "" && holder != l.id:
+			l.log.Info("leasehold: stopped following the leader", "holder", holder, "term", term)
+		default:
+			l.log.Info("leasehold: stopped, not leading and no other leader seen")
+		}
+		return err
+	}
+}
+
+// configTiming names L and R as a configuration writes them.
+var configTiming = cluster.TimingNames{LeaseDuration: `parameter "leaseDuration"`, RenewInterval: `parameter "renewInterval"`}
+
 // clusterTypes are the cluster services the command drives: the first service of one of these
 // types is the configuration's cluster service. A cluster type of the application's own is
-// not linked in the command, so it cannot be driven.
-var clusterTypes = []string{"Webda/StoreClusterService", kubernetes.ServiceType}
+// not linked in the command, so it cannot be driven. backend_kubernetes.go adds
+// Webda/KubernetesClusterService when the build has it.
+var clusterTypes = []string{"Webda/StoreClusterService"}
 
 // appConfig is what the command uses of an application's configuration: the Registry and the
 // cluster service, nothing else.
@@ -124,6 +191,13 @@ func loadAppConfig(f *commonFlags, usage string) (*appConfig, error) {
 	cfg, err := leasehold.LoadConfig(f.config)
 	if err != nil {
 		return nil, badInput(usage, "--config: %v", err)
+	}
+	// A service of a backend the build left out would be taken for one of the application's
+	// own types, and left aside: say what it is instead.
+	for _, sc := range cfg.Services {
+		if b, typ, ok := missingServiceType(sc); ok {
+			return nil, badInput(usage, "--config %s: service %q is a %s: %s", f.config, sc.Name, typ, b.missingText())
+		}
 	}
 	if _, err := leasehold.New(cfg.Only(leasehold.ServiceConfig.Registered)); err != nil {
 		return nil, badInput(usage, "--config %s: %v", f.config, err)
@@ -190,24 +264,14 @@ func applyFlags(es *leasehold.ElectionService, f *commonFlags) {
 	}
 }
 
-// openStore opens --store. An error from the network, the file system (a corrupt file
-// included) or a timeout is a failure (exit 1); any other error is the opener rejecting the URL or its credentials: bad
-// input (exit 2). store.Open's errors never show a password.
-func openStore(ctx context.Context, rawURL, usage string) (store.Store, error) {
-	st, err := store.Open(ctx, rawURL)
-	if err == nil {
-		return st, nil
-	}
-	var (
-		netErr  net.Error
-		pathErr *fs.PathError
-		errno   syscall.Errno
-	)
-	if errors.As(err, &netErr) || errors.As(err, &pathErr) || errors.As(err, &errno) || errors.Is(err, file.ErrCorrupt) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return nil, badInput(usage, "--store: %v", err)
+// openStore opens the store of a URL. Every error it returns is a failure (exit 1), whether a
+// server refused the credentials, could not be reached, or the backend rejected a parameter
+// of the URL: the backends' errors carry no mark telling a URL they reject from a server that
+// fails, and a failure taken for bad input would bury its one line under the usage. What the
+// command can judge without a backend (the URL's syntax and scheme) validateStore refused
+// before. store.Open's errors never show a password.
+func openStore(ctx context.Context, rawURL string) (store.Store, error) {
+	return store.Open(ctx, rawURL)
 }
 
 // leaseReader reads a lease's record without joining its election, for status.
@@ -223,11 +287,11 @@ type leaseReader struct {
 // which is started; the cluster service is not.
 func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseReader, error) {
 	if f.config == "" {
-		if absentFileStore(f) {
+		if absentStore(f) {
 			return &leaseReader{lease: f.lease, where: store.RedactString(f.store), lock: absentLock{},
 				close: func(context.Context) error { return nil }}, nil
 		}
-		st, err := openStore(ctx, f.store, usage)
+		st, err := openStore(ctx, readOnlyURL(f.store))
 		if err != nil {
 			return nil, err
 		}
@@ -264,15 +328,27 @@ func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 	return &leaseReader{lease: ac.lease(), where: f.config, lock: lock, close: closeAll}, nil
 }
 
-// absentFileStore reports whether --store is a file store whose data file does not exist: its
-// lease is missing, and opening the store would leave its lock file behind (and the state
-// directory, for the default store), which a command that only reads must not do.
-func absentFileStore(f *commonFlags) bool {
+// absentStore reports whether --store is a file or SQLite store whose file does not exist: its
+// lease is missing, and opening the store would create the file (SQLite's), or its lock file
+// and, for the default store, the state directory (the file store's), which a command that
+// only reads must not do.
+func absentStore(f *commonFlags) bool {
 	u, err := store.ParseURL(f.store)
-	if err != nil || !strings.EqualFold(u.Scheme, "file") || u.Opaque != "" || u.User != nil ||
-		(u.Host != "" && u.Host != "localhost") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" ||
-		!strings.HasPrefix(u.Path, "/") || strings.HasSuffix(u.Path, "/") {
-		return false // the opener says what is wrong with the URL
+	if err != nil {
+		return false
+	}
+	switch {
+	case strings.EqualFold(u.Scheme, "file"):
+		if u.Opaque != "" || u.User != nil || (u.Host != "" && u.Host != "localhost") || u.RawQuery != "" || u.ForceQuery ||
+			u.Fragment != "" || !strings.HasPrefix(u.Path, "/") || strings.HasSuffix(u.Path, "/") {
+			return false // the opener says what is wrong with the URL
+		}
+	case strings.EqualFold(u.Scheme, "sqlite"):
+		if u.Opaque != "" || u.Host != "" || !filepath.IsAbs(u.Path) {
+			return false
+		}
+	default:
+		return false
 	}
 	if _, err := os.Lstat(u.Path); !errors.Is(err, fs.ErrNotExist) {
 		return false
@@ -284,6 +360,20 @@ func absentFileStore(f *commonFlags) bool {
 	// opener's error says so.
 	dir, err := os.Stat(filepath.Dir(u.Path))
 	return err == nil && dir.IsDir()
+}
+
+// readOnlyURL is the URL of a store to read only: SQLite's is opened with mode=ro, which
+// neither creates the database nor its table. Other stores create nothing when read, but for
+// the file store's lock file, which absentStore keeps from being created for nothing.
+func readOnlyURL(rawURL string) string {
+	u, err := store.ParseURL(rawURL)
+	if err != nil || !strings.EqualFold(u.Scheme, "sqlite") {
+		return rawURL
+	}
+	q := u.Query()
+	q.Set("mode", "ro")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // absentLock is the Lock of a lease in a store that does not exist yet.

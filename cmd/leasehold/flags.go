@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/store"
 )
@@ -19,23 +20,36 @@ import (
 // commonFlagsUsage documents the flags of run and status.
 const commonFlagsUsage = `  --store URL             the store holding the lease: file:///path, sqlite:///path,
                           postgres://..., mysql://..., redis://..., etcd://..., nats://...
-                          (default file://$XDG_STATE_HOME/leasehold/registry.json, else
+                          (default: $LEASEHOLD_STORE, else
+                          file://$XDG_STATE_HOME/leasehold/registry.json, else
                           ~/.local/state/leasehold/registry.json: the processes of one host
                           share it with nothing configured)
+  --store-file PATH       read the store's URL from PATH (a mounted Kubernetes Secret, say),
+                          so that its password is not on the command line for ps to show;
+                          white space around it is ignored. --store wins over it, it over
+                          LEASEHOLD_STORE
   --lease NAME            the lease's name: one election per name (default leader)
-  --lease-duration D      L: how long a lease is valid without renewal (default 15s)
-  --renew-interval D      R: time between two attempts, less than L (default 5s)
+  --lease-duration D      L: how long a lease is valid without renewal (default 15s; at
+                          least 100ms)
+  --renew-interval D      R: time between two attempts, less than L (default 5s; at least
+                          10ms)
   --instance-id ID        this instance's identity (default <hostname>-<pid>-<random>)
   --config FILE           a Webda-style JSON configuration: its Registry and cluster service
                           are used instead of --store; the flags above, when given, override
                           the cluster service's parameters
   --log-format text|json  format of the log on stderr (default text)
   --log-level LEVEL       debug, info, warn or error (default info)
+` + durationNote
+
+// durationNote ends the usage of every command that has duration flags.
+const durationNote = `
+A duration D is a Go duration (15s, 250ms, 1m30s) or a number of milliseconds (15000).
 `
 
 // commonFlags are the flags of run and status.
 type commonFlags struct {
 	store         string
+	storeFile     string
 	lease         string
 	leaseDuration time.Duration
 	renewInterval time.Duration
@@ -46,10 +60,16 @@ type commonFlags struct {
 
 	set          map[string]bool // the flags given on the command line
 	defaultStore bool            // store is the default one, whose directory may not exist yet
+	storeFrom    string          // where store came from, for messages: --store, --store-file PATH...
 }
+
+// storeEnv is the variable holding the store's URL when no flag gives it: a password in the
+// environment is not shown by ps, as one on the command line is.
+const storeEnv = "LEASEHOLD_STORE"
 
 func (c *commonFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.store, "store", "", "")
+	fs.StringVar(&c.storeFile, "store-file", "", "")
 	fs.StringVar(&c.lease, "lease", cluster.DefaultLeaseName, "")
 	fs.DurationVar(&c.leaseDuration, "lease-duration", cluster.DefaultLeaseDuration, "")
 	fs.DurationVar(&c.renewInterval, "renew-interval", cluster.DefaultRenewInterval, "")
@@ -64,6 +84,13 @@ func (c *commonFlags) register(fs *flag.FlagSet) {
 func parseFlags(fs *flag.FlagSet, args []string, usage string) (help bool, err error) {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(time.Duration); ok {
+				f.Value = durationFlag{g}
+			}
+		}
+	})
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
@@ -71,6 +98,49 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string) (help bool, err e
 		return false, badInput(usage, "%s", strings.Replace(err.Error(), " -", " --", 1))
 	}
 	return false, nil
+}
+
+// durationFlag is a flag.Duration that also takes a bare number of milliseconds ("5000"), as
+// the JSON configuration does: flag.Duration alone refuses a number without a unit, and the
+// same value should mean the same on the command line and in a configuration.
+type durationFlag struct{ flag.Getter }
+
+func (d durationFlag) Set(s string) error {
+	v, err := leasehold.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	return d.Getter.Set(v.String()) // String is exact: it parses back to v
+}
+
+// The least L and R the command takes. Below them nothing is gained but risk: R is how often
+// every instance reads and writes the store; L-R bounds each attempt, and (L-R)/2 is the
+// margin by which a leader stops leading before any other instance may take over, which a
+// store's round trip, a GC pause or a descheduled process must fit in.
+const (
+	minLeaseDuration = 100 * time.Millisecond
+	minRenewInterval = 10 * time.Millisecond
+)
+
+// checkFloors refuses an L or an R below the command's floors, saying why, in the names of
+// whoever wrote them.
+func checkFloors(l, r time.Duration, names cluster.TimingNames) error {
+	if err := checkLeaseFloor(l, names.LeaseDuration); err != nil {
+		return err
+	}
+	if r < minRenewInterval {
+		return fmt.Errorf("%s %v is below %v, the least leasehold takes: every instance would read and write the store more than %d times a second (a number alone is milliseconds)",
+			names.RenewInterval, r, minRenewInterval, time.Second/minRenewInterval)
+	}
+	return nil
+}
+
+func checkLeaseFloor(l time.Duration, name string) error {
+	if l < minLeaseDuration {
+		return fmt.Errorf("%s %v is below %v, the least leasehold takes: (L-R)/2 is the margin by which a leader stops before another may take over, and a store round trip or a GC pause needs more (a number alone is milliseconds)",
+			name, l, minLeaseDuration)
+	}
+	return nil
 }
 
 // flagTiming names L and R as the command line writes them.
@@ -92,6 +162,9 @@ func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
 	if c.renewInterval == 0 {
 		return badInput(usage, "--renew-interval 0s must be positive")
 	}
+	if err := checkFloors(c.leaseDuration, c.renewInterval, flagTiming); err != nil {
+		return badInput(usage, "%v", err)
+	}
 	if _, _, err := cluster.ResolveTiming(c.leaseDuration, c.renewInterval, flagTiming); err != nil {
 		return badInput(usage, "%v", err)
 	}
@@ -110,27 +183,48 @@ func (c *commonFlags) visit(fs *flag.FlagSet) {
 	fs.Visit(func(f *flag.Flag) { c.set[f.Name] = true })
 }
 
-// validateStore checks --store and --config, and fills in the default store.
+// validateStore checks --store and --config, and finds the store's URL: --store, else the
+// file of --store-file, else $LEASEHOLD_STORE, else the default store. Its messages name where
+// the URL came from, and never show its password.
 func (c *commonFlags) validateStore(usage string) error {
 	if c.config != "" {
-		if c.set["store"] {
-			return badInput(usage, "--store and --config cannot be used together: the configuration's Registry holds the lease")
+		for _, name := range []string{"store", "store-file"} {
+			if c.set[name] {
+				return badInput(usage, "--%s and --config cannot be used together: the configuration's Registry holds the lease", name)
+			}
 		}
 		return nil
 	}
-	if c.store == "" {
+	c.storeFrom = "--store"
+	switch {
+	case c.store != "":
+	case c.storeFile != "":
+		data, err := os.ReadFile(c.storeFile)
+		if err != nil {
+			return badInput(usage, "--store-file: %v", err)
+		}
+		c.store, c.storeFrom = strings.TrimSpace(string(data)), "--store-file "+c.storeFile
+		if c.store == "" {
+			return badInput(usage, "--store-file %s is empty: want the store's URL", c.storeFile)
+		}
+	case os.Getenv(storeEnv) != "":
+		c.store, c.storeFrom = strings.TrimSpace(os.Getenv(storeEnv)), storeEnv
+	default:
 		def, err := defaultStoreURL()
 		if err != nil {
-			return fmt.Errorf("no --store given and no default: %w", err)
+			return fmt.Errorf("no store given (--store, --store-file or %s) and no default: %w", storeEnv, err)
 		}
 		c.store, c.defaultStore = def, true
 	}
 	u, err := store.ParseURL(c.store)
 	if err != nil {
-		return badInput(usage, "--store: %v", err)
+		return badInput(usage, "%s: %v", c.storeFrom, err)
+	}
+	if b, ok := missingScheme(u.Scheme); ok {
+		return badInput(usage, "%s %s: %s", c.storeFrom, store.Redact(u), b.missingText())
 	}
 	if !slices.Contains(store.Schemes(), strings.ToLower(u.Scheme)) {
-		return badInput(usage, "--store %s: unknown scheme %q (known: %s)", store.Redact(u), u.Scheme, strings.Join(store.Schemes(), ", "))
+		return badInput(usage, "%s %s: unknown scheme %q (known: %s)", c.storeFrom, store.Redact(u), u.Scheme, strings.Join(store.Schemes(), ", "))
 	}
 	return nil
 }
@@ -185,6 +279,14 @@ func (c *commonFlags) logger(w io.Writer) *slog.Logger {
 	level, _ := parseLevel(c.logLevel)
 	opts := &slog.HandlerOptions{Level: level}
 	if c.logFormat == "json" {
+		// slog's JSON handler writes a time.Duration as a number of nanoseconds, which nobody
+		// reads at a glance: write it as the text handler does, "15s", which Go parses back.
+		opts.ReplaceAttr = func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		}
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))

@@ -6,11 +6,13 @@
 //	leasehold repair [flags]                  replace a corrupt lease record, the term kept growing
 //	leasehold demo [--instances N] [--duration D]
 //	leasehold version
+//	leasehold completion bash|zsh
 //
-// Exit status: 0 success (status: someone holds the lease), 1 a failure at run time, 2 bad
-// input (one line saying what is wrong, then the usage), 3 status: nobody holds the lease. run
-// exits with CMD's status when CMD exits by itself (128+N when a signal N ended it).
-// run --try and --wait exit 75 (EX_TEMPFAIL) when another instance holds the lease.
+// Exit status: 0 success (status: someone holds the lease), 1 a failure at run time (one line
+// saying what failed: the store, a connection, credentials), 2 bad input (one line saying what
+// is wrong, then the usage), 3 status: nobody holds the lease. run exits with CMD's status when
+// CMD exits by itself (128+N when a signal N ended it). run --try and --wait exit 75
+// (EX_TEMPFAIL) when another instance holds the lease.
 package main
 
 import (
@@ -50,8 +52,19 @@ Usage:
   leasehold demo [--instances N] [--duration D]
                                             watch an election with crashes, in one process
   leasehold version                         print the version and the linked stores
+  leasehold completion bash|zsh             print a shell completion script
 
 Run 'leasehold COMMAND --help' for a command's flags.
+
+Exit status:
+  0    success; status: someone holds the lease
+  1    a failure: the store cannot be opened or read (unreachable, credentials refused, a URL
+       parameter its backend rejects), the election cannot start, repair refuses; one line
+       on stderr says what failed
+  2    bad input: an unknown command or flag, a bad flag value, a store URL that does not
+       parse or whose backend is not built in, a bad --config; one line, then the usage
+  3    status: nobody holds the lease
+  run exits with CMD's status when CMD exits by itself (128+N when signal N ended it)
 `
 
 // usageError is bad input: Main prints it on one line, then the usage, and exits 2.
@@ -85,6 +98,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		code, err = demoCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		code, err = versionCommand(args[1:], stdout)
+	case "completion":
+		code, err = completionCommand(args[1:], stdout)
 	case "help", "-h", "--help", "-help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -103,6 +118,6 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "leasehold: %s\n\n%s", ue.msg, u)
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "leasehold: %v\n", err)
+	fmt.Fprintf(stderr, "leasehold: %s\n", oneLine(err.Error()))
 	return exitFailure
 }

@@ -48,8 +48,9 @@ the record was repaired or needs no repair, 1 when repair refuses or fails, 2 on
 
 Flags:
   --lease NAME            the lease's name (default leader)
-  --store URL             the store holding the lease (default: the file store of run and
-                          status)
+  --store URL             the store holding the lease (default: $LEASEHOLD_STORE, else the
+                          file store of run and status)
+  --store-file PATH       read the store's URL from PATH, as run and status do
   --config FILE           a Webda-style JSON configuration: the lease is in its Registry, and
                           its cluster service (Webda/StoreClusterService) gives the lease's
                           name and duration
@@ -62,12 +63,13 @@ Flags:
                           instance of the lease has run since it became corrupt. A record held
                           by an instance is always watched.
   --timeout D             give up a store operation after D (default 10s)
-`
+` + durationNote
 
 func repairCommand(args []string, stdout, _ io.Writer) (int, error) {
 	fs := flag.NewFlagSet("repair", flag.ContinueOnError)
 	var f commonFlags
 	fs.StringVar(&f.store, "store", "", "")
+	fs.StringVar(&f.storeFile, "store-file", "", "")
 	fs.StringVar(&f.lease, "lease", cluster.DefaultLeaseName, "")
 	fs.StringVar(&f.config, "config", "", "")
 	fs.DurationVar(&f.leaseDuration, "lease-duration", cluster.DefaultLeaseDuration, "")
@@ -90,6 +92,9 @@ func repairCommand(args []string, stdout, _ io.Writer) (int, error) {
 	if f.leaseDuration <= 0 {
 		return 0, badInput(repairUsage, "--lease-duration %v must be positive", f.leaseDuration)
 	}
+	if err := checkLeaseFloor(f.leaseDuration, "--lease-duration"); err != nil {
+		return 0, badInput(repairUsage, "%v", err)
+	}
 	if *timeout <= 0 {
 		return 0, badInput(repairUsage, "--timeout %v must be positive", *timeout)
 	}
@@ -100,7 +105,7 @@ func repairCommand(args []string, stdout, _ io.Writer) (int, error) {
 		return 0, err
 	}
 	r := &repairer{minTerm: *minTerm, force: *force, timeout: *timeout, out: stdout}
-	if f.config == "" && *minTerm == 0 && absentFileStore(&f) {
+	if f.config == "" && *minTerm == 0 && absentStore(&f) {
 		// Nothing to repair, and opening the store would create its lock file.
 		r.lease, r.where = f.lease, store.RedactString(f.store)
 		r.say("lease:", "%s", r.lease)
@@ -125,9 +130,9 @@ func (r *repairer) open(ctx context.Context, f *commonFlags) (func(context.Conte
 		if err := f.makeStateDir(); err != nil {
 			return nil, err
 		}
-		st, err := openStore(octx, f.store, repairUsage)
+		st, err := openStore(octx, f.store)
 		if errors.Is(err, file.ErrCorrupt) {
-			return nil, fmt.Errorf("%w\nThe whole file is corrupt, not only the lease's record: no record in it can be read or repaired. Move it aside (no instance can run over it anyway), then run leasehold repair --min-term N, N being the lease's last term if you can read it in the file", err)
+			return nil, fmt.Errorf("%w: the whole file is corrupt, not only the lease's record: no record in it can be read or repaired. Move it aside (no instance can run over it anyway), then run leasehold repair --min-term N, N being the lease's last term if you can read it in the file", err)
 		}
 		if err != nil {
 			return nil, err

@@ -40,5 +40,8 @@ func versionCommand(args []string, stdout io.Writer) (int, error) {
 	}
 	fmt.Fprintf(stdout, "stores: %s\n", strings.Join(store.Schemes(), ", "))
 	fmt.Fprintf(stdout, "service types: %s\n", strings.Join(leasehold.ServiceTypes(), ", "))
+	if missing := missingBackends(); len(missing) > 0 {
+		fmt.Fprintf(stdout, "built without: %s\n", strings.Join(missing, ", "))
+	}
 	return exitOK, nil
 }

@@ -91,7 +91,7 @@ func printChange(w io.Writer, at time.Time, st leaseStatus) error {
 
 // watchLock is the Lock status --watch reads through. A file store whose file did not exist
 // as the watch began is opened once the file appears: status only reads, so it never creates
-// the file (see absentFileStore), yet a watch begun before the first run must see that run's
+// the file (see absentStore), yet a watch begun before the first run must see that run's
 // lease. Only the observer's goroutine calls Get; close runs once it has returned.
 type watchLock struct {
 	f *commonFlags
@@ -101,7 +101,7 @@ type watchLock struct {
 var errReadOnly = errors.New("leasehold: the lease is only read")
 
 func (l *watchLock) Get(ctx context.Context, name string) (cluster.Record, error) {
-	if _, absent := l.r.lock.(absentLock); absent && !absentFileStore(l.f) {
+	if _, absent := l.r.lock.(absentLock); absent && !absentStore(l.f) {
 		r, err := newLeaseReader(ctx, l.f, statusUsage)
 		if err != nil {
 			return cluster.Record{}, err

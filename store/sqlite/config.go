@@ -20,6 +20,7 @@ type config struct {
 	busyTimeout time.Duration
 	synchronous string
 	maxOpen     int
+	readOnly    bool // mode=ro
 }
 
 // parseURL reads a sqlite:///absolute/path URL.
@@ -40,9 +41,9 @@ func parseURL(u *url.URL) (*config, error) {
 	q := u.Query()
 	for name := range q {
 		switch name {
-		case "table", "busy_timeout", "synchronous", "max_open_conns":
+		case "table", "busy_timeout", "synchronous", "max_open_conns", "mode":
 		default:
-			return nil, fmt.Errorf("unknown parameter %q (known: table, busy_timeout, synchronous, max_open_conns)", name)
+			return nil, fmt.Errorf("unknown parameter %q (known: table, busy_timeout, synchronous, max_open_conns, mode)", name)
 		}
 	}
 	c.table = driver.TakeParam(q, "table", c.table)
@@ -78,6 +79,13 @@ func parseURL(u *url.URL) (*config, error) {
 		}
 		c.maxOpen = n
 	}
+	switch v := q.Get("mode"); v {
+	case "", "rwc":
+	case "ro":
+		c.readOnly = true
+	default:
+		return nil, fmt.Errorf("parameter mode: %q is not ro or rwc", v)
+	}
 	return c, nil
 }
 
@@ -87,6 +95,12 @@ func parseURL(u *url.URL) (*config, error) {
 func (c *config) dsn() string {
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", min(c.busyTimeout, sqliteBusyWait).Milliseconds()))
+	if c.readOnly {
+		// An SQLite URI: its mode=ro opens the file without creating it and refuses writes.
+		// Switching to WAL would be a write; a file that some writer opened is in WAL already.
+		q.Add("mode", "ro")
+		return "file:" + (&url.URL{Path: c.path}).EscapedPath() + "?" + q.Encode()
+	}
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous("+c.synchronous+")")
 	return c.path + "?" + q.Encode()

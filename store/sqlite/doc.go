@@ -23,6 +23,10 @@
 //   - max_open_conns: the connection pool's size in this process; default 1. One connection
 //     makes the process's own operations queue in Go instead of polling SQLite's lock, which is
 //     faster under contention; reads do not block on writes in WAL mode either way.
+//   - mode: rwc (default) or ro. With ro, for tools that only read, the store neither creates
+//     nor changes the database: a missing file is an error, a missing table reads as no
+//     documents, and every write fails. (SQLite still creates the -wal and -shm files beside
+//     a WAL database that has none, as for any reader.)
 //
 // Open creates the file if it is missing (not its directory), switches it to WAL mode (a
 // persistent setting of the file), and creates the table if it is missing; several processes

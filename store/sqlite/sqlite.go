@@ -38,11 +38,12 @@ type Store struct {
 
 // backend is the driver.Driver behind Store.
 type backend struct {
-	db    *sql.DB
-	busy  time.Duration // the URL's busy_timeout, see retryBusy
-	path  string
-	table string
-	q     queries
+	db       *sql.DB
+	busy     time.Duration // the URL's busy_timeout, see retryBusy
+	path     string
+	table    string
+	q        queries
+	readOnly bool // mode=ro: the file and the table are never created, nothing is written
 }
 
 type queries struct {
@@ -79,12 +80,15 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	}
 	db.SetMaxOpenConns(c.maxOpen)
 	db.SetMaxIdleConns(c.maxOpen)
-	s := &backend{db: db, busy: c.busyTimeout, path: c.path, table: c.table, q: newQueries(c.table)}
+	s := &backend{db: db, busy: c.busyTimeout, path: c.path, table: c.table, q: newQueries(c.table), readOnly: c.readOnly}
 	// The first connection switches the file to WAL mode, taking the write lock (and failing on
 	// a file that is not a database or cannot be opened).
 	if err := retryBusy(ctx, s.busy, func() error { return db.PingContext(ctx) }); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if c.readOnly {
+		return &Store{Portable: driver.New(s), b: s}, nil
 	}
 	// CREATE TABLE IF NOT EXISTS takes SQLite's write lock, so creators in several processes
 	// run one after the other (waiting up to busy_timeout) and all but the first do nothing.
@@ -127,15 +131,32 @@ func (s *backend) get(ctx context.Context, key string) (map[string]any, error) {
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
+	if err != nil && s.readOnly && s.tableMissing(ctx) {
+		return nil, store.ErrNotFound // read-only, the table nobody has written yet is not created
+	}
 	if err != nil {
 		return nil, err
 	}
 	return driver.DecodeRow("sqlite", s.table, []byte(raw))
 }
 
+// tableMissing reports whether the database says it has no such table (not when it cannot
+// be asked).
+func (s *backend) tableMissing(ctx context.Context) bool {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, s.table).Scan(&n)
+	return err == nil && n == 0
+}
+
+// errReadOnly is the error of a write to a store opened with mode=ro.
+var errReadOnly = errors.New("the store is opened read-only (mode=ro)")
+
 // Create uses INSERT ... ON CONFLICT DO NOTHING: it never overwrites, and of concurrent
 // creators, in this process or others, exactly one inserts a row.
 func (s *backend) Create(ctx context.Context, key string, doc map[string]any) error {
+	if s.readOnly {
+		return errReadOnly
+	}
 	b, err := encodeJSON(doc)
 	if err != nil {
 		return err
@@ -174,6 +195,9 @@ func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition
 // write runs a conditional Patch or Delete statement; see driver.WriteOrExplain for what it does
 // when the statement changes no row.
 func (s *backend) write(ctx context.Context, key string, cond *driver.Condition, stmt string, args ...any) error {
+	if s.readOnly {
+		return errReadOnly
+	}
 	return driver.WriteOrExplain(cond,
 		func() (int64, error) { return driver.RowsAffected(s.exec(ctx, stmt, args...)) },
 		func() (map[string]any, error) { return s.get(ctx, key) },
