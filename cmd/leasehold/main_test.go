@@ -96,6 +96,9 @@ func cmdHelper(mode string) int {
 		signal.Ignore(syscall.SIGTERM)
 		say("CMD-START")
 		select {}
+	case "print-store":
+		fmt.Printf("CMD-STORE %q\n", os.Getenv("LEASEHOLD_STORE"))
+		return 0
 	case "exit":
 		say("CMD-START")
 		code, _ := strconv.Atoi(os.Getenv("LEASEHOLD_TEST_EXIT"))

@@ -224,6 +224,18 @@ func TestRunEnvironment(t *testing.T) {
 	w.waitExit(p, 30*time.Second)
 }
 
+// The store's URL, which LEASEHOLD_STORE may hold with its password, is not passed on to CMD.
+func TestRunKeepsTheStoreURLFromCMD(t *testing.T) {
+	w := newWorld(t)
+	p := w.start("a", []string{"LEASEHOLD_TEST_CMD=print-store", "LEASEHOLD_STORE=redis://:hunter2@127.0.0.1:1/0"},
+		runArgs(w, "node-1")...)
+	l := w.waitLine(30*time.Second, "CMD-STORE", func(l line) bool { return strings.HasPrefix(l.text, "CMD-STORE") })
+	if l.text != `CMD-STORE ""` {
+		t.Errorf("CMD saw %s, want LEASEHOLD_STORE unset", l.text)
+	}
+	w.waitExit(p, 30*time.Second)
+}
+
 // A CMD that cannot be started is an error at start-up, on every instance, before joining the
 // election: exit 2, the message names the command, and the lease record is never created.
 func TestRunCommandNotFound(t *testing.T) {

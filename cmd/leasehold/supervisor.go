@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,7 +106,7 @@ func (c *child) send(sig os.Signal, tree bool) {
 
 func newSupervisor(argv []string, lease, id string, grace time.Duration, restart bool, log *slog.Logger) *supervisor {
 	return &supervisor{
-		argv: argv, env: os.Environ(), lease: lease, id: id, grace: grace, restart: restart, log: log,
+		argv: argv, env: cmdEnviron(), lease: lease, id: id, grace: grace, restart: restart, log: log,
 		exited: make(chan int, 1),
 	}
 }
@@ -455,3 +456,9 @@ func (s *supervisor) view() cmdView {
 }
 
 func (s *supervisor) String() string { return fmt.Sprint(s.argv) }
+
+// cmdEnviron is leasehold's environment less LEASEHOLD_STORE: the store's URL may carry its
+// password, which CMD has no use for.
+func cmdEnviron() []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "LEASEHOLD_STORE=") })
+}
