@@ -252,7 +252,7 @@ func TestRunTryBadInput(t *testing.T) {
 	}{
 		{[]string{"--try", "--wait", "1s"}, "--try and --wait"},
 		{[]string{"--wait", "0s"}, "--wait 0s must be positive"},
-		{[]string{"--wait", "-1s"}, "--wait -1s must be positive"},
+		{[]string{"--wait", "-1s"}, `for flag --wait: negative duration "-1s"`},
 		{[]string{"--hold-at-least", "0s"}, "--hold-at-least 0s must be positive"},
 		{[]string{"--hold-at-least", "1m", "--restart"}, "--hold-at-least and --restart"},
 	} {
