@@ -139,6 +139,11 @@ type Result struct {
 	// rule by themselves (a definite answer joined with the context's error, a sentinel the
 	// operation cannot answer, a document no client wrote).
 	Illegal, Undecided, Violations int
+	// Unexplained counts the unknown outcomes of calls with the generous deadline, which no
+	// deadline cut short; Examples holds the errors of the first few. They break no rule (an
+	// unknown outcome is always a true answer), but a store that could tell more should.
+	Unexplained int
+	Examples    []string
 	// Failures holds a message for each illegal or undecided history and each violation (the
 	// first ten of each kind, then a count), Artifacts the files written for them.
 	Failures  []string
@@ -159,8 +164,12 @@ func (r *Result) Summary() string {
 	if len(r.Failures) > 0 {
 		verdict = fmt.Sprintf("FAILED: %d illegal, %d undecided histories, %d violations", r.Illegal, r.Undecided, r.Violations)
 	}
-	return fmt.Sprintf("linearize: %d operations, %d with unknown outcomes (%s), in %d histories, %v: %s",
-		total, unknown, strings.Join(kinds, ", "), r.Histories, r.Elapsed.Round(time.Millisecond), verdict)
+	var unexplained string
+	if r.Unexplained > 0 {
+		unexplained = fmt.Sprintf("; %d unknown outcomes with the generous deadline, such as %s", r.Unexplained, strings.Join(r.Examples, "; "))
+	}
+	return fmt.Sprintf("linearize: %d operations, %d with unknown outcomes (%s), in %d histories, %v: %s%s",
+		total, unknown, strings.Join(kinds, ", "), r.Histories, r.Elapsed.Round(time.Millisecond), verdict, unexplained)
 }
 
 // Check runs the check and returns what it found, without failing t: Run reports it. The tests

@@ -26,6 +26,12 @@ func (c *checker) check(h *history) {
 		c.res.Ops[o.in.Kind.String()]++
 		if o.out.Res == resUnknown {
 			c.res.Unknown[o.in.Kind.String()]++
+			if o.deadline == 0 && o.violation == "" {
+				c.res.Unexplained++
+				if len(c.res.Examples) < 3 {
+					c.res.Examples = append(c.res.Examples, fmt.Sprintf("%q", o.err))
+				}
+			}
 		}
 	}
 	ops := operations(h.ops)
