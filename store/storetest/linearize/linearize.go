@@ -22,8 +22,10 @@
 // register. An answer is modelled as the store package defines it: nil or a sentinel
 // (ErrNotFound, ErrExists, ErrConditionFailed) is definite, and must be true of some moment
 // between the call and its return; any other error is an unknown outcome, an operation that
-// may have taken effect at any moment after its call, or never (its return is put at the end
-// of the history, and the model accepts it in any state).
+// may have taken effect at any moment after its call, or never: its return is put after the
+// end of the history, an operation of the model after every definite answer, and the
+// operation is linearized before the end where it took effect, or after it, accepting any
+// output, where it took none.
 //
 // The check runs in three phases. In the first, every call has a generous deadline. In the
 // second, half the calls have a deadline short enough to cut them at any point of their course

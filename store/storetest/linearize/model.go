@@ -16,10 +16,16 @@ const (
 	opPatch  // conditioned on the value read last
 	opDelete // conditioned on the value read last
 	numKinds
+	// opEnd is no call: the end of a history, after every definite answer (see closed). The
+	// unknown outcomes linearized after it are those that took no effect.
+	opEnd = numKinds
 )
 
+// ended is the state after opEnd.
+const ended int64 = -1
+
 func (k kind) String() string {
-	return [...]string{"get", "create", "patch", "delete"}[k]
+	return [...]string{"get", "create", "patch", "delete", "end"}[k]
 }
 
 // result is an operation's answer, as the model sees it.
@@ -64,25 +70,26 @@ type info struct {
 // step is the sequential specification of the register: a compare-and-swap register with an
 // absent state, as store.Store promises it for one key (T1, T2).
 func step(state int64, in input, out output) (bool, int64) {
+	if in.Kind == opEnd {
+		return state != ended, ended
+	}
+	if state == ended {
+		// Only the unknown outcomes follow the end: they took no effect.
+		return out.Res == resUnknown, ended
+	}
 	if out.Res == resUnknown {
-		// Linearized here, the operation took effect here: apply it when it could. That it had
-		// no effect at all is the linearization at the end of the history (its return is put
-		// there), where nothing observes it.
+		// Linearized before the end, the operation took effect there: only where it could.
+		// Where it could not, it would change nothing, as it does after the end: leaving that
+		// to the end spares the search as many branches that lead to the same states.
 		switch in.Kind {
 		case opCreate:
-			if state == 0 {
-				return true, in.Val
-			}
+			return state == 0, in.Val
 		case opPatch:
-			if state != 0 && state == in.Cond {
-				return true, in.Val
-			}
+			return state != 0 && state == in.Cond, in.Val
 		case opDelete:
-			if state != 0 && state == in.Cond {
-				return true, 0
-			}
+			return state != 0 && state == in.Cond, 0
 		}
-		return true, state
+		return false, state
 	}
 	switch in.Kind {
 	case opGet:
@@ -125,8 +132,11 @@ var model = porcupine.Model{
 	},
 	DescribeOperation: func(in, out any) string { return describe(in.(input), out.(output)) },
 	DescribeState: func(state any) string {
-		if state.(int64) == 0 {
+		switch state.(int64) {
+		case 0:
 			return "absent"
+		case ended:
+			return "ended"
 		}
 		return fmt.Sprintf("v=%d", state.(int64))
 	},
@@ -161,6 +171,8 @@ func describe(in input, out output) string {
 		op = fmt.Sprintf("patch if v=%d: v=%d", in.Cond, in.Val)
 	case opDelete:
 		op = fmt.Sprintf("delete if v=%d", in.Cond)
+	case opEnd:
+		return "end of the history (the unknown outcomes after it took no effect)"
 	}
 	if in.Kind == opGet && out.Res == resOK {
 		return fmt.Sprintf("%s -> v=%d", op, out.Val)

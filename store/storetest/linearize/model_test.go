@@ -46,18 +46,21 @@ func TestModel(t *testing.T) {
 		ops   []porcupine.Operation
 		legal bool
 	}{
-		"create then get":              {h([5]any{0, 0, 1, create(1), ok}, [5]any{1, 2, 3, get, read(1)}), good},
-		"get misses a create":          {h([5]any{0, 0, 1, create(1), ok}, [5]any{1, 2, 3, get, notFound}), illegal},
-		"concurrent get may miss it":   {h([5]any{0, 0, 5, create(1), ok}, [5]any{1, 2, 3, get, notFound}), good},
-		"exists on an absent key":      {h([5]any{0, 0, 1, create(1), ok}, [5]any{0, 2, 3, del(1), ok}, [5]any{1, 4, 5, create(2), exists}), illegal},
-		"two swaps from one value":     {h([5]any{0, 0, 1, create(1), ok}, [5]any{1, 2, 5, patch(1, 2), ok}, [5]any{2, 2, 5, patch(1, 3), ok}), illegal},
-		"not found is not a mismatch":  {h([5]any{0, 0, 1, patch(1, 2), condFailed}), illegal},
-		"mismatch is not not found":    {h([5]any{0, 0, 1, create(1), ok}, [5]any{0, 2, 3, del(2), notFound}), illegal},
-		"unknown create seen later":    {h([5]any{0, 0, -1, create(1), unknown}, [5]any{1, 2, 3, get, notFound}, [5]any{1, 4, 5, get, read(1)}), good},
-		"unknown create never applied": {h([5]any{0, 0, -1, create(1), unknown}, [5]any{1, 2, 3, get, notFound}, [5]any{1, 4, 5, create(2), ok}), good},
-		"unknown write cannot undo":    {h([5]any{0, 0, -1, del(9), unknown}, [5]any{1, 1, 2, create(1), ok}, [5]any{1, 3, 4, get, notFound}), illegal},
+		"create then get":               {h([5]any{0, 0, 1, create(1), ok}, [5]any{1, 2, 3, get, read(1)}), good},
+		"get misses a create":           {h([5]any{0, 0, 1, create(1), ok}, [5]any{1, 2, 3, get, notFound}), illegal},
+		"concurrent get may miss it":    {h([5]any{0, 0, 5, create(1), ok}, [5]any{1, 2, 3, get, notFound}), good},
+		"exists on an absent key":       {h([5]any{0, 0, 1, create(1), ok}, [5]any{0, 2, 3, del(1), ok}, [5]any{1, 4, 5, create(2), exists}), illegal},
+		"two swaps from one value":      {h([5]any{0, 0, 1, create(1), ok}, [5]any{1, 2, 5, patch(1, 2), ok}, [5]any{2, 2, 5, patch(1, 3), ok}), illegal},
+		"not found is not a mismatch":   {h([5]any{0, 0, 1, patch(1, 2), condFailed}), illegal},
+		"mismatch is not not found":     {h([5]any{0, 0, 1, create(1), ok}, [5]any{0, 2, 3, del(2), notFound}), illegal},
+		"unknown create seen later":     {h([5]any{0, 0, -1, create(1), unknown}, [5]any{1, 2, 3, get, notFound}, [5]any{1, 4, 5, get, read(1)}), good},
+		"unknown create never applied":  {h([5]any{0, 0, -1, create(1), unknown}, [5]any{1, 2, 3, get, notFound}, [5]any{1, 4, 5, create(2), ok}), good},
+		"unknown write cannot undo":     {h([5]any{0, 0, -1, del(9), unknown}, [5]any{1, 1, 2, create(1), ok}, [5]any{1, 3, 4, get, notFound}), illegal},
+		"unknown swap applied late":     {h([5]any{0, 0, 1, create(1), ok}, [5]any{0, 2, -1, patch(1, 2), unknown}, [5]any{1, 3, 4, get, read(1)}, [5]any{1, 5, 6, get, read(2)}), good},
+		"unknown swaps both applied":    {h([5]any{0, 0, 1, create(1), ok}, [5]any{0, 2, -1, patch(1, 2), unknown}, [5]any{1, 2, -1, patch(1, 3), unknown}, [5]any{1, 5, 6, get, read(2)}, [5]any{1, 7, 8, get, read(3)}), illegal},
+		"unknown after the last answer": {h([5]any{0, 0, 1, create(1), ok}, [5]any{1, 9, -1, del(1), unknown}), good},
 	} {
-		if got := porcupine.CheckOperations(model, c.ops); got != c.legal {
+		if got := porcupine.CheckOperations(model, closed(c.ops)); got != c.legal {
 			t.Errorf("%s: linearizable = %v, want %v", name, got, c.legal)
 		}
 	}

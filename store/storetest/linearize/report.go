@@ -41,7 +41,7 @@ func (c *checker) check(h *history) {
 		// unknown outcomes; once the check has failed, the others need not all be decided.
 		timeout = min(timeout, laterTimeout)
 	}
-	res, linfo := porcupine.CheckOperationsVerbose(model, ops, timeout)
+	res, linfo, _ := verify(ops, timeout)
 	switch res {
 	case porcupine.Ok:
 		return
@@ -59,7 +59,7 @@ func (c *checker) check(h *history) {
 		return
 	}
 	small := minimize(ops, time.Now().Add(minimizeBudget))
-	_, sinfo := porcupine.CheckOperationsVerbose(model, small, c.cfg.CheckTimeout)
+	_, sinfo, smallAll := verify(small, c.cfg.CheckTimeout)
 	var files []string
 	dir, keep := c.artifactDir()
 	for _, v := range []struct {
@@ -82,9 +82,41 @@ func (c *checker) check(h *history) {
 	b.WriteString(head + ".\n")
 	fmt.Fprintf(&b, "The smallest illegal history found, %d operations (times from the first call; * marks the operations no partial linearization found could include; \"unknown\" returns are at the end of the history):\n",
 		len(small))
-	b.WriteString(table(small, sinfo))
+	b.WriteString(table(smallAll, sinfo))
 	fmt.Fprintf(&b, "Visualizations (%s): %s", where, strings.Join(files, ", "))
 	c.res.Failures = append(c.res.Failures, b.String())
+}
+
+// verify checks a history with porcupine, closed (see closed), which it returns as well: the
+// operations' indexes in it are those of the linearization info.
+func verify(ops []porcupine.Operation, timeout time.Duration) (porcupine.CheckResult, porcupine.LinearizationInfo, []porcupine.Operation) {
+	all := closed(ops)
+	res, li := porcupine.CheckOperationsVerbose(model, all, timeout)
+	return res, li, all
+}
+
+// closed returns ops with their end: an operation opEnd after every call and every definite
+// answer, and the unknown outcomes returning after it. An unknown outcome is then linearized
+// before the end where it took effect, or after it, where it took none (see step).
+func closed(ops []porcupine.Operation) []porcupine.Operation {
+	var last int64
+	client := 0
+	for _, o := range ops {
+		last = max(last, o.Call)
+		if o.Output.(output).Res != resUnknown {
+			last = max(last, o.Return)
+		}
+		client = max(client, o.ClientId+1)
+	}
+	out := make([]porcupine.Operation, 0, len(ops)+1)
+	for _, o := range ops {
+		if o.Output.(output).Res == resUnknown {
+			o.Return = last + 3
+		}
+		out = append(out, o)
+	}
+	return append(out, porcupine.Operation{ClientId: client, Input: input{Kind: opEnd}, Call: last + 1,
+		Output: output{}, Return: last + 2, Metadata: info{Client: client}})
 }
 
 // operations turns a history into porcupine's operations. An unknown outcome returns at the end
@@ -141,7 +173,7 @@ func minimize(ops []porcupine.Operation, deadline time.Time) []porcupine.Operati
 		if left <= 0 {
 			return false
 		}
-		return porcupine.CheckOperationsTimeout(model, h, min(left, 2*time.Second)) == porcupine.Illegal
+		return porcupine.CheckOperationsTimeout(model, closed(h), min(left, 2*time.Second)) == porcupine.Illegal
 	}
 	// The history cut after its first n calls; n = len(ops) is the whole of it.
 	lo, hi := 1, len(ops)
