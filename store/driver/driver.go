@@ -8,6 +8,13 @@
 // driver therefore checks nothing of that, and returns the store package's sentinels (or its
 // own errors) unwrapped.
 //
+// The store also holds every driver to T7, an answer either definite or unknown: a driver
+// error that holds both a sentinel and the context's error (context.Canceled or
+// DeadlineExceeded) is reported as an unknown outcome, the sentinel no longer reachable with
+// errors.Is. The store cannot tell whether such a sentinel is the server's answer or a guess
+// the interruption made (nats.go's KV Create answers "key exists" when its deadline cuts the
+// read it makes after a failed first write), and an unknown outcome is never false.
+//
 // A backend registers itself with [store.Register], once, from init; see docs/design.md,
 // "Adding a store backend".
 package driver
@@ -59,7 +66,7 @@ func (p *Portable) Get(ctx context.Context, key string) (map[string]any, error) 
 	}
 	doc, err := p.d.Get(ctx, key)
 	if err != nil {
-		return nil, WrapKey("get", key, err)
+		return nil, WrapKey("get", key, definiteOrUnknown(err))
 	}
 	return doc, nil
 }
@@ -70,7 +77,7 @@ func (p *Portable) Create(ctx context.Context, key string, doc map[string]any) e
 	if err != nil {
 		return WrapKey("create", key, err)
 	}
-	return WrapKey("create", key, p.d.Create(ctx, key, n))
+	return WrapKey("create", key, definiteOrUnknown(p.d.Create(ctx, key, n)))
 }
 
 // Patch implements store.Store.
@@ -83,7 +90,7 @@ func (p *Portable) Patch(ctx context.Context, key string, fields map[string]any,
 	if err != nil {
 		return WrapKey("patch", key, err)
 	}
-	return WrapKey("patch", key, p.d.Patch(ctx, key, n, c))
+	return WrapKey("patch", key, definiteOrUnknown(p.d.Patch(ctx, key, n, c)))
 }
 
 // Delete implements store.Store.
@@ -95,7 +102,7 @@ func (p *Portable) Delete(ctx context.Context, key string, cond *store.Condition
 	if err != nil {
 		return WrapKey("delete", key, err)
 	}
-	return WrapKey("delete", key, p.d.Delete(ctx, key, c))
+	return WrapKey("delete", key, definiteOrUnknown(p.d.Delete(ctx, key, c)))
 }
 
 // Close closes the driver when it holds resources.
@@ -173,10 +180,46 @@ func (w *wrapped) Unwrap() []error { return []error{w.sentinel, w.native} }
 
 // ContextError returns err with the context's error joined to it when ctx has ended, so that
 // errors.Is finds context.Canceled or DeadlineExceeded whatever the client library reported
-// for an operation its context interrupted.
+// for an operation its context interrupted. A definite answer (an error holding one of the
+// store's sentinels) is returned as it is: the server gave it before the context ended, or the
+// driver could not have told it, and joined with the context's error it would be both definite
+// and unknown, which T7 forbids.
 func ContextError(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
+	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) && !isDefinite(err) {
 		return fmt.Errorf("%w: %w", cerr, err)
 	}
 	return err
 }
+
+// isDefinite reports whether err holds one of the store's sentinels.
+func isDefinite(err error) bool {
+	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrExists) ||
+		errors.Is(err, store.ErrConditionFailed) || errors.Is(err, store.ErrInvalid)
+}
+
+// definiteOrUnknown returns a driver's error as the store answers it (T7): an error holding a
+// sentinel and the context's error is an unknown outcome, in which the sentinel is no longer
+// found by errors.Is; every other error is returned as it is.
+func definiteOrUnknown(err error) error {
+	if err == nil || !isDefinite(err) {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return &unknownOutcome{ctx: context.Canceled, err: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &unknownOutcome{ctx: context.DeadlineExceeded, err: err}
+	}
+	return err
+}
+
+// unknownOutcome is a driver's answer that held both a sentinel and the context's error. It
+// unwraps to the context's error only; errors.As still finds the driver's own errors in it.
+type unknownOutcome struct {
+	ctx error // context.Canceled or context.DeadlineExceeded
+	err error // the driver's answer
+}
+
+func (u *unknownOutcome) Error() string      { return "outcome unknown: " + u.err.Error() }
+func (u *unknownOutcome) Unwrap() error      { return u.ctx }
+func (u *unknownOutcome) As(target any) bool { return errors.As(u.err, target) }

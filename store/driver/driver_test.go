@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/driver"
@@ -178,5 +179,59 @@ func TestContextError(t *testing.T) {
 	}
 	if err := driver.ContextError(ctx, fmt.Errorf("x: %w", context.Canceled)); strings.Count(err.Error(), "canceled") != 1 {
 		t.Errorf("an error holding the context's: %v", err)
+	}
+}
+
+// TestContextErrorKeepsDefiniteAnswers: a sentinel is the server's answer, or no answer the
+// driver could have had: joining the context's error to it would make it both definite and
+// unknown (T7).
+func TestContextErrorKeepsDefiniteAnswers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), -time.Second)
+	defer cancel()
+	for _, s := range []error{store.ErrNotFound, store.ErrExists, store.ErrConditionFailed, store.ErrInvalid} {
+		answer := driver.Wrap(s, &nativeError{Code: "x"})
+		if err := driver.ContextError(ctx, answer); err != answer {
+			t.Errorf("ContextError(ended, %v) = %v, want the answer itself", answer, err)
+		}
+	}
+}
+
+// TestPortableDefiniteOrUnknown: a driver's answer holding a sentinel and the context's error
+// is an unknown outcome (T7): the context's error, the driver's native error and the key are
+// reachable, the sentinel is not. A sentinel alone, or the context's error alone, is kept.
+func TestPortableDefiniteOrUnknown(t *testing.T) {
+	native := &nativeError{Code: "40001"}
+	for _, c := range []struct {
+		name     string
+		err      error
+		sentinel error // still found, or nil
+		ctx      error // found, or nil
+	}{
+		{"deadline joined", fmt.Errorf("%w: %w", context.DeadlineExceeded, driver.Wrap(store.ErrNotFound, native)), nil, context.DeadlineExceeded},
+		{"cancel joined", errors.Join(driver.Wrap(store.ErrExists, native), context.Canceled), nil, context.Canceled},
+		{"condition failed, wrapped deeper", fmt.Errorf("retry: %w", fmt.Errorf("%w: %w", store.ErrConditionFailed, fmt.Errorf("%w (native %w)", context.DeadlineExceeded, native))), nil, context.DeadlineExceeded},
+		{"sentinel alone", driver.Wrap(store.ErrNotFound, native), store.ErrNotFound, nil},
+		{"deadline alone", fmt.Errorf("%w: %w", context.DeadlineExceeded, native), nil, context.DeadlineExceeded},
+	} {
+		r := &recorder{err: c.err}
+		for op, do := range ops(driver.New(r), t.Context(), "k", map[string]any{"a": 1}, &store.Condition{Field: "a", Value: 1}) {
+			err := do()
+			var ke *store.KeyError
+			var ne *nativeError
+			if !errors.As(err, &ke) || ke.Op != op || ke.Key != "k" || !errors.As(err, &ne) || ne != native {
+				t.Errorf("%s, %s: %v: the key or the native error is lost", c.name, op, err)
+			}
+			for _, s := range []error{store.ErrNotFound, store.ErrExists, store.ErrConditionFailed} {
+				if got := errors.Is(err, s); got != (s == c.sentinel) {
+					t.Errorf("%s, %s: %v: errors.Is(%v) = %v", c.name, op, err, s, got)
+				}
+			}
+			if c.ctx != nil && !errors.Is(err, c.ctx) {
+				t.Errorf("%s, %s: %v: errors.Is(%v) = false", c.name, op, err, c.ctx)
+			}
+			if c.sentinel == nil && c.ctx != nil && errors.Is(c.err, store.ErrNotFound) && !strings.Contains(err.Error(), "outcome unknown") {
+				t.Errorf("%s, %s: %q does not say the outcome is unknown", c.name, op, err)
+			}
+		}
 	}
 }

@@ -110,9 +110,16 @@ func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
 	return doc, s.explain(ctx, err)
 }
 
+// get is a locking read (LOCK IN SHARE MODE), which reads the row's latest committed version
+// after waiting for its writer, like the INSERT, UPDATE and DELETE statements do. A plain read
+// reads a snapshot, which can miss for a moment a row whose INSERT other statements already
+// take for committed, such as the INSERT that just answered a duplicate key (see the package
+// documentation): a Get after a Create's ErrExists would then find no document.
 func (s *backend) get(ctx context.Context, key string) (map[string]any, error) {
 	var raw []byte
-	err := s.db.QueryRowContext(ctx, `SELECT doc FROM `+s.quoted()+` WHERE id = ?`, key).Scan(&raw)
+	err := retry(ctx, func() error {
+		return s.db.QueryRowContext(ctx, `SELECT doc FROM `+s.quoted()+` WHERE id = ? LOCK IN SHARE MODE`, key).Scan(&raw)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -123,9 +130,12 @@ func (s *backend) get(ctx context.Context, key string) (map[string]any, error) {
 }
 
 // Create is an INSERT: a duplicate key (error 1062) is ErrExists, so it never overwrites, and
-// of concurrent creators exactly one inserts a row.
+// of concurrent creators exactly one inserts a row. A deadlock's victim runs again (see retry).
 func (s *backend) Create(ctx context.Context, key string, doc map[string]any) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO `+s.quoted()+` (id, doc) VALUES (?, ?)`, key, string(encodeJSON(doc)))
+	err := retry(ctx, func() error {
+		_, err := s.db.ExecContext(ctx, `INSERT INTO `+s.quoted()+` (id, doc) VALUES (?, ?)`, key, string(encodeJSON(doc)))
+		return err
+	})
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == 1062 {
 		return driver.Wrap(store.ErrExists, err)
@@ -182,7 +192,15 @@ func (s *backend) condition(cond *driver.Condition) (string, []any) {
 // when the statement changes no row.
 func (s *backend) write(ctx context.Context, key string, cond *driver.Condition, stmt string, args []any) error {
 	return driver.WriteOrExplain(cond,
-		func() (int64, error) { return driver.RowsAffected(s.db.ExecContext(ctx, stmt, args...)) },
+		func() (int64, error) {
+			var n int64
+			err := retry(ctx, func() error {
+				var err error
+				n, err = driver.RowsAffected(s.db.ExecContext(ctx, stmt, args...))
+				return err
+			})
+			return n, err
+		},
 		func() (map[string]any, error) { return s.get(ctx, key) },
 		func(err error) error { return s.explain(ctx, err) })
 }

@@ -1,11 +1,18 @@
 // Package nats is a [store.Store] on a NATS JetStream key-value bucket: each document is a JSON
 // object stored as the value of a key.
 //
-// Create is the bucket's Create (which fails when the key exists). A conditional Patch or Delete
-// reads the entry, checks the condition in Go (JSON values: 1 == 1.0, "1" != 1, a missing field
-// never matches) and writes with Update (or Delete) on the entry's revision; when another writer
-// changed the key in between, it reads again and retries while the condition still holds, until
-// the context ends. A key whose value is not a JSON object is an error naming the key
+// Create writes on the key's revision: none for a key that never held a value, the delete
+// marker's for one that was deleted (it reads the key's last message from the bucket's stream,
+// KV_<bucket>, to tell a marker from a value); a key that holds a value is ErrExists. It does
+// not use the bucket's own Create, which answers "key exists" for a deleted key when its
+// context ends while it reads the marker: here that is an unknown outcome, the context's error
+// (T7 of docs/design.md: an answer is definite or unknown, never both). When another writer
+// changed the key in between, Create reads it again, until its context ends.
+//
+// A conditional Patch or Delete reads the entry, checks the condition in Go (JSON values:
+// 1 == 1.0, "1" != 1, a missing field never matches) and writes with Update (or Delete) on the
+// entry's revision; when another writer changed the key in between, it reads again and retries
+// while the condition still holds, until the context ends. A key whose value is not a JSON object is an error naming the key
 // ([ErrNotJSON]); it is never overwritten or deleted.
 //
 // # Keys

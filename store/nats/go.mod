@@ -4,11 +4,13 @@ go 1.25.0
 
 require (
 	github.com/leasehold/leasehold v0.1.0
+	github.com/leasehold/leasehold/store/storetest/linearize v0.1.0
 	github.com/nats-io/nats-server/v2 v2.14.5
 	github.com/nats-io/nats.go v1.53.1
 )
 
 require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.7.2-default-no-op // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/klauspost/compress v1.19.2 // indirect

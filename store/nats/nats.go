@@ -44,9 +44,10 @@ type Store struct {
 
 // backend is the driver.Driver behind Store.
 type backend struct {
-	conn *natsgo.Conn
-	js   jetstream.JetStream
-	kv   jetstream.KeyValue
+	conn   *natsgo.Conn
+	js     jetstream.JetStream
+	kv     jetstream.KeyValue
+	stream jetstream.Stream // the bucket's, for the last message of a key, delete markers included
 }
 
 // Open connects to the NATS server named by rawURL (see the package documentation for its
@@ -120,6 +121,9 @@ func (s *backend) openBucket(ctx context.Context, cfg *config) error {
 		return fmt.Errorf("store/nats: bucket %q: %w", name, err)
 	}
 	s.kv = kv
+	if s.stream, err = js.Stream(ctx, "KV_"+name); err != nil {
+		return fmt.Errorf("store/nats: the stream of bucket %q: %w", name, err)
+	}
 	return nil
 }
 
@@ -143,16 +147,43 @@ func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
 	return decode(e.Value())
 }
 
+// Create writes the document on the key's revision: none when the key has no message, the
+// delete marker's when it was deleted. nats.go's KV Create does the same, but when its read of
+// the marker fails (its deadline cuts it) it answers the first write's conflict as "key
+// exists", for a key that does not exist: here that read's failure is the answer, an unknown
+// outcome (T7). When the key changed in between, the write conflicts and the key is read
+// again, until the context ends.
 func (s *backend) Create(ctx context.Context, key string, doc map[string]any) error {
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
-	_, err = s.kv.Create(ctx, EncodeKey(key), b)
-	if isConflict(err) {
-		return driver.Wrap(store.ErrExists, err)
+	k := EncodeKey(key)
+	var rev uint64
+	for {
+		_, werr := s.kv.Update(ctx, k, b, rev)
+		if !isConflict(werr) {
+			return connErr(werr)
+		}
+		m, err := s.stream.GetLastMsgForSubject(ctx, "$KV."+s.kv.Bucket()+"."+k)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			rev = 0 // purged meanwhile
+		case err != nil:
+			return connErr(err)
+		case !deleted(m.Header):
+			return driver.Wrap(store.ErrExists, fmt.Errorf("store/nats: key %s holds revision %d: %w", k, m.Sequence, werr))
+		default:
+			rev = m.Sequence
+		}
 	}
-	return connErr(err)
+}
+
+// deleted reports whether a key's message (its headers) is a delete marker, as nats.go's KV
+// tells one: a KV-Operation header (DEL or PURGE), or a marker the server put there
+// (Nats-Marker-Reason: the message aged out, was purged or removed).
+func deleted(h natsgo.Header) bool {
+	return h.Get("KV-Operation") != "" || h.Get(jetstream.MarkerReasonHeader) != ""
 }
 
 func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, cond *driver.Condition) error {

@@ -5,9 +5,11 @@ go 1.25.0
 require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/leasehold/leasehold v0.1.0
+	github.com/leasehold/leasehold/store/storetest/linearize v0.1.0
 )
 
 require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect

@@ -4,10 +4,12 @@ go 1.25.0
 
 require (
 	github.com/leasehold/leasehold v0.1.0
+	github.com/leasehold/leasehold/store/storetest/linearize v0.1.0
 	modernc.org/sqlite v1.59.0
 )
 
 require (
+	github.com/anishathalye/porcupine v1.3.1 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect

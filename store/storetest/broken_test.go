@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/driver"
@@ -47,6 +48,20 @@ func (b *broken) bare(err error) error {
 	return err
 }
 
+// late is the defect JoinsContextError: an answer that comes after the call's deadline is
+// joined with the context's error, as driver.ContextError once made it (T7 forbids it).
+func (b *broken) late(ctx context.Context, err error) error {
+	dl, ok := ctx.Deadline()
+	if b.defect != "JoinsContextError" || !ok || err == nil {
+		return err
+	}
+	time.Sleep(time.Until(dl))
+	if errors.Is(err, ctx.Err()) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ctx.Err(), err)
+}
+
 func (b *broken) forget(key string) {
 	b.mu.Lock()
 	delete(b.refs, key)
@@ -69,7 +84,7 @@ func (b *broken) Get(ctx context.Context, key string) (map[string]any, error) {
 		b.refs[key] = doc
 		b.mu.Unlock()
 	}
-	return doc, b.bare(err)
+	return doc, b.late(ctx, b.bare(err))
 }
 
 func (b *broken) Create(ctx context.Context, key string, doc map[string]any) error {
@@ -92,7 +107,7 @@ func (b *broken) Create(ctx context.Context, key string, doc map[string]any) err
 		b.refs[key] = doc
 		b.mu.Unlock()
 	}
-	return b.bare(err)
+	return b.late(ctx, b.bare(err))
 }
 
 // holdsLoosely is the condition check of the defects that replace the store's own.
@@ -143,7 +158,7 @@ func (b *broken) Patch(ctx context.Context, key string, fields map[string]any, c
 		return err
 	}
 	if err := b.Store.Patch(b.ctx(ctx), key, fields, cond); err != nil {
-		return b.bare(err)
+		return b.late(ctx, b.bare(err))
 	}
 	if b.defect == "NullRemovesField" { // as JSON merge patch does
 		doc, _ := b.Store.Get(ctx, key)
@@ -165,5 +180,5 @@ func (b *broken) Delete(ctx context.Context, key string, cond *store.Condition) 
 	if err != nil {
 		return driver.WrapKey("delete", key, store.ErrConditionFailed)
 	}
-	return b.bare(b.Store.Delete(b.ctx(ctx), key, cond))
+	return b.late(ctx, b.bare(b.Store.Delete(b.ctx(ctx), key, cond)))
 }

@@ -43,6 +43,9 @@
 //     not encode to JSON (a channel, NaN, ±Inf) return ErrInvalid and change nothing.
 //   - Context: a cancelled or expired context makes every operation fail with an error that
 //     errors.Is finds context.Canceled (or context.DeadlineExceeded) in, and changes nothing.
+//   - T7/DefiniteOrUnknown: calls that can only fail, cut short by deadlines of 20µs to 3ms,
+//     answer either a definite failure (the right sentinel) or an unknown outcome, never an
+//     error holding both a sentinel and the context's error; they change nothing.
 //   - T1/ConcurrentCreate, T2/ConcurrentPatch, T2/ConcurrentDelete: of 16 goroutines racing on
 //     one key with the same precondition (creates; conditional patches; conditional deletes
 //     mixed with conditional patches), exactly one wins and its write is the one stored.
@@ -55,6 +58,10 @@
 // networked store makes likely and a fast in-process one does not.
 //
 // A failure message names the rule, the operation and the key.
+//
+// Linearizability under concurrent writers and calls cut short, which needs a checker from
+// outside the standard library, is checked by the module store/storetest/linearize; every
+// store runs both.
 package storetest
 
 import (
@@ -85,6 +92,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Delete", s.delete)
 	t.Run("Invalid", s.invalid)
 	t.Run("Context", s.context)
+	t.Run("T7/DefiniteOrUnknown", s.run(definiteOrUnknown))
 	t.Run("T1/ConcurrentCreate", s.run(testConcurrentCreate))
 	t.Run("T2/ConcurrentPatch", s.run(testConcurrentPatch))
 	t.Run("T2/ConcurrentDelete", s.run(testConcurrentDelete))

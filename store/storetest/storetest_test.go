@@ -29,6 +29,7 @@ var defects = map[string][]string{
 	"NullRemovesField":    {"Patch/NullIsAValue"},
 	"KeysCaseInsensitive": {"Keys/Distinct"},
 	"AcceptsUnencodable":  {"Invalid/Unencodable/NaN", "Invalid/Unencodable/channel"},
+	"JoinsContextError":   {"T7/DefiniteOrUnknown"},
 }
 
 // TestBroken runs the suite on a broken store; only TestSuiteCatchesDefects runs it, in a child

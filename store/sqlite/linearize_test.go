@@ -1,0 +1,24 @@
+package sqlite
+
+import (
+	"testing"
+
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest/linearize"
+)
+
+// TestLinearizable: one key of the file as a compare-and-swap register, with 8 clients, each a
+// Store of its own on the file (as processes would open it), and calls cut short by their
+// deadlines (T1, T2, T7); see store/storetest/linearize.
+func TestLinearizable(t *testing.T) {
+	t.Parallel()
+	raw := fileURL(t, "")
+	linearize.Run(t, func(t *testing.T) store.Store {
+		s, err := Open(t.Context(), raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
