@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -151,7 +152,14 @@ func (s *rsim) collect(now time.Time) {
 
 	// Leaderships of different instances never overlap (E2, E5, E6), and terms grow when the
 	// holder changes (W8).
-	slices.SortFunc(opened, func(a, b *leadSpan) int { return a.start.Compare(b.start) })
+	// Two leaderships may start at one fake instant (one ends at its deadline as the next
+	// begins): the lower term came first.
+	slices.SortFunc(opened, func(a, b *leadSpan) int {
+		if c := a.start.Compare(b.start); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.term, b.term)
+	})
 	for _, sp := range opened {
 		for _, o := range s.spans {
 			if o.n != sp.n && spanOverlap(o.start, o.end, o.closed, sp.start, sp.end, sp.closed) {
