@@ -80,7 +80,7 @@ var (
 // KeyError wraps an operation's error with the key it concerns. errors.Is and errors.As see
 // through it to the sentinel and to a backend's native error.
 type KeyError struct {
-	Op  string // "get", "create", "patch" or "delete"
+	Op  string // "get", "create", "patch", "delete" or "watch"
 	Key string
 	Err error
 }

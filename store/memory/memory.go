@@ -58,8 +58,9 @@ func New() *Store { return &Store{driver.New(&backend{docs: map[string]map[strin
 
 // backend is the driver.Driver behind Store.
 type backend struct {
-	mu   sync.Mutex
-	docs map[string]map[string]any
+	mu       sync.Mutex
+	docs     map[string]map[string]any
+	watchers map[string]map[chan struct{}]struct{} // by key: the wake channels of its watches
 }
 
 func (s *backend) Get(_ context.Context, key string) (map[string]any, error) {
@@ -79,6 +80,7 @@ func (s *backend) Create(_ context.Context, key string, doc map[string]any) erro
 		return store.ErrExists
 	}
 	s.docs[key] = doc
+	s.notify(key)
 	return nil
 }
 
@@ -93,6 +95,7 @@ func (s *backend) Patch(_ context.Context, key string, fields map[string]any, co
 	for k, v := range fields {
 		doc[k] = v
 	}
+	s.notify(key)
 	return nil
 }
 
@@ -103,5 +106,6 @@ func (s *backend) Delete(_ context.Context, key string, cond *driver.Condition) 
 		return err
 	}
 	delete(s.docs, key)
+	s.notify(key)
 	return nil
 }

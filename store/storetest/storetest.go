@@ -52,6 +52,12 @@
 //     T2/LostUpdate: rounds of 16 read-then-conditional-patch increments lose no update and
 //     apply none twice; in every other round all racers read before any writes, so exactly one
 //     may win.
+//   - T8/Watch: a store that cannot watch answers ErrWatchUnsupported at once; one that can
+//     first delivers the key's state (missing or its document), then the states written after
+//     it, in order, ending with the last (states skipped or repeated allowed, never older after
+//     newer); writes to other keys deliver nothing of theirs; two watches of one key both see
+//     a write; a cancelled watch returns the context's error in a *store.KeyError and calls
+//     nothing after.
 //
 // The races catch a store that ignores conditions whatever the scheduling; a store that checks
 // a condition apart from its write is caught only when the racers interleave, which a
@@ -97,6 +103,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("T2/ConcurrentPatch", s.run(testConcurrentPatch))
 	t.Run("T2/ConcurrentDelete", s.run(testConcurrentDelete))
 	t.Run("T2/LostUpdate", s.run(testLostUpdate))
+	t.Run("T8/Watch", s.watch)
 }
 
 type suite struct {

@@ -1,0 +1,48 @@
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// Watcher is implemented by a Store that can tell when a document changes (T8 of
+// docs/design.md). Stores built on package store/driver implement it always; those whose
+// backend cannot notify return ErrWatchUnsupported at once.
+//
+// Watch is a hint, never an answer: a caller that must know a document's state reads it. The
+// Elector uses a watch only to act sooner and to ask less, and polls when the watch is down,
+// silent or unsupported.
+type Watcher interface {
+	// Watch calls fn with the state of the document under key: once the watch is established
+	// (the document as it is then, or Found false), then after changes to it, until ctx ends or
+	// the watch fails. Every write made after the first call's state is followed by a call
+	// with that write's state or a later one. Calls are made one at a time, on Watch's
+	// goroutine, in the order of the store's writes: a call never delivers a state older than
+	// the one before it. States may be skipped when writes follow each other closely (fn sees
+	// the later one), and a call may repeat the state of the one before it.
+	//
+	// fn must return quickly: the watch waits for it. The Doc it is given is its own.
+	//
+	// Watch returns an error, never nil: one wrapping ctx's error when ctx ended, or the
+	// failure that ended the watch (a lost connection, a closed store), or
+	// ErrWatchUnsupported. The caller may watch again.
+	Watch(ctx context.Context, key string, fn func(Change)) error
+}
+
+// Change is the state of a watched document.
+type Change struct {
+	Found bool           // whether a document exists under the key
+	Doc   map[string]any // the document, in normalized form; nil when Found is false
+}
+
+// ErrWatchUnsupported means the store's backend cannot notify changes; a caller polls instead.
+var ErrWatchUnsupported = errors.New("store: watch not supported")
+
+// Watch watches key in s when s implements Watcher, and returns an error wrapping
+// ErrWatchUnsupported otherwise.
+func Watch(ctx context.Context, s Store, key string, fn func(Change)) error {
+	if w, ok := s.(Watcher); ok {
+		return w.Watch(ctx, key, fn)
+	}
+	return &KeyError{Op: "watch", Key: key, Err: ErrWatchUnsupported}
+}
