@@ -114,7 +114,7 @@ func TestTLS(t *testing.T) {
 	if err := os.WriteFile(wrongPW, []byte("not-the-pw-4411\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	full := []string{"ca", c.CA, "cert", c.ClientCert, "key", c.ClientKey, "prefix", "tls-test/", "dial_timeout", "3s"}
+	full := []string{"ca", c.CA, "cert", c.ClientCert, "key", c.ClientKey, "prefix", "tls-test/", "dial_timeout", "20s"}
 
 	for _, raw := range []string{
 		srv.url("root", append(full, "password_file", pwFile)...),

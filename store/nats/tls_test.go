@@ -122,7 +122,7 @@ func (s *tlsNATS) url(user string, kv ...string) string {
 			u.User = url.UserPassword(name, pw)
 		}
 	}
-	q := url.Values{"storage": {"memory"}, "dial_timeout": {"3s"}}
+	q := url.Values{"storage": {"memory"}, "dial_timeout": {"10s"}}
 	for i := 0; i+1 < len(kv); i += 2 {
 		q.Set(kv[i], kv[i+1])
 	}

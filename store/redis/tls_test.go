@@ -95,7 +95,7 @@ func (s *tlsRedis) url(scheme, user string, kv ...string) string {
 			u.User = url.UserPassword(name, pw)
 		}
 	}
-	q := url.Values{"dial_timeout": {"3s"}, "max_retries": {"0"}}
+	q := url.Values{"dial_timeout": {"10s"}, "max_retries": {"0"}}
 	for i := 0; i+1 < len(kv); i += 2 {
 		q.Set(kv[i], kv[i+1])
 	}
