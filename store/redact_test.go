@@ -22,6 +22,8 @@ func TestRedact(t *testing.T) {
 		{"user:s3cret@host/db", "user:xxxxx@host/db"},
 		// A NATS token travels as a user without a password.
 		{"nats://s3cretToken@host:4222", "nats://xxxxx@host:4222"},
+		// The path of a file holding a secret is not a secret: errors name it.
+		{"redis://host:6379/0?password_file=%2Frun%2Fpw&token_file=%2Frun%2Ft", "redis://host:6379/0?password_file=%2Frun%2Fpw&token_file=%2Frun%2Ft"},
 	} {
 		t.Run(c.url, func(t *testing.T) {
 			u, err := url.Parse(c.url)

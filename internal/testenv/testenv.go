@@ -51,3 +51,31 @@ func (s Server) URL(t testing.TB) string {
 	}
 	return url
 }
+
+// Binary returns path, the server program a test starts itself (nats-server, redis-server,
+// mariadbd), or skips the test naming it when it is not there, and fails it instead when
+// Required.
+func Binary(t testing.TB, name, path string) string {
+	t.Helper()
+	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		msg := name + " is not installed at " + path + "; install it with scripts/services"
+		if err != nil {
+			msg += " (" + err.Error() + ")"
+		}
+		if Required() {
+			t.Fatal(msg + " [LEASEHOLD_REQUIRE_SERVERS=1]")
+		}
+		t.Skip(msg)
+	}
+	return path
+}
+
+// Unavailable skips the test with why, or fails it when Required: for a server that is
+// installed but cannot serve what the test needs (a build without TLS, say).
+func Unavailable(t testing.TB, why string) {
+	t.Helper()
+	if Required() {
+		t.Fatal(why + " [LEASEHOLD_REQUIRE_SERVERS=1]")
+	}
+	t.Skip(why)
+}

@@ -18,13 +18,23 @@
 //   - dial_timeout: bound on connecting, and on Open's first request when its context has no
 //     deadline (Go duration, default "5s").
 //   - keepalive: interval of gRPC keepalive pings, which detect a dead connection (Go duration,
-//     default "10s"; "0" disables them). A ping unanswered for keepalive_timeout (default "3s")
-//     closes the connection.
+//     default "10s", at least "10s"; "0" disables them). A ping unanswered for
+//     keepalive_timeout (default "3s") closes the connection, failing the calls in flight on it.
+//     Pings are sent only while a call is in flight: etcd servers close a connection pinged
+//     while idle (GOAWAY "too_many_pings").
 //   - tls: "true" to connect with TLS, verifying the servers against the system's roots.
+//   - ca, cert, key, servername: TLS with a private authority (ca, a PEM file), a client
+//     certificate (cert and key, PEM files, for a server started with --client-cert-auth), and
+//     the name the servers' certificates must hold when it is not the host of the URL; any of
+//     them implies tls=true. There is no way to skip the verification of the server.
+//   - password_file: a file holding the password of the URL's user, instead of the URL.
 //
-// A user name and password in the URL are sent to etcd's authentication; they never appear in
-// an error returned by this package, and the client's logs are discarded. Every operation
-// honours its context's deadline, so a cut connection fails by the deadline.
+// A user name and password are sent to etcd's authentication; they never appear in an error
+// returned by this package, and the client's logs are discarded; gRPC's own log lines go to
+// log/slog (errors at warning level, the rest at debug level). Every operation honours its
+// context's deadline, so a cut connection fails by the deadline.
+//
+//	etcd://leasehold@etcd-1:2379,etcd-2:2379?ca=/etc/leasehold/ca.pem&cert=/etc/leasehold/client.pem&key=/etc/leasehold/client-key.pem&password_file=/run/secrets/etcd-password
 //
 // Importing the package registers the etcd URL scheme with [store.Register], and with it the
 // service type Webda/EtcdStore, whose parameters are url and prefix (when given, it replaces

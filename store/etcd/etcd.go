@@ -71,7 +71,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	}
 	c, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("store/etcd: connect to %s: %w", strings.Join(cfg.Endpoints, ","), store.RedactError(err, u))
+		return nil, fmt.Errorf("store/etcd: connect to %s: %w", strings.Join(cfg.Endpoints, ","), store.RedactError(explainTLS(ctx, cfg, err), u))
 	}
 	pctx := ctx
 	if _, ok := ctx.Deadline(); !ok && cfg.DialTimeout > 0 {
@@ -82,7 +82,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	// The client connects lazily: a first request tells an unreachable cluster at once.
 	if _, err := c.Get(pctx, prefix, clientv3.WithCountOnly(), clientv3.WithLimit(1)); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("store/etcd: no answer from %s: %w", strings.Join(cfg.Endpoints, ","), store.RedactError(err, u))
+		return nil, fmt.Errorf("store/etcd: no answer from %s: %w", strings.Join(cfg.Endpoints, ","), store.RedactError(explainTLS(ctx, cfg, err), u))
 	}
 	b := &backend{client: c, prefix: prefix}
 	return &Store{Portable: driver.New(b), b: b}, nil

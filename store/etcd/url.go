@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -20,7 +19,7 @@ import (
 // DefaultPrefix is the key prefix used when the URL has no prefix parameter.
 const DefaultPrefix = "leasehold/"
 
-var knownParams = []string{"prefix", "dial_timeout", "keepalive", "keepalive_timeout", "tls"}
+var knownParams = append([]string{"prefix", "dial_timeout", "keepalive", "keepalive_timeout", driver.PasswordFileParam}, driver.TLSParams...)
 
 // parseConfig turns a store URL into a client configuration and the key prefix. Its errors
 // never hold the URL's password.
@@ -42,15 +41,13 @@ func parseConfig(u *url.URL) (clientv3.Config, string, error) {
 		}
 	}
 	prefix := driver.TakeParam(q, "prefix", DefaultPrefix)
-	useTLS := false
-	if v := q.Get("tls"); v != "" {
-		switch strings.ToLower(v) {
-		case "true", "1":
-			useTLS = true
-		case "false", "0":
-		default:
-			return cfg, "", fmt.Errorf("store/etcd: URL parameter \"tls\": %q is not true or false", v)
-		}
+	tlsConfig, err := driver.TakeTLS(q)
+	if err != nil {
+		return cfg, "", fmt.Errorf("store/etcd: %w", err)
+	}
+	password, hasPassword, err := driver.TakePassword(u, q, true)
+	if err != nil {
+		return cfg, "", fmt.Errorf("store/etcd: %w", err)
 	}
 	durations := map[string]*time.Duration{
 		"dial_timeout":      &cfg.DialTimeout,
@@ -69,10 +66,15 @@ func parseConfig(u *url.URL) (clientv3.Config, string, error) {
 			*d = x
 		}
 	}
+	if err := checkKeepalive(cfg.DialKeepAliveTime); err != nil {
+		return cfg, "", err
+	}
 	scheme := "http://"
-	if useTLS {
+	if tlsConfig != nil {
 		scheme = "https://"
-		cfg.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		cfg.TLS = tlsConfig
+		// gRPC verifies the name of the endpoint it dials, whatever ServerName says.
+		driver.VerifyServerNameItself(cfg.TLS)
 	}
 	for _, h := range strings.Split(u.Host, ",") {
 		if h == "" {
@@ -82,13 +84,14 @@ func parseConfig(u *url.URL) (clientv3.Config, string, error) {
 	}
 	if u.User != nil {
 		cfg.Username = u.User.Username()
-		cfg.Password, _ = u.User.Password()
+	}
+	if hasPassword {
+		cfg.Password = password
 	}
 	// The client logs endpoints and errors; the store returns the errors instead.
 	cfg.Logger = zap.NewNop()
-	// Keepalive pings also while no call is pending, so a dead connection is found before the
-	// next lease renewal needs it.
-	cfg.PermitWithoutStream = true
+	// Keepalive pings only while a call is pending (see keepalive.go).
+	cfg.PermitWithoutStream = false
 	// gRPC's default reconnection backoff grows to two minutes: after a long partition, a lease
 	// holder would stay away from a healed cluster for that long.
 	cfg.DialOptions = []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{

@@ -61,6 +61,10 @@ func parseURL(u *url.URL) (*config, error) {
 		}
 	}
 	socket := q.Get("socket")
+	sec, err := takeSecurity(u, q)
+	if err != nil {
+		return nil, err
+	}
 	for _, k := range []string{"table", "max_open_conns", "max_idle_conns", "conn_max_lifetime", "conn_max_idle_time", "socket"} {
 		q.Del(k)
 	}
@@ -78,7 +82,12 @@ func parseURL(u *url.URL) (*config, error) {
 	}
 	if u.User != nil {
 		cfg.User = u.User.Username()
-		cfg.Passwd, _ = u.User.Password()
+	}
+	if sec.hasPassword {
+		cfg.Passwd = sec.password
+	}
+	if sec.tls != nil {
+		cfg.TLS, cfg.TLSConfig = sec.tls, ""
 	}
 	if socket != "" {
 		cfg.Net, cfg.Addr = "unix", socket

@@ -19,9 +19,19 @@
 //     SetMaxOpenConns, SetMaxIdleConns); default 8 and 8.
 //   - conn_max_lifetime, conn_max_idle_time: Go durations ("5m"); default 30m and 5m.
 //   - socket: a Unix socket path, used instead of the URL's host.
+//   - tls, ca, cert, key, servername: TLS with a private authority (ca, a PEM file), a client
+//     certificate (cert and key, PEM files, for a user created with REQUIRE X509), and the name
+//     the server's certificate must hold when it is not the host of the URL; any of them implies
+//     tls=true, which verifies the server's certificate for the URL's host. The driver's other
+//     tls values (skip-verify, preferred) still go to it, without these parameters.
+//   - password_file: a file holding the password of the URL's user, instead of the URL.
+//
+// A user with a client certificate and a password kept in a file:
+//
+//	mysql://leasehold@db:3306/app?ca=/etc/leasehold/ca.pem&cert=/etc/leasehold/client.pem&key=/etc/leasehold/client-key.pem&password_file=/run/secrets/db-password
 //
 // Every other parameter goes to the driver as in its DSN (timeout, readTimeout, writeTimeout,
-// tls, charset, collation, loc, ...); see github.com/go-sql-driver/mysql. The store sets
+// charset, collation, loc, ...); see github.com/go-sql-driver/mysql. The store sets
 // timeout (the dial timeout) to 10s unless given, interpolateParams to true unless given (the
 // statement then travels in one round trip, instead of a prepare, an execute and a close), and
 // clientFoundRows to true always (an UPDATE must count the rows it matched, not only those it

@@ -66,7 +66,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	s := &backend{db: db, table: c.table}
 	if err := s.setup(ctx); err != nil {
 		db.Close()
-		return nil, err
+		return nil, driver.ExplainTLS(err)
 	}
 	return &Store{Portable: driver.New(s), b: s}, nil
 }

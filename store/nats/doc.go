@@ -41,6 +41,20 @@
 //   - reconnect_wait: pause between attempts to reconnect to a server (Go duration, default
 //     "1s").
 //   - tls: "true" to require TLS.
+//   - ca, cert, key, servername: TLS with a private authority (ca, a PEM file), a client
+//     certificate (cert and key, PEM files, for a server whose tls block has verify: true), and
+//     the name the server's certificate must hold when it is not the host of the URL; any of
+//     them implies tls=true. There is no way to skip the verification of the server.
+//   - creds: a credentials file (a user JWT and its nkey, as nsc writes it), for a server in
+//     operator mode.
+//   - nkey: a file holding a user's private nkey (the line starting with SU that `nk -gen user`
+//     prints), for a server whose users are nkeys.
+//   - token_file: a file holding the server's authorization token.
+//   - password_file: a file holding the password of the URL's user (nats://user@host).
+//
+// One kind of credentials at most: the URL's user information, creds, nkey or token_file. The
+// files are read when the store opens (creds and nkey again at each connection); their content
+// never appears in an error.
 //
 // The client reconnects for ever, and does not buffer writes while disconnected: a write made
 // during a disconnection fails at once instead of landing later, after its caller gave up. Every

@@ -77,7 +77,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	}
 	conn, err := natsgo.Connect(cfg.servers, cfg.options...)
 	if err != nil {
-		return nil, fmt.Errorf("store/nats: connect to %s: %w", cfg.addrs, scrub(err, u))
+		return nil, fmt.Errorf("store/nats: connect to %s: %w", cfg.addrs, scrub(driver.ExplainTLS(err), u))
 	}
 	s := &backend{conn: conn}
 	if err := s.openBucket(ctx, cfg); err != nil {

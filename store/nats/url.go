@@ -1,7 +1,6 @@
 package nats
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/url"
@@ -19,7 +18,7 @@ import (
 // DefaultBucket is the bucket used when the URL has no bucket parameter.
 const DefaultBucket = "leasehold"
 
-var knownParams = []string{"bucket", "create_bucket", "replicas", "storage", "dial_timeout", "ping_interval", "reconnect_wait", "tls"}
+var knownParams = append([]string{"bucket", "create_bucket", "replicas", "storage", "dial_timeout", "ping_interval", "reconnect_wait"}, securityParams...)
 
 // config is what a store URL says.
 type config struct {
@@ -62,7 +61,7 @@ func parseConfig(u *url.URL) (*config, error) {
 	if c.create, err = boolParam(q, "create_bucket", true); err != nil {
 		return nil, err
 	}
-	useTLS, err := boolParam(q, "tls", false)
+	user, security, err := securityOptions(u, q)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +96,7 @@ func parseConfig(u *url.URL) (*config, error) {
 		if h == "" {
 			return nil, fmt.Errorf("store/nats: empty server address in %q", u.Host)
 		}
-		s := url.URL{Scheme: "nats", User: u.User, Host: h}
+		s := url.URL{Scheme: "nats", User: user, Host: h}
 		servers = append(servers, s.String())
 	}
 	c.servers = strings.Join(servers, ",")
@@ -114,9 +113,7 @@ func parseConfig(u *url.URL) (*config, error) {
 		// subscriptions, and reports its errors to its callers.
 		natsgo.ErrorHandler(func(*natsgo.Conn, *natsgo.Subscription, error) {}),
 	}
-	if useTLS {
-		c.options = append(c.options, natsgo.Secure(&tls.Config{MinVersion: tls.VersionTLS12}))
-	}
+	c.options = append(c.options, security...)
 	return c, nil
 }
 

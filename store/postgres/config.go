@@ -40,6 +40,14 @@ func parseURL(u *url.URL) (*pgxpool.Config, string, error) {
 		password, hasPassword = q.Get("password"), true
 		q.Del("password")
 	}
+	if p, ok, err := driver.TakeSecretFile(q, driver.PasswordFileParam); err != nil {
+		return nil, "", err
+	} else if ok {
+		if hasPassword {
+			return nil, "", fmt.Errorf("the URL has a password and the URL parameter %q: give one of them", driver.PasswordFileParam)
+		}
+		password, hasPassword = p, true
+	}
 	c := *u
 	if u.User != nil {
 		c.User = url.User(u.User.Username())

@@ -18,6 +18,13 @@
 //
 //   - table: the table's name, an unquoted SQL identifier (letters, digits, underscores, at most
 //     63 bytes); default leasehold_registry. Use search_path to pick the schema.
+//   - password_file: a file holding the password of the URL's user, instead of the URL.
+//
+// TLS is libpq's parameters, which pgx reads: sslmode (verify-full to check the server's
+// certificate and name), sslrootcert (the authority, a PEM file), sslcert and sslkey (a client
+// certificate, PEM files), and sslpassword for an encrypted key:
+//
+//	postgres://leasehold@db:5432/app?sslmode=verify-full&sslrootcert=/etc/leasehold/ca.pem&sslcert=/etc/leasehold/client.pem&sslkey=/etc/leasehold/client-key.pem&password_file=/run/secrets/db-password
 //
 // Open connects, and creates the table if it is missing (several processes may do so at once).
 //

@@ -17,10 +17,19 @@
 // Parameters read by this package:
 //
 //   - prefix: prepended to every key (default "leasehold:"; empty for none).
+//   - tls, ca, cert, key, servername: TLS with a private authority (ca, a PEM file), a client
+//     certificate (cert and key, PEM files, for a server with tls-auth-clients yes), and the
+//     name the server's certificate must hold when it is not the host of the URL. rediss://
+//     is TLS with the system's authorities; any of these parameters makes a redis:// URL TLS
+//     too. They cannot be combined with go-redis's skip_verify.
+//   - password_file: a file holding the password (of the URL's ACL user, or of the default
+//     user), instead of the URL.
 //
 // Every other parameter goes to go-redis (github.com/redis/go-redis/v9, ParseURL), among them
 // dial_timeout, read_timeout and write_timeout (Go durations such as "2s", or seconds),
 // max_retries, pool_size, protocol, client_name and skip_verify.
+//
+//	rediss://leasehold@redis:6380/0?ca=/etc/leasehold/ca.pem&cert=/etc/leasehold/client.pem&key=/etc/leasehold/client-key.pem&password_file=/run/secrets/redis-password
 //
 // Operations honour their context's deadline on the wire (go-redis ContextTimeoutEnabled), so a
 // cut connection fails by the deadline even when read_timeout is longer. Open pings the server.

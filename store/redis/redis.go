@@ -66,7 +66,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	s := &backend{client: goredis.NewClient(opts), prefix: prefix}
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		s.client.Close()
-		return nil, fmt.Errorf("store/redis: ping %s: %w", opts.Addr, store.RedactError(err, u))
+		return nil, fmt.Errorf("store/redis: ping %s: %w", opts.Addr, store.RedactError(driver.ExplainTLSFailure(ctx, opts.Addr, opts.TLSConfig, err), u))
 	}
 	return &Store{Portable: driver.New(s), b: s}, nil
 }

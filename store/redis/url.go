@@ -22,6 +22,10 @@ func parseOptions(u *url.URL) (*goredis.Options, string, error) {
 	}
 	q := u.Query()
 	prefix := driver.TakeParam(q, "prefix", DefaultPrefix)
+	sec, err := takeSecurity(u, q)
+	if err != nil {
+		return nil, "", err
+	}
 	c := *u
 	c.Scheme = scheme
 	c.RawQuery = q.Encode()
@@ -29,6 +33,7 @@ func parseOptions(u *url.URL) (*goredis.Options, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("store/redis: %w", store.RedactError(err, u))
 	}
+	sec.apply(opts)
 	// A lease's deadline must bound every call, including the time spent on a dead connection.
 	opts.ContextTimeoutEnabled = true
 	// The handshake for maintenance notifications fails on servers without them and go-redis
