@@ -48,6 +48,8 @@ type backend struct {
 	js     jetstream.JetStream
 	kv     jetstream.KeyValue
 	stream jetstream.Stream // the bucket's, for the last message of a key, delete markers included
+
+	watches watchState // watch.go
 }
 
 // Open connects to the NATS server named by rawURL (see the package documentation for its

@@ -1,13 +1,18 @@
 // Package redis is a [store.Store] on Redis: each document is a JSON object held as a Redis
 // string under a key prefix, so several applications (or tests) can share one database.
 //
-// Create is SET NX. A conditional Patch or Delete is one Lua script (EVALSHA, loaded on first
-// use) that reads the document, compares the condition's field as a JSON value (1 == 1.0,
-// "1" != 1, objects and arrays by value, a missing field never matches) and writes, atomically:
-// of N writers holding the same condition exactly one wins. The script keeps the members it does
+// Create is SET NX, in a Lua script. A conditional Patch or Delete is one Lua script (EVALSHA,
+// loaded on first use) that reads the document, compares the condition's field as a JSON value
+// (1 == 1.0, "1" != 1, objects and arrays by value, a missing field never matches) and writes,
+// atomically: of N writers holding the same condition exactly one wins. The script keeps the members it does
 // not patch byte for byte, so numbers keep their full precision. A key that holds something
 // other than a JSON object is an error naming the key ([ErrNotJSON]); it is never overwritten or
 // deleted.
+//
+// The store watches keys (store.Watcher) without any server configuration: each write's script
+// also publishes the key's new state on the Pub/Sub channel "watch:" followed by the Redis key,
+// and all the watches of a Store share one Pub/Sub connection (watch.go says how). Writes made
+// by anything but this store are not seen by its watches.
 //
 // # URL
 //

@@ -42,8 +42,9 @@ type Store struct {
 
 // backend is the driver.Driver behind Store.
 type backend struct {
-	client *goredis.Client
-	prefix string
+	client  *goredis.Client
+	prefix  string
+	watches watchState // watch.go
 }
 
 // Open connects to the Redis server named by rawURL (see the package documentation for its
@@ -71,8 +72,11 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	return &Store{Portable: driver.New(s), b: s}, nil
 }
 
-// Close closes the connections to the server.
-func (s *backend) Close() error { return s.client.Close() }
+// Close ends the store's watches and closes the connections to the server.
+func (s *backend) Close() error {
+	s.watches.close()
+	return s.client.Close()
+}
 
 // Prefix returns the prefix put before every key.
 func (s *Store) Prefix() string { return s.b.prefix }
@@ -96,11 +100,7 @@ func (s *backend) Create(ctx context.Context, key string, doc map[string]any) er
 	if err != nil {
 		return fmt.Errorf("%w: %v", store.ErrInvalid, err)
 	}
-	err = s.client.SetArgs(ctx, s.prefix+key, b, goredis.SetArgs{Mode: "NX"}).Err()
-	if errors.Is(err, goredis.Nil) {
-		return store.ErrExists
-	}
-	return err
+	return s.create(ctx, key, b) // watch.go: SET NX and its notification, in one script
 }
 
 func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, cond *driver.Condition) error {

@@ -10,6 +10,11 @@
 -- Field names travel as JSON strings and are decoded here, so that they compare with the stored
 -- ones exactly as encoding/json will read them back.
 --
+-- Each write publishes the document's new state on the key's watch channel ('watch:' and the
+-- Redis key; see watch.go): the new document's text, or an empty message for a deletion. It is
+-- sent with pcall, so that a server refusing the channel (an ACL) refuses the notification, not
+-- the write.
+--
 -- Returns "ok", "notfound", "notjson", "missing" (the condition's field is absent) or
 -- "mismatch" (present with another value).
 --
@@ -172,8 +177,10 @@ if ARGV[2] == '1' then
   if not equal(got, want) then return 'mismatch' end
 end
 
+local channel = 'watch:' .. KEYS[1]
 if ARGV[1] == 'delete' then
   redis.call('DEL', KEYS[1])
+  redis.pcall('PUBLISH', channel, '')
   return 'ok'
 end
 
@@ -196,5 +203,7 @@ end
 for _, k in ipairs(order) do
   if not done[k] then parts[#parts + 1] = patch[k] end
 end
-redis.call('SET', KEYS[1], '{' .. table.concat(parts, ',') .. '}', 'KEEPTTL')
+local new = '{' .. table.concat(parts, ',') .. '}'
+redis.call('SET', KEYS[1], new, 'KEEPTTL')
+redis.pcall('PUBLISH', channel, new)
 return 'ok'

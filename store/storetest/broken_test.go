@@ -20,6 +20,8 @@ type broken struct {
 
 	mu   sync.Mutex
 	refs map[string]map[string]any // documents handed out or taken in by reference
+
+	log watchLog // the writes, for the watch defects (broken_watch_test.go)
 }
 
 func newBroken(defect string) *broken {
@@ -87,8 +89,9 @@ func (b *broken) Get(ctx context.Context, key string) (map[string]any, error) {
 	return doc, b.late(ctx, b.bare(err))
 }
 
-func (b *broken) Create(ctx context.Context, key string, doc map[string]any) error {
+func (b *broken) Create(ctx context.Context, key string, doc map[string]any) (err error) {
 	key = b.key(key)
+	defer b.logged(key, &err)()
 	if b.defect == "AcceptsUnencodable" && doc != nil {
 		clean := map[string]any{}
 		for k, v := range doc {
@@ -101,7 +104,7 @@ func (b *broken) Create(ctx context.Context, key string, doc map[string]any) err
 	if b.defect == "CreateOverwrites" {
 		_ = b.Store.Delete(ctx, key, nil)
 	}
-	err := b.Store.Create(b.ctx(ctx), key, doc)
+	err = b.Store.Create(b.ctx(ctx), key, doc)
 	if err == nil && b.defect == "KeepsInput" {
 		b.mu.Lock()
 		b.refs[key] = doc
@@ -150,10 +153,11 @@ func (b *broken) cond(ctx context.Context, key string, cond *store.Condition) (*
 	return cond, nil
 }
 
-func (b *broken) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
+func (b *broken) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) (err error) {
 	key = b.key(key)
+	defer b.logged(key, &err)()
 	b.forget(key)
-	cond, err := b.cond(ctx, key, cond)
+	cond, err = b.cond(ctx, key, cond)
 	if err != nil {
 		return err
 	}
@@ -173,10 +177,11 @@ func (b *broken) Patch(ctx context.Context, key string, fields map[string]any, c
 	return nil
 }
 
-func (b *broken) Delete(ctx context.Context, key string, cond *store.Condition) error {
+func (b *broken) Delete(ctx context.Context, key string, cond *store.Condition) (err error) {
 	key = b.key(key)
+	defer b.logged(key, &err)()
 	b.forget(key)
-	cond, err := b.cond(ctx, key, cond)
+	cond, err = b.cond(ctx, key, cond)
 	if err != nil {
 		return driver.WrapKey("delete", key, store.ErrConditionFailed)
 	}

@@ -14,7 +14,7 @@ import (
 
 // watchWait bounds each wait for a watch's call: generous, since a call that never comes fails
 // the test either way, and a loaded machine under -race delays a notification by seconds.
-const watchWait = 20 * time.Second
+var watchWait = 20 * time.Second
 
 // watchRecorder runs a store's Watch on a goroutine of its own and records what fn is given.
 type watchRecorder struct {
