@@ -175,3 +175,26 @@ func (h *Hub) settle(ctx context.Context) {
 		h.opts.Settle(ctx)
 	}
 }
+
+// Each subscribes to h, calls fn once the subscription is in place, then again after each
+// change, until fn fails, ctx ends (ctx's error) or the subscription does (its error). It
+// returns once the subscription is closed.
+func (h *Hub) Each(ctx context.Context, fn func() error) error {
+	sub, err := h.Subscribe()
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	for {
+		if err := fn(); err != nil {
+			return err
+		}
+		select {
+		case <-sub.C():
+		case <-sub.Done():
+			return sub.Err()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

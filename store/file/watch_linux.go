@@ -29,25 +29,8 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	if err != nil {
 		return err
 	}
-	sub, err := hub.Subscribe()
-	if err != nil {
-		return err
-	}
-	defer sub.Close()
-	for {
-		// The subscription is in place: this first read, and every read after a wake, sees
-		// every write made before it.
-		if err := fn(driver.Notice{Signal: true}); err != nil {
-			return err
-		}
-		select {
-		case <-sub.C():
-		case <-sub.Done():
-			return sub.Err()
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	// Every read after the subscription, and after a wake, sees every write made before it.
+	return hub.Each(ctx, func() error { return fn(driver.Notice{Signal: true}) })
 }
 
 func (w *watchState) hubFor(path string) (*filewatch.Hub, error) {
