@@ -96,6 +96,8 @@ type backend struct {
 	closed   bool
 	cache    snapshot
 	mode     os.FileMode // the data file's permissions at the last load (0: no file), kept by rewrites
+
+	watch watchState // the watches' inotify hub (watch_linux.go)
 }
 
 // docs maps keys to documents. Documents in a snapshot are never modified in place: writes
@@ -171,6 +173,7 @@ func (s *Store) Path() string { return s.b.path }
 // Close releases the store's lock file descriptor, after any operation in progress. Operations
 // on a closed store return ErrClosed; closing again does nothing.
 func (s *backend) Close() error {
+	s.watch.close()
 	s.sem <- struct{}{}
 	defer func() { <-s.sem }()
 	if s.closed {

@@ -13,12 +13,19 @@
 // them: sslmode, connect_timeout (seconds; 10 when absent, so that an unreachable host fails
 // Open instead of hanging), pool_max_conns, pool_min_conns, pool_max_conn_lifetime,
 // pool_max_conn_idle_time, pool_health_check_period, application_name, search_path and any
-// other server run-time parameter. The store reads one parameter of its own and removes it
+// other server run-time parameter. The store reads three parameters of its own and removes them
 // before handing the URL to pgx:
 //
 //   - table: the table's name, an unquoted SQL identifier (letters, digits, underscores, at most
 //     63 bytes); default leasehold_registry. Use search_path to pick the schema.
 //   - password_file: a file holding the password of the URL's user, instead of the URL.
+//   - notify: true (default) or false. With true, every write also sends a notification
+//     (pg_notify, in the same statement) and Watch follows keys through one LISTENing
+//     connection per store (see watch.go). Set false behind a proxy that pools connections
+//     per transaction (PgBouncer's transaction mode), where LISTEN does not work: writes then
+//     send nothing and Watch answers store.ErrWatchUnsupported, so the Elector polls.
+//     Notifying writes take PostgreSQL's database-wide notification lock at commit, which
+//     serializes their commits.
 //
 // TLS is libpq's parameters, which pgx reads: sslmode (verify-full to check the server's
 // certificate and name), sslrootcert (the authority, a PEM file), sslcert and sslkey (a client

@@ -26,7 +26,7 @@ func init() {
 		Open:        driver.Opener(openURL),
 		ServiceType: ServiceType,
 		Example:     "postgres://user@host:5432/database",
-		Params:      []string{"table"},
+		Params:      []string{"table", notifyParam},
 	})
 }
 
@@ -43,11 +43,17 @@ type backend struct {
 	conns *connTracker
 	table string // as given, for messages
 	q     queries
+
+	// Notifications (watch.go); channel is empty with notify=false.
+	channel     string
+	listenCheck time.Duration
+	watch       watchState
 }
 
 // queries holds the statements, built once with the quoted table name.
 type queries struct {
 	get, create, patch, patchIf, del, delIf string
+	mark                                    string // a watch's read (watch.go)
 }
 
 func newQueries(table string) queries {
@@ -72,14 +78,18 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 
 // openURL returns errors without the URL: its callers add the redacted URL.
 func openURL(ctx context.Context, u *url.URL) (*Store, error) {
+	u, notify, err := takeNotify(u)
+	if err != nil {
+		return nil, err
+	}
 	cfg, table, err := parseURL(u)
 	if err != nil {
 		return nil, err
 	}
-	return openConfig(ctx, cfg, table)
+	return openConfig(ctx, cfg, table, notify)
 }
 
-func openConfig(ctx context.Context, cfg *pgxpool.Config, table string) (*Store, error) {
+func openConfig(ctx context.Context, cfg *pgxpool.Config, table string, notify bool) (*Store, error) {
 	conns := newConnTracker(cfg.ConnConfig.DialFunc)
 	cfg.ConnConfig.DialFunc = conns.Dial
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -96,6 +106,9 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config, table string) (*Store,
 	if err := s.createTable(ctx); err != nil {
 		pool.Close()
 		return nil, err
+	}
+	if notify {
+		s.setupNotify()
 	}
 	return &Store{Portable: driver.New(s), b: s}, nil
 }
@@ -124,6 +137,7 @@ func (s *backend) createTable(ctx context.Context) error {
 // then closes their connections under them (they fail), so that it returns promptly even when
 // the network to the server is cut.
 func (s *backend) Close() error {
+	s.closeWatches()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -135,7 +135,7 @@ func TestOneStatementPerCall(t *testing.T) {
 	}
 	tr := &countingTracer{}
 	cfg.ConnConfig.Tracer = tr
-	s, err := openConfig(t.Context(), cfg, table)
+	s, err := openConfig(t.Context(), cfg, table, true)
 	if err != nil {
 		t.Fatal(err)
 	}

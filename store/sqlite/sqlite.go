@@ -44,6 +44,8 @@ type backend struct {
 	table    string
 	q        queries
 	readOnly bool // mode=ro: the file and the table are never created, nothing is written
+
+	watch watchState // the watches' inotify hub (watch_linux.go)
 }
 
 type queries struct {
@@ -112,7 +114,10 @@ func (s *backend) exec(ctx context.Context, stmt string, args ...any) (sql.Resul
 }
 
 // Close closes the store's connections.
-func (s *backend) Close() error { return s.db.Close() }
+func (s *backend) Close() error {
+	s.closeWatches()
+	return s.db.Close()
+}
 
 // Table returns the name of the store's table.
 func (s *Store) Table() string { return s.b.table }

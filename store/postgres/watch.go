@@ -1,0 +1,461 @@
+package postgres
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
+)
+
+// Watching (T8) is LISTEN/NOTIFY. Every write is one statement that also sends a notification
+// on the table's channel: a CTE whose write RETURNs the row, then SELECT pg_notify(...) FROM it.
+// The notification exists exactly when the write commits, and PostgreSQL delivers the
+// notifications of different transactions in the order they committed, so the writes of one
+// key arrive in the order they were made. The payload is JSON: {"k": key, "d": document} after a
+// Create or a Patch, {"k": key} after a Delete, {"k": key, "s": 1} when the document would not
+// fit in a payload (8000 bytes), {"h": md5 of the key, "s": 1} when even the key would not.
+//
+// One connection per store LISTENs, for all its watches, which it serves by key. A watch's
+// first state is a read that sends a marker notification in the same statement: the writes
+// whose notifications come after the marker committed after the read, and so are newer than
+// what it read; of those before the marker, the last one (when there is one) is the newest
+// state of all. So a watch delivers, at its start and after each signal-only notification,
+// the read or the last notification before its marker, then the states the notifications
+// carry.
+
+// notifyParam is the URL parameter that turns notifications off.
+const notifyParam = "notify"
+
+// takeNotify removes the notify parameter from u's query: true (the default) or false.
+func takeNotify(u *url.URL) (*url.URL, bool, error) {
+	q := u.Query()
+	if !q.Has(notifyParam) {
+		return u, true, nil
+	}
+	v := q.Get(notifyParam)
+	q.Del(notifyParam)
+	on, err := strconv.ParseBool(v)
+	if err != nil {
+		return nil, false, fmt.Errorf("parameter %s: %q is not true or false", notifyParam, v)
+	}
+	c := *u
+	c.RawQuery = q.Encode()
+	return &c, on, nil
+}
+
+// defaultListenCheck is the heartbeat of the listening connection: when no notification came
+// for that long, it pings the server, and a ping without an answer within as long ends the
+// store's watches.
+const defaultListenCheck = 5 * time.Second
+
+// setupNotify names the table's channel and adds the notifications to the write statements.
+// The channel is a digest of the table's name, within PostgreSQL's 63 bytes; tables of that name
+// in other schemas share it, and their notifications carry their table's OID (tableoid), by
+// which the listener tells them apart.
+func (s *backend) setupNotify() {
+	sum := sha256.Sum256([]byte(s.table))
+	s.channel = "leasehold_" + hex.EncodeToString(sum[:16])
+	s.listenCheck = defaultListenCheck
+	s.q.addNotify(s.table, s.channel)
+}
+
+// addNotify makes the write statements send their notification.
+func (q *queries) addNotify(table, channel string) {
+	ch := "'" + channel + "'" // letters, digits and underscores only
+	// The payloads, from the shortest state that fits: PostgreSQL refuses a payload of 8000
+	// bytes or more, which would fail the write.
+	notify := func(full string) string {
+		return ` SELECT pg_notify(` + ch + `, CASE WHEN octet_length(p.full) < 8000 THEN p.full WHEN octet_length(p.sig) < 8000 THEN p.sig ELSE p.hash END)` +
+			` FROM w, LATERAL (SELECT ` + full + ` AS full, json_build_object('t', w.tableoid::bigint, 'k', w.id, 's', 1)::text AS sig, json_build_object('t', w.tableoid::bigint, 'h', md5(w.id), 's', 1)::text AS hash) p`
+	}
+	written := notify(`json_build_object('t', w.tableoid::bigint, 'k', w.id, 'd', w.doc)::text`)
+	deleted := notify(`json_build_object('t', w.tableoid::bigint, 'k', w.id)::text`)
+	q.create = `WITH w AS (` + q.create + ` RETURNING tableoid, id, doc)` + written
+	q.patch = `WITH w AS (` + q.patch + ` RETURNING tableoid, id, doc)` + written
+	q.patchIf = `WITH w AS (` + q.patchIf + ` RETURNING tableoid, id, doc)` + written
+	q.del = `WITH w AS (` + q.del + ` RETURNING tableoid, id)` + deleted
+	q.delIf = `WITH w AS (` + q.delIf + ` RETURNING tableoid, id)` + deleted
+	t := pgx.Identifier{table}.Sanitize()
+	q.mark = `WITH n AS (SELECT pg_notify($2, $3)) SELECT (SELECT doc FROM ` + t + ` WHERE id = $1) FROM n`
+}
+
+// payload is a notification's JSON.
+type payload struct {
+	Table  uint32          `json:"t"`
+	Key    *string         `json:"k"`
+	Doc    json.RawMessage `json:"d"`
+	Signal int             `json:"s"`
+	Hash   string          `json:"h"`
+	Marker string          `json:"m"`
+}
+
+// watchState is the store's listener, shared by its watches; nil while there is none.
+type watchState struct {
+	mu     sync.Mutex
+	closed bool
+	l      *listener
+}
+
+// listener is the LISTENing connection and the goroutine reading it.
+type listener struct {
+	conn   *pgx.Conn
+	table  uint32 // the table's OID: notifications of another table are ignored
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the goroutine has returned (and closed the connection)
+	dead   chan struct{} // closed when the listener failed; err says why
+	err    error
+
+	mu      sync.Mutex
+	refs    int
+	byKey   map[string]map[*sub]struct{}
+	byHash  map[string]map[*sub]struct{}
+	markers map[string]*sub
+}
+
+// sub is one watch's mailbox: the listener counts the notifications of its key (seq) and
+// keeps the last full state; the watch takes them.
+type sub struct {
+	l    *listener
+	key  string
+	hash string
+	wake chan struct{}
+
+	// Guarded by l.mu.
+	seq       uint64          // notifications of the key so far
+	lastSeq   uint64          // seq of the last one carrying a state (0: none)
+	last      json.RawMessage // its document; nil: deleted
+	marker    string          // the marker the watch waits for
+	markerSeq uint64          // seq when it came
+	markerIn  bool
+}
+
+// subscribe adds a watch of key, starting the listener if the store has none (or a failed one).
+func (s *backend) subscribe(ctx context.Context, key string) (*sub, error) {
+	w := &s.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, errStoreClosed
+	}
+	if w.l != nil && w.l.failed() {
+		w.l = nil
+	}
+	if w.l == nil {
+		l, err := s.listen(ctx)
+		if err != nil {
+			return nil, err
+		}
+		w.l = l
+	}
+	l := w.l
+	h := md5.Sum([]byte(key))
+	u := &sub{l: l, key: key, hash: hex.EncodeToString(h[:]), wake: make(chan struct{}, 1)}
+	l.mu.Lock()
+	l.refs++
+	add(l.byKey, u.key, u)
+	add(l.byHash, u.hash, u)
+	l.mu.Unlock()
+	return u, nil
+}
+
+func add(m map[string]map[*sub]struct{}, k string, u *sub) {
+	if m[k] == nil {
+		m[k] = map[*sub]struct{}{}
+	}
+	m[k][u] = struct{}{}
+}
+
+func remove(m map[string]map[*sub]struct{}, k string, u *sub) {
+	delete(m[k], u)
+	if len(m[k]) == 0 {
+		delete(m, k)
+	}
+}
+
+// unsubscribe removes the watch; the last one's end stops the listener, and returns once its
+// goroutine has.
+func (s *backend) unsubscribe(u *sub) {
+	w := &s.watch
+	w.mu.Lock()
+	l := u.l
+	l.mu.Lock()
+	l.refs--
+	remove(l.byKey, u.key, u)
+	remove(l.byHash, u.hash, u)
+	if u.marker != "" {
+		delete(l.markers, u.marker)
+	}
+	last := l.refs == 0
+	l.mu.Unlock()
+	if last && w.l == l {
+		w.l = nil
+	} else {
+		last = false
+	}
+	w.mu.Unlock()
+	if last {
+		l.stop()
+	}
+}
+
+// closeWatches ends the store's watches with errStoreClosed; Close calls it first.
+func (s *backend) closeWatches() {
+	w := &s.watch
+	w.mu.Lock()
+	w.closed = true
+	l := w.l
+	w.l = nil
+	w.mu.Unlock()
+	if l != nil {
+		l.fail(errStoreClosed)
+		l.stop()
+	}
+}
+
+// listen connects the listening connection and LISTENs; the channel is in place when it returns.
+func (s *backend) listen(ctx context.Context) (*listener, error) {
+	cfg := s.pool.Config().ConnConfig
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: listening connection: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("postgres: listen: %w", err)
+	}
+	// After the LISTEN, and with the pool's settings (search_path): the table the writes use.
+	var oid uint32
+	if err := conn.QueryRow(ctx, `SELECT to_regclass($1)::oid`, pgx.Identifier{s.table}.Sanitize()).Scan(&oid); err != nil {
+		conn.Close(context.Background())
+		return nil, fmt.Errorf("postgres: listen: table %s: %w", s.table, err)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	l := &listener{conn: conn, table: oid, cancel: cancel, done: make(chan struct{}), dead: make(chan struct{}),
+		byKey: map[string]map[*sub]struct{}{}, byHash: map[string]map[*sub]struct{}{}, markers: map[string]*sub{}}
+	go l.run(lctx, s.listenCheck)
+	return l, nil
+}
+
+// listenerPID returns the server process of the store's listener, 0 when there is none (tests).
+func (s *backend) listenerPID() uint32 {
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	if s.watch.l == nil {
+		return 0
+	}
+	return s.watch.l.conn.PgConn().PID()
+}
+
+func (l *listener) failed() bool {
+	select {
+	case <-l.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// fail ends the listener's watches with err (once).
+func (l *listener) fail(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.failed() {
+		l.err = err
+		close(l.dead)
+	}
+}
+
+func (l *listener) stop() {
+	l.cancel()
+	<-l.done
+}
+
+func (l *listener) run(ctx context.Context, check time.Duration) {
+	defer close(l.done)
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+		defer cancel()
+		l.conn.Close(cctx)
+	}()
+	for {
+		wctx, cancel := context.WithTimeout(ctx, check)
+		n, err := l.conn.WaitForNotification(wctx)
+		cancel()
+		if n != nil {
+			l.dispatch(n.Payload)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, context.DeadlineExceeded) && !l.conn.IsClosed() {
+			// Silence: is the connection still there?
+			pctx, cancel := context.WithTimeout(ctx, check)
+			err = l.conn.Ping(pctx)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+			if err == nil {
+				continue
+			}
+		}
+		l.fail(fmt.Errorf("postgres: the listening connection failed: %w", err))
+		return
+	}
+}
+
+// dispatch hands one notification to the watches it concerns.
+func (l *listener) dispatch(raw string) {
+	var p payload
+	if err := json.Unmarshal([]byte(raw), &p); err != nil {
+		return // not the store's: ignored
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var subs map[*sub]struct{}
+	switch {
+	case p.Marker != "":
+		if u := l.markers[p.Marker]; u != nil {
+			u.markerSeq, u.markerIn = u.seq, true
+			u.poke()
+		}
+		return
+	case p.Table != l.table:
+		return // a table of the same name in another schema
+	case p.Key != nil:
+		subs = l.byKey[*p.Key]
+	case p.Hash != "" && p.Signal != 0:
+		subs = l.byHash[p.Hash]
+	}
+	for u := range subs {
+		u.seq++
+		if p.Signal == 0 && p.Key != nil {
+			u.lastSeq = u.seq
+			u.last = p.Doc
+			if len(u.last) == 0 || string(u.last) == "null" {
+				u.last = nil
+			}
+		}
+		u.poke()
+	}
+}
+
+func (u *sub) poke() {
+	select {
+	case u.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Watch implements driver.Watcher (see the comment at the top of this file). With notify=false
+// it answers store.ErrWatchUnsupported.
+func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) error) error {
+	if s.channel == "" {
+		return store.ErrWatchUnsupported
+	}
+	u, err := s.subscribe(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer s.unsubscribe(u)
+	consumed, err := s.sync(ctx, u, fn)
+	for err == nil {
+		select {
+		case <-u.wake:
+		case <-u.l.dead:
+			return u.l.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		u.l.mu.Lock()
+		seq, lastSeq, last := u.seq, u.lastSeq, u.last
+		u.l.mu.Unlock()
+		switch {
+		case seq == consumed:
+		case lastSeq == seq:
+			// The newest notification carries its state: it is newer than all delivered.
+			consumed = seq
+			err = s.deliver(last, true, fn)
+		default:
+			// The newest is a signal: read.
+			consumed, err = s.sync(ctx, u, fn)
+		}
+	}
+	return err
+}
+
+// sync delivers a state that is at least as new as every notification counted so far, and
+// returns the count it covers: a read with a marker, or, when notifications of the key came
+// before the marker, the last of them if it carries its state (else it reads again).
+func (s *backend) sync(ctx context.Context, u *sub, fn func(driver.Notice) error) (uint64, error) {
+	for {
+		var b [12]byte
+		rand.Read(b[:])
+		marker := hex.EncodeToString(b[:])
+		u.l.mu.Lock()
+		from := u.seq
+		u.marker, u.markerIn = marker, false
+		u.l.markers[marker] = u
+		u.l.mu.Unlock()
+		mark, _ := json.Marshal(payload{Marker: marker})
+		var raw []byte
+		err := s.pool.QueryRow(ctx, s.q.mark, u.key, s.channel, string(mark)).Scan(&raw)
+		if err != nil {
+			return 0, s.explain(ctx, err)
+		}
+		for {
+			u.l.mu.Lock()
+			in := u.markerIn
+			u.l.mu.Unlock()
+			if in {
+				break
+			}
+			select {
+			case <-u.wake:
+			case <-u.l.dead:
+				return 0, u.l.err
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+		u.l.mu.Lock()
+		delete(u.l.markers, marker)
+		u.marker = ""
+		at, lastSeq, last := u.markerSeq, u.lastSeq, u.last
+		u.l.mu.Unlock()
+		switch {
+		case at == from:
+			return at, s.deliver(raw, raw != nil, fn)
+		case lastSeq == at:
+			return at, s.deliver(last, last != nil, fn)
+		}
+	}
+}
+
+// deliver decodes a document (nil: missing) and calls fn.
+func (s *backend) deliver(raw []byte, found bool, fn func(driver.Notice) error) error {
+	if !found || raw == nil {
+		return fn(driver.Notice{})
+	}
+	doc, err := driver.DecodeRow("postgres", s.table, raw)
+	if err != nil {
+		return err
+	}
+	return fn(driver.Notice{Found: true, Doc: unescapeValue(doc).(map[string]any)})
+}

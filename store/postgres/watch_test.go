@@ -1,0 +1,178 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/leasehold/leasehold/internal/watchtest"
+	"github.com/leasehold/leasehold/store"
+)
+
+// T8: the listening connection killed by the server ends every watch with an error; a watch
+// started after it works (on a new listener).
+func TestWatchListenerTerminated(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	a, b := watchtest.Start(t, s, "a"), watchtest.Start(t, s, "b")
+	a.Next(t)
+	b.Next(t)
+	pid := s.b.listenerPID()
+	if pid == 0 {
+		t.Fatal("no listener while watches run")
+	}
+	conn, err := pgx.Connect(t.Context(), serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var ok bool
+	if err := conn.QueryRow(t.Context(), `SELECT pg_terminate_backend($1)`, int32(pid)).Scan(&ok); err != nil || !ok {
+		t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, ok, err)
+	}
+	for _, r := range []*watchtest.Rec{a, b} {
+		err := r.Ended(t)
+		if err == nil || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "listening connection") {
+			t.Fatalf("watch of %q after its listener was terminated returned %v, want the listener's error", r.Key, err)
+		}
+		t.Logf("watch of %q: %v", r.Key, err)
+	}
+	c := watchtest.Start(t, s, "a")
+	c.Next(t)
+	if s.b.listenerPID() == pid {
+		t.Fatal("the new watch uses the terminated listener")
+	}
+	if err := s.Create(t.Context(), "a", map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitDoc(t, map[string]any{"n": float64(1)})
+}
+
+// T8: a network partition between the listener and the server (the test proxy's Cut) ends the
+// watches by the listener's heartbeat, with an error.
+func TestWatchListenerCut(t *testing.T) {
+	t.Parallel()
+	p := newProxy(t, mustParse(t, serverURL(t)).Host)
+	s := openTest(t)
+	cut, err := Open(t.Context(), withParams(t, withHost(t, serverURL(t), p.Addr()), "table", s.Table()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cut.Close()
+	cut.b.listenCheck = 100 * 1000 * 1000 // 100ms: the test waits for the failure, not for the time
+	r := watchtest.Start(t, cut, "k")
+	r.Next(t)
+	if err := s.Create(t.Context(), "k", map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	r.WaitDoc(t, map[string]any{"n": float64(1)})
+	p.Cut()
+	if err := r.Ended(t); err == nil || errors.Is(err, context.Canceled) {
+		t.Fatalf("watch through a cut connection returned %v, want the listener's error", err)
+	} else {
+		t.Logf("watch through a cut connection: %v", err)
+	}
+}
+
+// notify=false (for transaction-pooling proxies): Watch answers ErrWatchUnsupported, the writes
+// send no notification, and the store works.
+func TestWatchNotifyOff(t *testing.T) {
+	t.Parallel()
+	on := openTest(t)
+	off, err := Open(t.Context(), withParams(t, serverURL(t), "table", on.Table(), "notify", "false"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	if err := store.Watch(t.Context(), off, "k", func(store.Change) {}); !errors.Is(err, store.ErrWatchUnsupported) {
+		t.Fatalf("Watch with notify=false returned %v, want ErrWatchUnsupported", err)
+	}
+	for name, q := range map[string]string{"create": off.b.q.create, "patch": off.b.q.patch, "patchIf": off.b.q.patchIf, "delete": off.b.q.del, "deleteIf": off.b.q.delIf} {
+		if strings.Contains(q, "pg_notify") {
+			t.Errorf("with notify=false, the %s statement notifies: %s", name, q)
+		}
+	}
+	// A store with notifications on the same table sees the off store's writes only by reading:
+	// its watch's marker proves the listener runs, and the off store's write, made before a
+	// write of the on store, does not reach it as a notification of its own.
+	r := watchtest.Start(t, on, "k")
+	r.Next(t)
+	ctx := t.Context()
+	if err := off.Create(ctx, "k", map[string]any{"by": "off"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := off.Patch(ctx, "k", map[string]any{"n": 1}, &store.Condition{Field: "by", Value: "off"}); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := off.Get(ctx, "k")
+	if err != nil || doc["n"] != float64(1) {
+		t.Fatalf("Get = %v, %v", doc, err)
+	}
+	if err := on.Patch(ctx, "k", map[string]any{"by": "on"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The first state after the start is the on store's write: the off store's two writes sent
+	// nothing (a notification of them would be delivered first, being committed first).
+	if c := r.Next(t); !c.Found || c.Doc["by"] != "on" {
+		t.Fatalf("first state after the writes = %+v, want the notifying store's write (the other store's writes notified)", c)
+	}
+	if err := off.Delete(ctx, "k", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range []string{"notify=maybe", "notify="} {
+		_, err := Open(ctx, withParams(t, serverURL(t), "table", on.Table())+"&"+raw)
+		if err == nil || !strings.Contains(err.Error(), "notify") {
+			t.Errorf("Open with %s: %v, want an error naming the parameter", raw, err)
+		}
+	}
+}
+
+// T8: 200 watches share the store's one listening connection, and each delivers its own key's
+// final state.
+func TestWatchManyKeys(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	watchtest.ManyKeys(t, s, 200, 3)
+}
+
+// T8: a document too large for a notification's payload is read, and so is one whose key is
+// too large for the payload.
+func TestWatchLargeDocument(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	big := strings.Repeat("x", 9000)
+	for _, key := range []string{"k", strings.Repeat("\x01", 2000)} {
+		r := watchtest.Start(t, s, key)
+		r.Next(t)
+		if err := s.Create(t.Context(), key, map[string]any{"big": big}); err != nil {
+			t.Fatal(err)
+		}
+		r.WaitDoc(t, map[string]any{"big": big})
+		if err := s.Patch(t.Context(), key, map[string]any{"big": "small"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		r.WaitDoc(t, map[string]any{"big": "small"})
+		if err := s.Delete(t.Context(), key, nil); err != nil {
+			t.Fatal(err)
+		}
+		r.WaitMissing(t)
+	}
+}
+
+// Close ends the store's watches with an error.
+func TestWatchEndsOnClose(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	watchtest.EndsOnClose(t, s, 3, s.Close)
+}
+
+// BenchmarkWatchLatency: how long a Patch takes to reach a watch of its key through
+// LISTEN/NOTIFY:
+//
+//	go test -run '^$' -bench WatchLatency ./store/postgres
+func BenchmarkWatchLatency(b *testing.B) {
+	watchtest.Latency(b, openTest(b))
+}
