@@ -351,7 +351,7 @@ func TestTLSCreds(t *testing.T) {
 					t.Errorf("error %q does not say %q", msg, w)
 				}
 			}
-			assertNoSecret(t, msg, c, "", append(srv.userKeys, natsAppPassword, "PRIVATE KEY", "NKEY SEED")...)
+			assertNoSecret(t, msg, c, "", append(srv.userKeys, natsAppPassword, "PRIVATE KEY", "USER NKEY")...)
 		})
 	}
 }
