@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
 	"github.com/leasehold/leasehold/internal/testcerts"
@@ -67,6 +68,13 @@ authorization {
   ]
 }
 `, filepath.Join(dir, "js"), certs.ServerCert, certs.ServerKey, certs.CA, pub, natsAppPassword)
+	return &tlsNATS{addr: runNATSServer(t, bin, dir, conf), certs: certs, nkeyFile: nkeyFile}
+}
+
+// runNATSServer starts bin with the configuration conf, written in dir, stopped when the test
+// ends, and returns its client address once it is ready.
+func runNATSServer(t *testing.T, bin, dir, conf string) string {
+	t.Helper()
 	confFile := filepath.Join(dir, "nats.conf")
 	if err := os.WriteFile(confFile, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -111,7 +119,7 @@ authorization {
 	if addr == "" {
 		t.Fatal("nats-server did not say its client port")
 	}
-	return &tlsNATS{addr: addr, certs: certs, nkeyFile: nkeyFile}
+	return addr
 }
 
 func (s *tlsNATS) url(user string, kv ...string) string {
@@ -197,15 +205,168 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-// assertNoSecret fails when out holds one of the secrets, a line of a private key, or the
-// private nkey.
-func assertNoSecret(t *testing.T, out string, c *testcerts.Set, nkeyFile string, secrets ...string) {
+// credsNATS is a nats-server process in operator mode, requiring TLS with a client certificate
+// signed by certs.CA, whose one account (besides the system's) has JetStream; creds is a
+// credentials file of a user of that account, unknownCreds one of an account the server does
+// not know, signed by the same operator.
+type credsNATS struct {
+	addr                string
+	certs               *testcerts.Set
+	creds, unknownCreds string
+	userKeys            []string // the private nkeys of the users of the credentials files
+}
+
+// startCredsNATS makes an operator, a system account, an account with JetStream and its user,
+// as nsc would, and starts a nats-server trusting the operator, with the accounts in a memory
+// resolver.
+func startCredsNATS(t *testing.T) *credsNATS {
 	t.Helper()
-	nk, err := os.ReadFile(nkeyFile)
+	bin := testenv.Binary(t, "nats-server", natsServerBin)
+	certs := testcerts.New(t)
+	srv := &credsNATS{certs: certs}
+	newKey := func(create func() (nkeys.KeyPair, error)) (nkeys.KeyPair, string) {
+		t.Helper()
+		kp, err := create()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, err := kp.PublicKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kp, pub
+	}
+	encode := func(c interface {
+		Encode(nkeys.KeyPair) (string, error)
+	}, signer nkeys.KeyPair) string {
+		t.Helper()
+		s, err := c.Encode(signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	operator, operatorPub := newKey(nkeys.CreateOperator)
+	_, sysPub := newKey(nkeys.CreateAccount)
+	oc := jwt.NewOperatorClaims(operatorPub)
+	oc.Name = "leasehold-test"
+	oc.SystemAccount = sysPub
+	operatorJWT := encode(oc, operator)
+	account := func(pub, name string, js bool) string {
+		t.Helper()
+		ac := jwt.NewAccountClaims(pub)
+		ac.Name = name
+		if js {
+			ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+		}
+		return encode(ac, operator)
+	}
+	// A user of the account acct and its credentials file.
+	creds := func(acct nkeys.KeyPair, acctPub, file string) string {
+		t.Helper()
+		user, userPub := newKey(nkeys.CreateUser)
+		uc := jwt.NewUserClaims(userPub)
+		uc.Name = "leasehold"
+		uc.IssuerAccount = acctPub
+		priv, err := user.Seed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.userKeys = append(srv.userKeys, string(priv))
+		data, err := jwt.FormatUserConfig(encode(uc, acct), priv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return certs.Write(t, file, data)
+	}
+	app, appPub := newKey(nkeys.CreateAccount)
+	srv.creds = creds(app, appPub, "app.creds")
+	unknown, unknownPub := newKey(nkeys.CreateAccount)
+	srv.unknownCreds = creds(unknown, unknownPub, "unknown.creds")
+
+	dir := t.TempDir()
+	conf := fmt.Sprintf(`listen: "127.0.0.1:-1"
+jetstream { store_dir: %q }
+tls {
+  cert_file: %q
+  key_file: %q
+  ca_file: %q
+  verify: true
+  timeout: 5
+}
+operator: %q
+system_account: %q
+resolver: MEMORY
+resolver_preload: {
+  %s: %q
+  %s: %q
+}
+`, filepath.Join(dir, "js"), certs.ServerCert, certs.ServerKey, certs.CA, operatorJWT, sysPub,
+		sysPub, account(sysPub, "SYS", false), appPub, account(appPub, "APP", true))
+	srv.addr = runNATSServer(t, bin, dir, conf)
+	return srv
+}
+
+// TestTLSCreds opens stores with a credentials file (creds) on a nats-server in operator mode
+// requiring TLS (N1, N2).
+func TestTLSCreds(t *testing.T) {
+	srv := startCredsNATS(t)
+	c := srv.certs
+	tlsParams := []string{"ca", c.CA, "cert", c.ClientCert, "key", c.ClientKey}
+	natsURL := (&tlsNATS{addr: srv.addr}).url
+
+	s, err := Open(t.Context(), natsURL("", append(tlsParams, "creds", srv.creds, "bucket", "tls_creds")...))
 	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Create(t.Context(), "k", map[string]any{"v": "creds"}); err != nil {
 		t.Fatal(err)
 	}
-	secrets = append(secrets, strings.TrimSpace(string(nk)))
+	if doc, err := s.Get(t.Context(), "k"); err != nil || doc["v"] != "creds" {
+		t.Fatalf("Get = %v, %v", doc, err)
+	}
+	s.Close()
+
+	for _, bad := range []struct {
+		name  string
+		raw   string
+		wants []string
+	}{
+		{"account unknown to the server", natsURL("", append(tlsParams, "creds", srv.unknownCreds)...), []string{"Authorization Violation"}},
+		{"no credentials", natsURL("", tlsParams...), []string{"Authorization Violation"}},
+		{"password instead", natsURL("app:"+natsAppPassword, tlsParams...), []string{"Authorization Violation"}},
+		{"creds without TLS", natsURL("", "creds", srv.creds), []string{"unknown authority"}},
+	} {
+		t.Run(bad.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			s, err := Open(ctx, bad.raw)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			msg := err.Error()
+			for _, w := range bad.wants {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not say %q", msg, w)
+				}
+			}
+			assertNoSecret(t, msg, c, "", append(srv.userKeys, natsAppPassword, "PRIVATE KEY", "USER NKEY")...)
+		})
+	}
+}
+
+// assertNoSecret fails when out holds one of the secrets, a line of a private key, or the
+// private nkey of nkeyFile (when not "").
+func assertNoSecret(t *testing.T, out string, c *testcerts.Set, nkeyFile string, secrets ...string) {
+	t.Helper()
+	if nkeyFile != "" {
+		nk, err := os.ReadFile(nkeyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets = append(secrets, strings.TrimSpace(string(nk)))
+	}
 	for _, s := range secrets {
 		if strings.Contains(out, s) {
 			t.Errorf("output quotes the secret %q: %s", s, out)
