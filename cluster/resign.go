@@ -72,6 +72,14 @@ func Resign(ctx context.Context, lock Lock, name, to string) (Record, error) {
 	}
 }
 
+// missingRevision is the revision of the record an attempt follows when a slot's record is
+// missing and another slot of the instance is claimed (N2).
+const missingRevision = "\x00missing"
+
+// refusedRevision marks the revision of a record followed because another slot of the instance
+// is claimed (N2).
+const refusedRevision = "\x00refused"
+
 // ResignPending reports whether rec carries a resign request its holder has not acted on yet.
 func ResignPending(rec Record) bool { return rec.Holder != "" && !rec.ResignRequested.IsZero() }
 
@@ -95,7 +103,9 @@ func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observ
 	}
 	if err != nil {
 		if errors.Is(err, ErrNotFound) && !e.claimSlot() {
-			return follow(Record{})
+			// Followed as a record no Lock writes (its revision is never a real one): the
+			// election goroutine schedules the next attempt by that observation (E1, E6).
+			return follow(Record{Revision: missingRevision})
 		}
 		return outcome{}, false
 	}
@@ -119,7 +129,12 @@ func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observ
 		if rec.Holder == e.id {
 			return e.releaseSlot(ctx, *rec), true
 		}
-		return follow(*rec)
+		// Followed under a revision of its own: this instance, which may not take the slot,
+		// does not watch it expire (its observation would stay expired, and the election
+		// goroutine would attempt again at once); it watches it anew once it may (N2).
+		r := *rec
+		r.Revision = rec.Revision + refusedRevision
+		return follow(r)
 	}
 	rec.ResignRequested, rec.NextHolder = time.Time{}, ""
 	return outcome{}, false
