@@ -89,6 +89,15 @@ type Record struct {
 	RenewedAt  time.Time     // last renewal, by the holder's clock (informative)
 	Duration   time.Duration // the holder's lease duration: followers wait at least this long
 	Revision   string        // opaque compare-and-swap token, set by the Lock, never empty
+
+	// ResignRequested is when [Resign] asked the holder to step down, by the asker's clock
+	// (informative); zero when no request is pending. It means something only while Holder
+	// is not empty (R1).
+	ResignRequested time.Time
+	// NextHolder is the instance a resign named to lead next, "" for none. In a held record
+	// with a pending request it is the instance asked for; in a released record, the only
+	// instance that may take it until the record expires as E6 judges it (R3).
+	NextHolder string
 }
 
 // Lock stores lease records. Implementations are safe for concurrent use.

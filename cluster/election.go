@@ -146,10 +146,7 @@ func (e *Elector) run(startCtx context.Context) {
 					next = obs.expires
 				}
 			case failed:
-				reason := ReasonError
-				if errors.Is(out.err, ErrConflict) {
-					reason = ReasonConflict
-				}
+				reason := failReason(out.err) // hook (resign.go): error, conflict or resign (R2)
 				e.attemptFailed(reason, out.err, out.at.Sub(a.start))
 				if e.leading.Load() != nil {
 					e.stopLeading(reason, out.err) // E4
@@ -254,6 +251,8 @@ var errLostCreation = errors.New("another instance created the lease first")
 func (e *Elector) attemptFailed(reason string, err error, d time.Duration) {
 	if errors.Is(err, errLostCreation) {
 		e.log.Info("leasehold: lost the race to create the lease", "error", err)
+	} else if errors.Is(err, ErrResignRequested) { // hook (resign.go): not a failure of the store (R2)
+		e.log.Info("leasehold: resign requested: stepping down", "error", err)
 	} else {
 		e.log.Warn("leasehold: attempt failed", "reason", reason, "error", err) // E8
 	}
@@ -274,6 +273,12 @@ func (e *Elector) try(ctx context.Context, obs observation) outcome {
 	rec, err := e.lock.Get(ctx, e.name)
 	now := time.Now()
 	wall := now.Round(0).UTC()
+	// Hook (resign.go): a resign request, a reserved release, a slot of N holders this
+	// instance may not hold; it may answer the attempt itself (R2-R4, N2). Keep this call on
+	// every record (or error) read before deciding by E2.
+	if out, done := e.onRead(ctx, &rec, err, obs, now); done {
+		return out
+	}
 	switch {
 	case errors.Is(err, ErrNotFound):
 		e.wrote.Store(true)

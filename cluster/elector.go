@@ -42,6 +42,14 @@ type Elector struct {
 	leading atomic.Pointer[leadership] // non-nil while this instance leads
 	wrote   atomic.Bool                // a write of the record was ever sent: it may hold the lease
 
+	// Resign and N holders (resign.go, holders.go). resigned is the revision of the record
+	// this instance released when it stepped down without a next holder (R4), owned by the
+	// attempts, which never overlap. slot and claim are set by NewHolders before Start; claim
+	// is nil for an Elector of its own.
+	resigned string
+	slot     int
+	claim    *slotClaim
+
 	mu       sync.Mutex
 	started  bool
 	stopped  bool                 // Stop was called

@@ -19,7 +19,9 @@ const StoreKeyPrefix = "cluster:"
 // does (S1): the record of lease NAME is the document "cluster:NAME", created with the
 // store's atomic create-if-absent and updated with a Patch conditioned on its "revision"
 // field. The document's fields are holder, term, acquiredAt and renewedAt (RFC 3339 times),
-// leaseDuration (milliseconds) and revision.
+// leaseDuration (milliseconds) and revision, and those of a resign (R1, R3): resignRequestedAt
+// (an RFC 3339 time, "" when none is pending) and nextHolder ("" for none), which a document
+// written before them lacks and which then read as empty.
 //
 // A document the Lock cannot read stops the election of its lease (no instance takes it over,
 // E8). Mend it with `leasehold repair`, which replaces it by a released record above its term,
@@ -96,6 +98,10 @@ func encodeRecord(r Record) map[string]any {
 		"renewedAt":     formatTime(r.RenewedAt),
 		"leaseDuration": float64(r.Duration.Milliseconds()),
 		"revision":      r.Revision,
+		// Always written, empty when unset: a Patch leaves the fields it does not name, and a
+		// renewal or a takeover must clear a request or a reservation (R1, R3).
+		"resignRequestedAt": formatTime(r.ResignRequested),
+		"nextHolder":        r.NextHolder,
 	}
 }
 
@@ -141,6 +147,19 @@ func decodeRecord(key string, doc map[string]any) (Record, error) {
 	}
 	if ms, ok := doc["leaseDuration"].(float64); ok {
 		r.Duration = time.Duration(ms) * time.Millisecond
+	}
+	// A record written before resign existed has neither field: nothing pending (R1).
+	if v, ok := doc["nextHolder"]; ok && v != nil {
+		if r.NextHolder, ok = v.(string); !ok {
+			return bad("nextHolder", "a string")
+		}
+	}
+	if s, _ := doc["resignRequestedAt"].(string); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return bad("resignRequestedAt", "an RFC 3339 time")
+		}
+		r.ResignRequested = t
 	}
 	return r, nil
 }

@@ -4,13 +4,14 @@
 //	leasehold run [flags] -- CMD [ARGS...]    run CMD while this instance leads
 //	leasehold status [flags] [--json]         who holds the lease (exit 3 when nobody does)
 //	leasehold repair [flags]                  replace a corrupt lease record, the term kept growing
+//	leasehold resign [flags] [--to ID]        ask the leader to step down (and whom to hand over to)
 //	leasehold demo [--instances N] [--duration D]
 //	leasehold version
 //	leasehold completion bash|zsh
 //
 // Exit status: 0 success (status: someone holds the lease), 1 a failure at run time (one line
 // saying what failed: the store, a connection, credentials), 2 bad input (one line saying what
-// is wrong, then the usage), 3 status: nobody holds the lease. run exits with CMD's status when
+// is wrong, then the usage), 3 status and resign: nobody holds the lease. run exits with CMD's status when
 // CMD exits by itself (128+N when a signal N ended it). run --try and --wait exit 75
 // (EX_TEMPFAIL) when another instance holds the lease.
 package main
@@ -49,6 +50,8 @@ Usage:
                                             (--watch: a line per change of holder, until ^C)
   leasehold repair [flags]                  replace a corrupt lease record by a released one,
                                             its term above the last
+  leasehold resign [flags] [--to ID]        ask the leader to step down, optionally naming the
+                                            next one (exit 3 when nobody holds the lease)
   leasehold demo [--instances N] [--duration D]
                                             watch an election with crashes, in one process
   leasehold version                         print the version and the linked stores
@@ -63,7 +66,7 @@ Exit status:
        on stderr says what failed
   2    bad input: an unknown command or flag, a bad flag value, a store URL that does not
        parse or whose backend is not built in, a bad --config; one line, then the usage
-  3    status: nobody holds the lease
+  3    status, resign: nobody holds the lease
   run exits with CMD's status when CMD exits by itself (128+N when signal N ended it)
 `
 
@@ -94,6 +97,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		code, err = statusCommand(args[1:], stdout, stderr)
 	case "repair":
 		code, err = repairCommand(args[1:], stdout, stderr)
+	case "resign":
+		code, err = resignCommand(args[1:], stdout, stderr)
 	case "demo":
 		code, err = demoCommand(args[1:], stdout, stderr)
 	case "version", "--version", "-version":

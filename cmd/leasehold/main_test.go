@@ -70,10 +70,16 @@ func cmdHelper(mode string) int {
 		return code
 	}
 	switch mode {
-	case "record":
+	case "record", "record-slot":
 		sigs := make(chan os.Signal, 4)
 		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-		f, err := os.OpenFile(filepath.Join(os.Getenv("LEASEHOLD_TEST_DIR"), "overlap.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+		lock := "overlap.lock"
+		if mode == "record-slot" { // --holders: one CMD per slot at a time
+			lock = "overlap-" + os.Getenv("LEASEHOLD_SLOT") + ".lock"
+			inner := say
+			say = func(what string) { inner(what + " slot=" + os.Getenv("LEASEHOLD_SLOT")) }
+		}
+		f, err := os.OpenFile(filepath.Join(os.Getenv("LEASEHOLD_TEST_DIR"), lock), os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			fmt.Println("CMD-ERROR", err)
 			return 98
@@ -249,6 +255,7 @@ type cmdEvent struct {
 	lease string
 	pid   int
 	at    time.Time // by the helper's clock
+	slot  string    // LEASEHOLD_SLOT, for the record-slot helper
 }
 
 func parseCmdEvent(text string) (cmdEvent, bool) {
@@ -268,6 +275,8 @@ func parseCmdEvent(text string) (cmdEvent, bool) {
 			ev.lease = v
 		case "pid":
 			ev.pid, _ = strconv.Atoi(v)
+		case "slot":
+			ev.slot = v
 		case "at":
 			ns, _ := strconv.ParseInt(v, 10, 64)
 			ev.at = time.Unix(0, ns)

@@ -22,7 +22,7 @@ import (
 const runUsage = `Usage: leasehold run [flags] -- CMD [ARGS...]
 
 Joins the election of the lease and runs CMD while this instance leads, with LEASEHOLD_LEASE,
-LEASEHOLD_INSTANCE_ID and LEASEHOLD_TERM in its environment. CMD runs in a process group of
+LEASEHOLD_INSTANCE_ID, LEASEHOLD_TERM and LEASEHOLD_SLOT in its environment. CMD runs in a process group of
 its own under a keeper, a second leasehold process that answers for CMD's process tree: on
 Linux every process CMD starts, however it detaches (double fork, setsid); elsewhere CMD's
 process group.
@@ -52,6 +52,11 @@ process group.
   passed since CMD started, then released; leasehold then exits with CMD's status. No other
   instance runs CMD, and a --try gives up, in that window. SIGINT or SIGTERM ends it early:
   the lease is released at once, and the exit status is still CMD's.
+- --holders N: up to N instances lead at once, each holding one of N slots, records NAME/0 to
+  NAME/N-1, each with its own term; LEASEHOLD_SLOT says which (0-based). An instance holds
+  one slot at a time and takes a free one within the renew interval, an expired one as a
+  lease of its own. With 1 (the default) the record is NAME, as without it. Needs --store;
+  not with --try or --wait.
 
 Flags:
   --grace D               time CMD has to stop after SIGTERM, before SIGKILL; at most, and by
@@ -62,6 +67,7 @@ Flags:
   --wait D                wait at most D to lead, then give up (exit 75) as --try does
   --hold-at-least D       keep the lease until D after CMD started, even if CMD exits sooner
                           (not with --restart)
+  --holders N             let up to N instances lead at once, one slot each (default 1)
   --metrics-addr ADDR     serve /metrics (Prometheus), /healthz and /status on ADDR
                           (e.g. :9090, or 127.0.0.1:0 for any free port, logged at start)
 ` + commonFlagsUsage
@@ -86,6 +92,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	try := fs.Bool("try", false, "")
 	wait := fs.Duration("wait", 0, "")
 	holdAtLeast := fs.Duration("hold-at-least", 0, "")
+	holders := fs.Int("holders", 1, "")
 	if help, err := parseFlags(fs, args, runUsage); help || err != nil {
 		if help {
 			fmt.Fprint(stdout, runUsage)
@@ -127,6 +134,17 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	if f.set["hold-at-least"] && *restart {
 		return 0, badInput(runUsage, "--hold-at-least and --restart cannot be used together: with --restart CMD never finishes")
 	}
+	if *holders < 1 {
+		return 0, badInput(runUsage, "--holders %d must be at least 1", *holders)
+	}
+	if *holders > 1 {
+		switch {
+		case f.config != "":
+			return 0, badInput(runUsage, "--holders %d needs --store: the cluster service of --config elects one leader", *holders)
+		case *try || f.set["wait"]:
+			return 0, badInput(runUsage, "--holders %d cannot be used with --try or --wait", *holders)
+		}
+	}
 	if *metricsAddr != "" {
 		if _, _, err := net.SplitHostPort(*metricsAddr); err != nil {
 			return 0, badInput(runUsage, "--metrics-addr %q: %v", *metricsAddr, err)
@@ -152,7 +170,14 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	collector := leaseholdprom.NewCollector()
 	var view *electionView
 	cand := newCandidacy()
-	el, err := newElection(ctx, &f, log, cluster.Observers(collector.Observe, func(ev cluster.Event) { view.observe(ev) }, cand.observe), runUsage)
+	observer := cluster.Observers(collector.Observe, func(ev cluster.Event) { view.observe(ev) }, cand.observe)
+	var el *election
+	var err error
+	if *holders > 1 {
+		el, err = newHoldersElection(ctx, &f, *holders, log, observer, runUsage)
+	} else {
+		el, err = newElection(ctx, &f, log, observer, runUsage)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -197,7 +222,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, fmt.Errorf("start the election: %w", err)
 	}
 	log.Info("leasehold: joined the election", "lease", el.lease, "instance", el.id, "store", el.where,
-		"leaseDuration", el.l, "renewInterval", el.r, "grace", *grace)
+		"leaseDuration", el.l, "renewInterval", el.r, "grace", *grace, "holders", *holders)
 
 	var answered <-chan struct{} // --try: the first attempt's answer
 	if *try {

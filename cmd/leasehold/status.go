@@ -49,6 +49,10 @@ type leaseStatus struct {
 	LeaseDuration float64    `json:"leaseDurationSeconds"`
 	Expired       bool       `json:"expired"`
 	State         string     `json:"state"` // held, expired, released, missing
+	// A resign (R1-R3): the request the holder has not acted on yet, and the next holder it
+	// names (held) or the instance the release is reserved for (released).
+	ResignRequested *time.Time `json:"resignRequestedAt,omitempty"`
+	NextHolder      string     `json:"nextHolder,omitempty"`
 }
 
 func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
@@ -132,6 +136,13 @@ func describeRecord(lease, where string, rec cluster.Record, now time.Time) leas
 		st.RenewedAt = &t
 		st.RenewedAgo = now.Sub(t).Seconds()
 	}
+	if cluster.ResignPending(rec) {
+		t := rec.ResignRequested.UTC()
+		st.ResignRequested = &t
+	}
+	if rec.Holder == "" || st.ResignRequested != nil {
+		st.NextHolder = rec.NextHolder
+	}
 	switch {
 	case rec.Holder == "":
 		st.State = "released"
@@ -153,6 +164,10 @@ func printStatus(w io.Writer, st leaseStatus) {
 		fmt.Fprintf(tw, "state:\tmissing (no instance has taken this lease yet)\n")
 		return
 	case "released":
+		if st.NextHolder != "" {
+			fmt.Fprintf(tw, "state:\treleased (its last holder resigned, handing it over to the next holder below)\n")
+			break
+		}
 		fmt.Fprintf(tw, "state:\treleased (its last holder stopped cleanly; the next attempt of any instance takes it)\n")
 	case "expired":
 		fmt.Fprintf(tw, "state:\texpired (not renewed for longer than its duration: its holder may have crashed)\n")
@@ -174,6 +189,16 @@ func printStatus(w io.Writer, st leaseStatus) {
 	}
 	if st.LeaseDuration > 0 {
 		fmt.Fprintf(tw, "duration:\t%v\n", time.Duration(st.LeaseDuration*float64(time.Second)))
+	}
+	switch {
+	case st.ResignRequested != nil && st.NextHolder != "":
+		fmt.Fprintf(tw, "resign:\trequested %s (%s ago), to hand over to %s\n", st.ResignRequested.Format(time.RFC3339Nano),
+			roundAge(time.Since(*st.ResignRequested).Seconds()), st.NextHolder)
+	case st.ResignRequested != nil:
+		fmt.Fprintf(tw, "resign:\trequested %s (%s ago)\n", st.ResignRequested.Format(time.RFC3339Nano),
+			roundAge(time.Since(*st.ResignRequested).Seconds()))
+	case st.NextHolder != "":
+		fmt.Fprintf(tw, "next holder:\t%s (only it may take the lease until it has stayed released for the lease duration)\n", st.NextHolder)
 	}
 }
 

@@ -115,9 +115,10 @@ func newSupervisor(argv []string, lease, id string, grace time.Duration, restart
 // which the election waits for before anything else may lead (W4, E7).
 func (s *supervisor) lead(ctx context.Context) error {
 	term, _ := cluster.TermOf(ctx)
+	slot, _ := cluster.SlotOf(ctx) // 0 without --holders
 	backoff := minBackoff
 	for {
-		c, err := s.startChild(term)
+		c, err := s.startChild(term, slot)
 		if err != nil {
 			s.log.Error("leasehold: cannot start CMD", "cmd", s.argv[0], "error", err)
 			if !s.restart {
@@ -201,7 +202,7 @@ func (s *supervisor) finish(status int) {
 
 // startChild starts the keeper, which starts CMD with the lease's variables in its
 // environment, in a process group of its own. It returns once CMD has started.
-func (s *supervisor) startChild(term uint64) (*child, error) {
+func (s *supervisor) startChild(term uint64, slot int) (*child, error) {
 	path, err := keeperPath()
 	if err != nil {
 		return nil, fmt.Errorf("the keeper: %w", err)
@@ -229,6 +230,7 @@ func (s *supervisor) startChild(term uint64) (*child, error) {
 			"LEASEHOLD_LEASE="+s.lease,
 			"LEASEHOLD_INSTANCE_ID="+s.id,
 			"LEASEHOLD_TERM="+strconv.FormatUint(term, 10),
+			"LEASEHOLD_SLOT="+strconv.Itoa(slot),
 		)
 		// CMD is not in the terminal's foreground group: reading the terminal would stop it.
 		cmd.Stdin = nil

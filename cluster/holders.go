@@ -1,0 +1,265 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// SlotNamer is implemented by a Lock whose record names cannot take SlotName's default form
+// NAME/i: a Kubernetes Lease's name is a DNS subdomain, which has no "/" (N1).
+type SlotNamer interface {
+	SlotName(lease string, slot int) string
+}
+
+// SlotName returns the name of the record of slot (0-based) of lease among n holders in lock
+// (N1): the lease's own name when n is 1, so that one holder is exactly the election of
+// Elector; otherwise NAME/slot, or what lock's SlotName says.
+func SlotName(lock Lock, lease string, slot, n int) string {
+	lease = ResolveLeaseName(lease)
+	if n <= 1 {
+		return lease
+	}
+	if sn, ok := lock.(SlotNamer); ok {
+		return sn.SlotName(lease, slot)
+	}
+	return lease + "/" + strconv.Itoa(slot)
+}
+
+type slotKey struct{}
+
+// WithSlot returns ctx carrying the slot a Holders leadership holds.
+func WithSlot(ctx context.Context, slot int) context.Context {
+	return context.WithValue(ctx, slotKey{}, slot)
+}
+
+// SlotOf returns the slot (0-based) carried by the context of a LeaderFunc registered with
+// Holders.WhenLeader.
+func SlotOf(ctx context.Context) (int, bool) {
+	s, ok := ctx.Value(slotKey{}).(int)
+	return s, ok
+}
+
+// Holders elects up to N holders of a lease at once (N1–N3): the lease has N slots, each a
+// record of its own (SlotName) with its own election, term and leader, and an instance holds
+// at most one slot at a time. It implements Cluster: IsLeader is true while the instance holds
+// a slot, and fn runs for each slot it comes to hold, its context carrying the slot (SlotOf)
+// and that slot's term (TermOf).
+//
+// An instance runs one Elector per slot, each with the timing of E1–E8 (so a free slot is
+// seen by every instance within R, and an expired one judged on each instance's own clock),
+// but only one of them may write to take or renew a slot: the first to decide that it would
+// write claims the instance, and the others follow whatever they read until that slot is done
+// with (it follows, its leadership has ended and its callbacks have returned). With N = 1 it
+// is one Elector on the lease itself.
+type Holders struct {
+	name  string
+	id    string
+	slots []*Elector
+	done  chan struct{}
+}
+
+var _ Cluster = (*Holders)(nil)
+
+// NewHolders returns the election of n holders of cfg's lease, not started. cfg is checked as
+// NewElector checks it (E0); n must be at least 1. cfg.Observer receives the events of every
+// slot: Event.Lease is the slot's record name.
+func NewHolders(cfg ElectorConfig, n int) (*Holders, error) {
+	cfg.LeaseName = ResolveLeaseName(cfg.LeaseName)
+	if n < 1 {
+		return nil, fmt.Errorf("cluster: lease %q: %d holders: want at least 1", cfg.LeaseName, n)
+	}
+	if cfg.InstanceID == "" {
+		cfg.InstanceID = DefaultInstanceID() // one identity in every slot
+	}
+	h := &Holders{name: cfg.LeaseName, id: cfg.InstanceID, done: make(chan struct{})}
+	var claim *slotClaim
+	if n > 1 {
+		claim = &slotClaim{owner: -1, leads: make([]bool, n)}
+	}
+	for i := range n {
+		c := cfg
+		c.LeaseName = SlotName(cfg.Lock, cfg.LeaseName, i, n)
+		if claim != nil {
+			c.Observer = Observers(func(ev Event) { claim.observe(i, ev) }, cfg.Observer)
+		}
+		e, err := NewElector(c)
+		if err != nil {
+			return nil, err
+		}
+		e.slot, e.claim = i, claim
+		h.slots = append(h.slots, e)
+	}
+	if claim != nil {
+		claim.slots = h.slots
+	}
+	return h, nil
+}
+
+// Slots returns the Electors of the slots, in slot order.
+func (h *Holders) Slots() []*Elector { return h.slots }
+
+// LeaseName returns the lease's name (slot 0's record is SlotName(lock, name, 0, n)).
+func (h *Holders) LeaseName() string { return h.name }
+
+// InstanceID returns this instance's identity, the same in every slot.
+func (h *Holders) InstanceID() string { return h.id }
+
+// IsLeader reports whether this instance holds a slot.
+func (h *Holders) IsLeader() bool {
+	for _, e := range h.slots {
+		if e.IsLeader() {
+			return true
+		}
+	}
+	return false
+}
+
+// Slot returns the slot this instance holds and its term, and whether it holds one.
+func (h *Holders) Slot() (slot int, term uint64, ok bool) {
+	for i, e := range h.slots {
+		if t, ok := e.Term(); ok {
+			return i, t, true
+		}
+	}
+	return 0, 0, false
+}
+
+// WhenLeader registers fn and deregistered on every slot, with the guarantees of
+// Cluster.WhenLeader for each slot; since the instance holds one slot at a time and a slot's
+// callbacks return before another slot may be taken (N2), the calls of one registration never
+// overlap across slots either. fn's context carries the slot (SlotOf).
+func (h *Holders) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
+	if fn == nil {
+		fn = func(context.Context) error { return nil }
+	}
+	removes := make([]func(), 0, len(h.slots))
+	for i, e := range h.slots {
+		removes = append(removes, e.WhenLeader(func(ctx context.Context) error { return fn(WithSlot(ctx, i)) }, deregistered))
+	}
+	return func() {
+		for _, r := range removes {
+			r()
+		}
+	}
+}
+
+// Start starts the election of every slot (see Elector.Start).
+func (h *Holders) Start(ctx context.Context) error {
+	var errs []error
+	for _, e := range h.slots {
+		errs = append(errs, e.Start(ctx))
+	}
+	go func() {
+		for _, e := range h.slots {
+			<-e.Done()
+		}
+		close(h.done)
+	}()
+	return errors.Join(errs...)
+}
+
+// Stop ends the election of every slot, at once (see Elector.Stop): the slot held is released
+// once its callbacks have returned. It returns the slots' errors joined.
+func (h *Holders) Stop(ctx context.Context) error {
+	errs := make([]error, len(h.slots))
+	var wg sync.WaitGroup
+	for i, e := range h.slots {
+		wg.Go(func() { errs[i] = e.Stop(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Done returns a channel closed once the election of every slot has ended.
+func (h *Holders) Done() <-chan struct{} { return h.done }
+
+// slotClaim lets one slot of an instance at a time take or renew its record (N2). owner is the
+// slot that claimed last; it is done with the claim once its attempts no longer write (want
+// false), it does not lead, and its callbacks have returned: only then may another slot claim.
+type slotClaim struct {
+	mu    sync.Mutex
+	owner int    // -1 before any claim
+	want  bool   // owner's last attempt wrote, or was about to, to hold its slot
+	leads []bool // by slot: between BecameLeader and StoppedLeading
+	slots []*Elector
+}
+
+// acquire is called by an attempt of slot i that is about to write to hold its slot. It
+// returns false when another slot of the instance holds, or may hold, its own, or its
+// callbacks have not all returned.
+func (c *slotClaim) acquire(i int) bool {
+	c.mu.Lock()
+	j := c.owner
+	if j < 0 || j == i {
+		c.owner, c.want = i, true
+		c.mu.Unlock()
+		return true
+	}
+	defer c.mu.Unlock()
+	// StoppedLeading has been emitted for j's last leadership (leads[j] false), so its
+	// deregistered calls are queued already: once they have returned, j is done. Until then
+	// this attempt follows, and the next one looks again: a slot's attempt never waits for
+	// another slot's callbacks (a CMD's grace), which would make it time out (E3).
+	if c.want || c.leads[j] || c.slots[j].leading.Load() != nil || !c.slots[j].cb.isIdle() {
+		return false
+	}
+	c.owner, c.want = i, true
+	return true
+}
+
+// isIdle reports whether no registration has calls pending or running.
+func (c *callbacks) isIdle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.active == 0
+}
+
+// drop records that an attempt of slot i does not write to hold its slot.
+func (c *slotClaim) drop(i int) {
+	c.mu.Lock()
+	if c.owner == i {
+		c.want = false
+	}
+	c.mu.Unlock()
+}
+
+// observe is each slot's Elector observer, on that slot's election goroutine.
+func (c *slotClaim) observe(i int, ev Event) {
+	switch ev.Kind {
+	case BecameLeader, StoppedLeading:
+		c.mu.Lock()
+		c.leads[i] = ev.Kind == BecameLeader
+		c.mu.Unlock()
+	}
+}
+
+// claimSlot is onRead's gate before a write that would make this instance hold its record: it
+// is always open for an Elector of its own, and for one slot at a time of a Holders (N2).
+func (e *Elector) claimSlot() bool {
+	return e.claim == nil || e.claim.acquire(e.slot)
+}
+
+// unclaim records that this attempt does not write to hold the record.
+func (e *Elector) unclaim() {
+	if e.claim != nil {
+		e.claim.drop(e.slot)
+	}
+}
+
+// releaseSlot releases a record of a slot that names this instance while another slot of it
+// holds, or may hold, its own (N2): a write whose answer was lost, a leadership that ended
+// without a release. Left as it is, the slot would stay taken until it expired.
+func (e *Elector) releaseSlot(ctx context.Context, rec Record) outcome {
+	rec.Holder, rec.ResignRequested, rec.NextHolder = "", time.Time{}, ""
+	rec.RenewedAt = time.Now().Round(0).UTC()
+	released, err := e.lock.Update(ctx, e.name, rec)
+	if err != nil {
+		return outcome{kind: failed, err: fmt.Errorf("cluster: lease %q: release of a slot held elsewhere by this instance: %w", e.name, err), at: time.Now()}
+	}
+	e.log.Info("leasehold: released a slot this instance may not hold: it holds another", "term", released.Term)
+	return outcome{kind: followed, rec: released, at: time.Now()}
+}

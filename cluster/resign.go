@@ -1,0 +1,183 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	// ErrNotHeld is Resign's answer for a lease that nobody holds: no record, or a released
+	// one. There is nobody to ask (R1).
+	ErrNotHeld = errors.New("cluster: lease not held")
+	// ErrResignToHolder is Resign's answer when the instance named to lead next is the holder
+	// itself: it would step down only to be asked to take the lease back (R1).
+	ErrResignToHolder = errors.New("cluster: the instance named to lead next already holds the lease")
+	// ErrResignRequested is the error of the attempt in which a leader finds a resign request
+	// in its record: the attempt fails with it (Event.Reason ReasonResign), so the leader stops
+	// leading at once (E4, R2).
+	ErrResignRequested = errors.New("cluster: resign requested")
+)
+
+// ReasonResign is the Event.Reason of the failed attempt, and of the end of the leadership,
+// of a leader that found a resign request in its record (R2).
+const ReasonResign = "resign"
+
+// Resign asks the holder of the lease name in lock to step down, and returns the record as
+// written (R1). It writes the request into the record, a compare-and-swap like every write, so
+// it works from any process, on any host, over any Lock; it reads again and retries after a
+// lost race, until ctx ends. to, when not empty, names the instance that should lead next.
+//
+// Resign returns once the request is in the record, not once the holder has stepped down:
+// the holder sees it at its next attempt (a write of the request changes the revision, so a
+// renewal that does not read first conflicts, reads, and sees it), stops leading, waits for
+// its callbacks, then releases the lease naming to as the next holder (R2). Follow it with
+// Observe to see the handover.
+//
+// A lease that nobody holds (no record, or released) is an error wrapping ErrNotHeld; naming
+// the holder itself as to is an error wrapping ErrResignToHolder; neither writes anything. A
+// request already pending is replaced (its to with this one's). Resign judges nothing by the
+// record's timestamps (E6): asked of a crashed holder, the request stays pending until an
+// instance takes the expired lease over, and the write itself, a new revision, makes
+// followers watch the record for their L again.
+func Resign(ctx context.Context, lock Lock, name, to string) (Record, error) {
+	if lock == nil {
+		return Record{}, errors.New("cluster: Resign: the Lock is nil")
+	}
+	name = ResolveLeaseName(name)
+	lock = recoverLock{lock}
+	for {
+		rec, err := lock.Get(ctx, name)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return Record{}, fmt.Errorf("cluster: lease %q: resign: %w: no instance has taken it", name, ErrNotHeld)
+		case err != nil:
+			return Record{}, fmt.Errorf("cluster: lease %q: resign: %w", name, err)
+		case rec.Holder == "":
+			return Record{}, fmt.Errorf("cluster: lease %q: resign: %w: it is released (term %d)", name, ErrNotHeld, rec.Term)
+		case to != "" && to == rec.Holder:
+			return Record{}, fmt.Errorf("cluster: lease %q: resign to %q: %w (term %d)", name, to, ErrResignToHolder, rec.Term)
+		}
+		rec.ResignRequested, rec.NextHolder = time.Now().Round(0).UTC(), to
+		written, err := lock.Update(ctx, name, rec)
+		switch {
+		case err == nil:
+			return written, nil
+		case errors.Is(err, ErrConflict) && ctx.Err() == nil:
+			continue // a renewal or another request came first: read again
+		default:
+			return Record{}, fmt.Errorf("cluster: lease %q: resign: %w", name, err)
+		}
+	}
+}
+
+// missingRevision is the revision of the record an attempt follows when a slot's record is
+// missing and another slot of the instance is claimed (N2).
+const missingRevision = "\x00missing"
+
+// refusedRevision marks the revision of a record followed because another slot of the instance
+// is claimed (N2).
+const refusedRevision = "\x00refused"
+
+// ResignPending reports whether rec carries a resign request its holder has not acted on yet.
+func ResignPending(rec Record) bool { return rec.Holder != "" && !rec.ResignRequested.IsZero() }
+
+// onRead is the hook of try (R2–R4, N2): it runs on what an attempt read, before try decides
+// by E2, and returns done when it answered the attempt itself:
+//   - this instance holds the record and a resign is pending: a leader fails the attempt
+//     (ErrResignRequested), which makes it stop leading; once it does not lead, the next
+//     attempt waits for its callbacks, then releases the record naming the next holder (R2);
+//   - a released record reserved for another instance (NextHolder), or the one this instance
+//     released when it resigned without naming anyone, that has not expired for this
+//     instance (E6's D, from when it first saw it): follow (R3);
+//   - one of N holders (holders.go) that may not hold this slot now: follow, and release a
+//     record of the slot that still names this instance (N2).
+//
+// Otherwise try goes on by E2, and whatever it writes (a renewal, a takeover) carries no
+// request and no reservation: onRead clears them in rec.
+func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observation, now time.Time) (outcome, bool) {
+	follow := func(r Record) (outcome, bool) {
+		e.unclaim()
+		return outcome{kind: followed, rec: r, at: now}, true
+	}
+	if err != nil {
+		if errors.Is(err, ErrNotFound) && !e.claimSlot() {
+			// Followed as a record no Lock writes (its revision is never a real one): the
+			// election goroutine schedules the next attempt by that observation (E1, E6).
+			return follow(Record{Revision: missingRevision})
+		}
+		return outcome{}, false
+	}
+	if rec.Holder == e.id && !rec.ResignRequested.IsZero() {
+		return e.stepDown(ctx, *rec), true
+	}
+	expired := rec.Revision == obs.rev && !now.Before(obs.expires)
+	if rec.Holder == "" && !expired {
+		if rec.NextHolder != "" && rec.NextHolder != e.id {
+			return follow(*rec) // reserved for another (R3)
+		}
+		if rec.NextHolder == "" && rec.Revision == e.resigned {
+			return follow(*rec) // this instance stepped down: others first (R4)
+		}
+	}
+	if rec.Holder != e.id && rec.Holder != "" && !expired {
+		e.unclaim()
+		return outcome{}, false // E2 follows
+	}
+	if !e.claimSlot() {
+		if rec.Holder == e.id {
+			return e.releaseSlot(ctx, *rec), true
+		}
+		// Followed under a revision of its own: this instance, which may not take the slot,
+		// does not watch it expire (its observation would stay expired, and the election
+		// goroutine would attempt again at once); it watches it anew once it may (N2).
+		r := *rec
+		r.Revision = rec.Revision + refusedRevision
+		return follow(r)
+	}
+	rec.ResignRequested, rec.NextHolder = time.Time{}, ""
+	return outcome{}, false
+}
+
+// stepDown acts on a resign request found in a record this instance holds (R2).
+func (e *Elector) stepDown(ctx context.Context, rec Record) outcome {
+	fail := func(err error) outcome { return outcome{kind: failed, err: err, at: time.Now()} }
+	if e.leading.Load() != nil {
+		// The election goroutine stops leading on this failure (E4): the callbacks end
+		// there, and the next attempt releases.
+		if rec.NextHolder != "" {
+			return fail(fmt.Errorf("%w: handing the lease over to %q", ErrResignRequested, rec.NextHolder))
+		}
+		return fail(fmt.Errorf("%w: stepping down", ErrResignRequested))
+	}
+	if err := e.cb.wait(ctx); err != nil {
+		return fail(fmt.Errorf("cluster: lease %q: resign: leader callbacks have not returned, lease not released yet: %w", e.name, err))
+	}
+	rec.Holder, rec.ResignRequested = "", time.Time{}
+	rec.RenewedAt = time.Now().Round(0).UTC()
+	e.wrote.Store(true)
+	released, err := e.lock.Update(ctx, e.name, rec)
+	if err != nil {
+		return fail(fmt.Errorf("cluster: lease %q: resign: release: %w", e.name, err))
+	}
+	e.resigned = released.Revision
+	e.unclaim()
+	if released.NextHolder != "" {
+		e.log.Info("leasehold: resigned: released the lease to the next holder", "term", released.Term, "next", released.NextHolder)
+	} else {
+		e.log.Info("leasehold: resigned: released the lease", "term", released.Term)
+	}
+	return outcome{kind: followed, rec: released, at: time.Now()}
+}
+
+// failReason is the Event.Reason of a failed attempt's error.
+func failReason(err error) string {
+	switch {
+	case errors.Is(err, ErrResignRequested):
+		return ReasonResign
+	case errors.Is(err, ErrConflict):
+		return ReasonConflict
+	}
+	return ReasonError
+}

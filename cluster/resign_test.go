@@ -1,0 +1,287 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// resign asks the holder of the world's lease to step down, over the shared memory store.
+func (w *world) resign(to string) Record {
+	w.t.Helper()
+	rec, err := Resign(context.Background(), NewStoreLock(w.mem), "leader", to)
+	if err != nil {
+		w.t.Fatalf("Resign(%q): %v", to, err)
+	}
+	return rec
+}
+
+// oneLeader fails unless at most one of nodes leads now.
+func oneLeader(t *testing.T, nodes ...*node) {
+	t.Helper()
+	var leaders []string
+	for _, n := range nodes {
+		if n.e.IsLeader() {
+			leaders = append(leaders, n.e.InstanceID())
+		}
+	}
+	if len(leaders) > 1 {
+		t.Fatalf("two leaders at once: %v", leaders)
+	}
+}
+
+// R2, R3: a leader asked at 3s to hand over to c stops leading at its next attempt (5s: the
+// attempt fails with ReasonResign, its fn's context ends and deregistered runs), releases at
+// the attempt after (10s) with nextHolder c, once its callbacks have returned; b, whose
+// attempt comes first (11s), follows the reserved record; c takes it at its own (12s), term 2.
+func TestR2ResignHandsOverToNamed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.node("a", 0, 0).start() // attempts at 0, 5, 10, ...
+		w.at(sec(1))
+		b := w.node("b", 0, 0).start() // 1, 6, 11, ...
+		w.at(sec(2))
+		c := w.node("c", 0, 0).start() // 2, 7, 12, ...
+		w.at(sec(3))
+		req := w.resign("c")
+		if req.Holder != "a" || req.NextHolder != "c" || req.ResignRequested.IsZero() || !ResignPending(req) {
+			t.Fatalf("Resign wrote %+v; want a's record with a pending request naming c", req)
+		}
+		if rec := w.record(); rec["holder"] != "a" || rec["nextHolder"] != "c" || rec["resignRequestedAt"] == "" {
+			t.Fatalf("record after Resign: %v", rec)
+		}
+		w.at(sec(5))
+		stops := a.eventsOf(StoppedLeading)
+		if len(stops) != 1 || w.rel(stops[0].Time) != sec(5) || stops[0].Reason != ReasonResign || !errors.Is(stops[0].Err, ErrResignRequested) {
+			t.Fatalf("a's stops: %+v; want one at 5s, reason resign", stops)
+		}
+		if got := a.deTimes(); len(got) != 1 || w.rel(got[0]) != sec(5) {
+			t.Fatalf("a's deregistered ran at %v; want 5s", got)
+		}
+		if rec := w.record(); rec["holder"] != "a" {
+			t.Fatalf("record at 5s: %v; want still a's: the release waits for the next attempt", rec)
+		}
+		oneLeader(t, a, b, c)
+		w.at(sec(10))
+		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "c" || rec["resignRequestedAt"] != "" || rec["term"] != 1.0 {
+			t.Fatalf("record at 10s: %v; want released, next holder c, no request pending, term 1", rec)
+		}
+		w.at(sec(11))
+		if b.e.IsLeader() || len(b.eventsOf(BecameLeader)) > 0 {
+			t.Fatal("b took a lease reserved for c")
+		}
+		w.at(sec(12))
+		if got := w.times(c, BecameLeader); !reflect.DeepEqual(got, ds(sec(12))) {
+			t.Fatalf("c became leader at %v; want 12s", got)
+		}
+		if term, _ := c.e.Term(); term != 2 {
+			t.Fatalf("c's term %d; want 2", term)
+		}
+		if rec := w.record(); rec["holder"] != "c" || rec["nextHolder"] != "" {
+			t.Fatalf("record at 12s: %v; want c's, the reservation cleared", rec)
+		}
+		w.at(sec(40))
+		oneLeader(t, a, b, c)
+		if !c.e.IsLeader() || len(b.eventsOf(BecameLeader)) > 0 || len(a.eventsOf(BecameLeader)) != 1 {
+			t.Fatal("after the handover c must keep the lease")
+		}
+	})
+}
+
+// R2: the release waits for the callbacks: a leader whose deregistered takes 7s (5s to 12s)
+// releases at 12s, from the attempt that began at 10s, not before.
+func TestR2ReleaseAfterCallbacks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.node("a", 0, 0)
+		a.e.WhenLeader(func(ctx context.Context) error {
+			<-ctx.Done()
+			return nil
+		}, func() { time.Sleep(7 * time.Second) })
+		a.start()
+		w.at(sec(1))
+		b := w.node("b", 0, 0).start()
+		w.at(sec(3))
+		w.resign("b")
+		w.at(sec(12) - time.Nanosecond)
+		if rec := w.record(); rec["holder"] != "a" {
+			t.Fatalf("record just before 12s: %v; want a's until its callbacks return", rec)
+		}
+		w.at(sec(12))
+		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "b" {
+			t.Fatalf("record at 12s: %v; want released to b", rec)
+		}
+		w.at(sec(16))
+		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(16))) {
+			t.Fatalf("b became leader at %v; want 16s, its first attempt after the release", got)
+		}
+	})
+}
+
+// R3: a next holder that never comes: the lease stays released (reserved) for L after the
+// release; then the first instance whose clock says so takes it: the resigner, which saw its
+// own release first (10s + 15s), before b (first saw it at 11s: 26s).
+func TestR3NamedAbsent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.node("a", 0, 0).start()
+		w.at(sec(1))
+		b := w.node("b", 0, 0).start()
+		w.at(sec(3))
+		w.resign("ghost")
+		w.at(sec(25) - time.Nanosecond)
+		oneLeader(t, a, b)
+		if a.e.IsLeader() || b.e.IsLeader() {
+			t.Fatal("someone leads a lease reserved for an absent instance, within its bound")
+		}
+		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "ghost" {
+			t.Fatalf("record: %v; want released to ghost", rec)
+		}
+		w.at(sec(25))
+		if got := w.times(a, BecameLeader); !reflect.DeepEqual(got, ds(0, sec(25))) {
+			t.Fatalf("a became leader at %v; want 0s and 25s", got)
+		}
+		if term, _ := a.e.Term(); term != 2 {
+			t.Fatalf("term %d after the bound; want 2", term)
+		}
+		w.at(sec(30))
+		oneLeader(t, a, b)
+		if len(b.eventsOf(BecameLeader)) > 0 {
+			t.Fatal("b leads too")
+		}
+	})
+}
+
+// R4: without a next holder, the resigner sits out for L after its release: b takes the
+// lease at its next attempt (11s); alone, the resigner takes it back at 25s.
+func TestR4ResignWithoutNextHolder(t *testing.T) {
+	t.Run("another takes it", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newWorld(t)
+			a := w.node("a", 0, 0).start()
+			w.at(sec(1))
+			b := w.node("b", 0, 0).start()
+			w.at(sec(3))
+			w.resign("")
+			w.at(sec(11))
+			if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(11))) {
+				t.Fatalf("b became leader at %v; want 11s", got)
+			}
+			w.at(sec(60))
+			oneLeader(t, a, b)
+			if got := w.times(a, BecameLeader); !reflect.DeepEqual(got, ds(0)) {
+				t.Fatalf("a became leader at %v; want 0s only", got)
+			}
+		})
+	})
+	t.Run("alone", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			w := newWorld(t)
+			a := w.node("a", 0, 0).start()
+			w.at(sec(3))
+			w.resign("")
+			w.at(sec(25) - time.Nanosecond)
+			if a.e.IsLeader() {
+				t.Fatal("the resigner took its lease back within L of its release")
+			}
+			w.at(sec(25))
+			if got := w.times(a, BecameLeader); !reflect.DeepEqual(got, ds(0, sec(25))) {
+				t.Fatalf("a became leader at %v; want 0s and 25s", got)
+			}
+		})
+	})
+}
+
+// R2: a request that lands between the leader's read and its write makes the renewal conflict
+// (as a renewal that writes without reading first would): the leader stops leading at once,
+// and its next attempt reads the request and releases to the next holder.
+func TestR2RequestDuringRenewal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.node("a", 0, 0).start()
+		w.at(sec(1))
+		b := w.node("b", 0, 0).start()
+		w.at(sec(2))
+		a.faults.set(func(f *faultStore) {
+			f.beforeWrite = func() {
+				a.faults.set(func(f *faultStore) { f.beforeWrite = nil }) // once
+				if _, err := Resign(context.Background(), NewStoreLock(w.mem), "leader", "b"); err != nil {
+					t.Errorf("Resign: %v", err)
+				}
+			}
+		})
+		w.at(sec(5))
+		stops := a.eventsOf(StoppedLeading)
+		if len(stops) != 1 || w.rel(stops[0].Time) != sec(5) || stops[0].Reason != ReasonConflict {
+			t.Fatalf("a's stops: %+v; want one at 5s, a lost race", stops)
+		}
+		w.at(sec(10))
+		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "b" {
+			t.Fatalf("record at 10s: %v; want released to b", rec)
+		}
+		w.at(sec(11))
+		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(11))) {
+			t.Fatalf("b became leader at %v; want 11s", got)
+		}
+		oneLeader(t, a, b)
+	})
+}
+
+// R1: what Resign refuses, writing nothing: a lease with no record or a released one
+// (ErrNotHeld), the holder named as the next one (ErrResignToHolder).
+func TestR1ResignRefusals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		lock := NewStoreLock(w.mem)
+		ctx := context.Background()
+		if _, err := Resign(ctx, lock, "leader", ""); !errors.Is(err, ErrNotHeld) || !strings.Contains(err.Error(), `lease "leader"`) {
+			t.Fatalf("Resign of a missing lease: %v; want ErrNotHeld naming the lease", err)
+		}
+		a := w.node("a", 0, 0).start()
+		w.at(sec(1))
+		before := w.record()
+		if _, err := Resign(ctx, lock, "leader", "a"); !errors.Is(err, ErrResignToHolder) {
+			t.Fatalf("Resign to the holder: %v; want ErrResignToHolder", err)
+		}
+		if after := w.record(); after["revision"] != before["revision"] {
+			t.Fatal("a refused Resign wrote the record")
+		}
+		if err := a.e.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Resign(ctx, lock, "leader", "b"); !errors.Is(err, ErrNotHeld) {
+			t.Fatalf("Resign of a released lease: %v; want ErrNotHeld", err)
+		}
+		if _, err := Resign(ctx, nil, "leader", ""); err == nil {
+			t.Fatal("Resign with a nil Lock: no error")
+		}
+	})
+}
+
+// R1: the store record's resign fields round-trip, and a document written before them (no
+// such fields) decodes with none pending.
+func TestR1StoreRecordFields(t *testing.T) {
+	at := time.Date(2026, 11, 30, 9, 17, 13, 0, time.UTC)
+	r := Record{Holder: "web-1", Term: 4, AcquiredAt: at, RenewedAt: at, Duration: 15 * time.Second, Revision: NewRevision(),
+		ResignRequested: at.Add(time.Second), NextHolder: "web-2"}
+	got, err := DecodeStoreRecord("cluster:jobs", EncodeStoreRecord(r))
+	if err != nil || got != r {
+		t.Fatalf("round trip of %+v: %+v, %v", r, got, err)
+	}
+	old := EncodeStoreRecord(r)
+	delete(old, "nextHolder")
+	delete(old, "resignRequestedAt")
+	got, err = DecodeStoreRecord("cluster:jobs", old)
+	if err != nil || got.NextHolder != "" || !got.ResignRequested.IsZero() || ResignPending(got) {
+		t.Fatalf("a record without the resign fields: %+v, %v; want none pending", got, err)
+	}
+	bad := EncodeStoreRecord(r)
+	bad["nextHolder"] = 3.0
+	if _, err := DecodeStoreRecord("cluster:jobs", bad); err == nil || !strings.Contains(err.Error(), `field "nextHolder"`) {
+		t.Fatalf("a numeric nextHolder: %v; want an error naming the field", err)
+	}
+}
