@@ -274,7 +274,7 @@ func (e *Elector) try(ctx context.Context, obs observation) outcome {
 	now := time.Now()
 	wall := now.Round(0).UTC()
 	// Hook (resign.go): a resign request, a reserved release, a slot of N holders this
-	// instance may not hold; it may answer the attempt itself (R2-R4, N2). Keep this call on
+	// instance may not hold; it may answer the attempt itself (R2-R4, H2). Keep this call on
 	// every record (or error) read before deciding by E2.
 	if out, done := e.onRead(ctx, &rec, err, obs, now); done {
 		return out

@@ -10,13 +10,13 @@ import (
 )
 
 // SlotNamer is implemented by a Lock whose record names cannot take SlotName's default form
-// NAME/i: a Kubernetes Lease's name is a DNS subdomain, which has no "/" (N1).
+// NAME/i: a Kubernetes Lease's name is a DNS subdomain, which has no "/" (H1).
 type SlotNamer interface {
 	SlotName(lease string, slot int) string
 }
 
 // SlotName returns the name of the record of slot (0-based) of lease among n holders in lock
-// (N1): the lease's own name when n is 1, so that one holder is exactly the election of
+// (H1): the lease's own name when n is 1, so that one holder is exactly the election of
 // Elector; otherwise NAME/slot, or what lock's SlotName says.
 func SlotName(lock Lock, lease string, slot, n int) string {
 	lease = ResolveLeaseName(lease)
@@ -43,7 +43,7 @@ func SlotOf(ctx context.Context) (int, bool) {
 	return s, ok
 }
 
-// Holders elects up to N holders of a lease at once (N1–N3): the lease has N slots, each a
+// Holders elects up to N holders of a lease at once (H1–H3): the lease has N slots, each a
 // record of its own (SlotName) with its own election, term and leader, and an instance holds
 // at most one slot at a time. It implements Cluster: IsLeader is true while the instance holds
 // a slot, and fn runs for each slot it comes to hold, its context carrying the slot (SlotOf)
@@ -130,7 +130,7 @@ func (h *Holders) Slot() (slot int, term uint64, ok bool) {
 
 // WhenLeader registers fn and deregistered on every slot, with the guarantees of
 // Cluster.WhenLeader for each slot; since the instance holds one slot at a time and a slot's
-// callbacks return before another slot may be taken (N2), the calls of one registration never
+// callbacks return before another slot may be taken (H2), the calls of one registration never
 // overlap across slots either. fn's context carries the slot (SlotOf).
 func (h *Holders) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
 	if fn == nil {
@@ -177,7 +177,7 @@ func (h *Holders) Stop(ctx context.Context) error {
 // Done returns a channel closed once the election of every slot has ended.
 func (h *Holders) Done() <-chan struct{} { return h.done }
 
-// slotClaim lets one slot of an instance at a time take or renew its record (N2). owner is the
+// slotClaim lets one slot of an instance at a time take or renew its record (H2). owner is the
 // slot that claimed last; it is done with the claim once its attempts no longer write (want
 // false), it does not lead, and its callbacks have returned: only then may another slot claim.
 type slotClaim struct {
@@ -238,7 +238,7 @@ func (c *slotClaim) observe(i int, ev Event) {
 }
 
 // claimSlot is onRead's gate before a write that would make this instance hold its record: it
-// is always open for an Elector of its own, and for one slot at a time of a Holders (N2).
+// is always open for an Elector of its own, and for one slot at a time of a Holders (H2).
 func (e *Elector) claimSlot() bool {
 	return e.claim == nil || e.claim.acquire(e.slot)
 }
@@ -251,7 +251,7 @@ func (e *Elector) unclaim() {
 }
 
 // releaseSlot releases a record of a slot that names this instance while another slot of it
-// holds, or may hold, its own (N2): a write whose answer was lost, a leadership that ended
+// holds, or may hold, its own (H2): a write whose answer was lost, a leadership that ended
 // without a release. Left as it is, the slot would stay taken until it expired.
 func (e *Elector) releaseSlot(ctx context.Context, rec Record) outcome {
 	rec.Holder, rec.ResignRequested, rec.NextHolder = "", time.Time{}, ""

@@ -87,7 +87,7 @@ func (hd *holder) runsCopy() []slotRun {
 }
 
 // check fails unless each instance leads at most one slot and each slot has at most one
-// leader, now, and no instance ever ran two fns at once (N1, N2).
+// leader, now, and no instance ever ran two fns at once (H1, H2).
 func check(t *testing.T, hs ...*holder) {
 	t.Helper()
 	bySlot := map[int]string{}
@@ -115,8 +115,8 @@ func check(t *testing.T, hs ...*holder) {
 	}
 }
 
-// N1: the record names: the lease itself for one holder, NAME/i for more, or the Lock's own.
-func TestN1SlotNames(t *testing.T) {
+// H1: the record names: the lease itself for one holder, NAME/i for more, or the Lock's own.
+func TestH1SlotNames(t *testing.T) {
 	lock := NewStoreLock(nil)
 	for _, c := range []struct {
 		slot, n int
@@ -141,9 +141,9 @@ type dashLock struct{ Lock }
 
 func (dashLock) SlotName(lease string, slot int) string { return fmt.Sprintf("%s-%d", lease, slot) }
 
-// N3: one holder is today's election: the record is the lease's own (cluster:jobs), and fn's
+// H3: one holder is today's election: the record is the lease's own (cluster:jobs), and fn's
 // context says slot 0.
-func TestN3OneHolderIsTheElection(t *testing.T) {
+func TestH3OneHolderIsTheElection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.holders("a", 1, 0)
@@ -160,11 +160,11 @@ func TestN3OneHolderIsTheElection(t *testing.T) {
 	})
 }
 
-// N1, N2: two slots, three instances. a (0s) and b (1s) take a slot each; c (2s) holds none.
+// H1, H2: two slots, three instances. a (0s) and b (1s) take a slot each; c (2s) holds none.
 // a stops cleanly at 3s: c takes its slot at its next attempt (7s). b crashes at 8s: c holds a
 // slot, so it leaves b's alone; d starts at 9s, first sees b's last renewal (6s) then, and
 // takes that slot at 9s + L = 24s. Terms grow per slot.
-func TestN2TwoSlotsThreeInstances(t *testing.T) {
+func TestH2TwoSlotsThreeInstances(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.holders("a", 2, 0)
@@ -218,11 +218,11 @@ func TestN2TwoSlotsThreeInstances(t *testing.T) {
 	})
 }
 
-// N2: an instance moves to another slot only once the callbacks of the one it held have
+// H2: an instance moves to another slot only once the callbacks of the one it held have
 // returned. a holds one of two slots alone; asked at 3s to resign it, it stops leading at
 // 5s, and its deregistered takes until 8s. The other slot, free all along, is taken no
 // earlier than that, at an attempt (10s or 15s), while the resigned slot stays released (R4).
-func TestN2MoveAfterCallbacks(t *testing.T) {
+func TestH2MoveAfterCallbacks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.holders("a", 2, 3*time.Second)

@@ -73,17 +73,17 @@ func Resign(ctx context.Context, lock Lock, name, to string) (Record, error) {
 }
 
 // missingRevision is the revision of the record an attempt follows when a slot's record is
-// missing and another slot of the instance is claimed (N2).
+// missing and another slot of the instance is claimed (H2).
 const missingRevision = "\x00missing"
 
 // refusedRevision marks the revision of a record followed because another slot of the instance
-// is claimed (N2).
+// is claimed (H2).
 const refusedRevision = "\x00refused"
 
 // ResignPending reports whether rec carries a resign request its holder has not acted on yet.
 func ResignPending(rec Record) bool { return rec.Holder != "" && !rec.ResignRequested.IsZero() }
 
-// onRead is the hook of try (R2–R4, N2): it runs on what an attempt read, before try decides
+// onRead is the hook of try (R2–R4, H2): it runs on what an attempt read, before try decides
 // by E2, and returns done when it answered the attempt itself:
 //   - this instance holds the record and a resign is pending: a leader fails the attempt
 //     (ErrResignRequested), which makes it stop leading; once it does not lead, the next
@@ -92,7 +92,7 @@ func ResignPending(rec Record) bool { return rec.Holder != "" && !rec.ResignRequ
 //     released when it resigned without naming anyone, that has not expired for this
 //     instance (E6's D, from when it first saw it): follow (R3);
 //   - one of N holders (holders.go) that may not hold this slot now: follow, and release a
-//     record of the slot that still names this instance (N2).
+//     record of the slot that still names this instance (H2).
 //
 // Otherwise try goes on by E2, and whatever it writes (a renewal, a takeover) carries no
 // request and no reservation: onRead clears them in rec.
@@ -131,7 +131,7 @@ func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observ
 		}
 		// Followed under a revision of its own: this instance, which may not take the slot,
 		// does not watch it expire (its observation would stay expired, and the election
-		// goroutine would attempt again at once); it watches it anew once it may (N2).
+		// goroutine would attempt again at once); it watches it anew once it may (H2).
 		r := *rec
 		r.Revision = rec.Revision + refusedRevision
 		return follow(r)

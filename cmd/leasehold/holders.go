@@ -11,7 +11,7 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// newHoldersElection prepares the election of n holders of the lease of the flags (N1-N3),
+// newHoldersElection prepares the election of n holders of the lease of the flags (H1-H3),
 // over --store: n slots, records NAME/0 to NAME/n-1, of which this instance holds at most
 // one. observer receives the events of every slot.
 func newHoldersElection(ctx context.Context, f *commonFlags, n int, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {

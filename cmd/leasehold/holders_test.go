@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// N1-N3 through the command: three leasehold run --holders 2: two CMDs run, one per slot
+// H1-H3 through the command: three leasehold run --holders 2: two CMDs run, one per slot
 // (LEASEHOLD_SLOT 0 and 1, each flocking its slot's file: two CMDs of one slot would
 // overlap), the third instance runs none; SIGTERM to one of the two leaders hands its slot to
 // the third, whose CMD starts with that slot.
