@@ -76,7 +76,8 @@ func serveStats(id string) {
 }
 
 // countingLock counts the lock operations of a cluster.Lock: each is one backend request
-// (one query, command or HTTP request; two for the stores whose update reads first).
+// (one query, command or HTTP request; two for the stores whose update reads first), and
+// each watch established one.
 type countingLock struct{ cluster.Lock }
 
 func (c countingLock) Get(ctx context.Context, name string) (cluster.Record, error) {
@@ -92,6 +93,18 @@ func (c countingLock) Create(ctx context.Context, name string, r cluster.Record)
 func (c countingLock) Update(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
 	requests.Add(1)
 	return c.Lock.Update(ctx, name, r)
+}
+
+// Watch forwards the watch of the inner Lock (without it the Elector would poll): its
+// establishment counts as one request, the notifications it receives as none. A Lock that
+// cannot watch is asked once and counts nothing.
+func (c countingLock) Watch(ctx context.Context, name string, fn func(cluster.Record, error)) error {
+	w, ok := c.Lock.(cluster.Watcher)
+	if !ok {
+		return fmt.Errorf("bench: %w", cluster.ErrWatchUnsupported)
+	}
+	requests.Add(1)
+	return w.Watch(ctx, name, fn)
 }
 
 // runLeasehold runs one cluster.Elector over a store URL or a Kubernetes Lease, reporting
