@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -96,15 +97,24 @@ func (c countingLock) Update(ctx context.Context, name string, r cluster.Record)
 }
 
 // Watch forwards the watch of the inner Lock (without it the Elector would poll): its
-// establishment counts as one request, the notifications it receives as none. A Lock that
-// cannot watch is asked once and counts nothing.
+// establishment counts as one request (at its first call, or when it fails otherwise than
+// by being unsupported, which asks the backend nothing), the notifications as none.
 func (c countingLock) Watch(ctx context.Context, name string, fn func(cluster.Record, error)) error {
 	w, ok := c.Lock.(cluster.Watcher)
 	if !ok {
 		return fmt.Errorf("bench: %w", cluster.ErrWatchUnsupported)
 	}
-	requests.Add(1)
-	return w.Watch(ctx, name, fn)
+	var counted atomic.Bool
+	err := w.Watch(ctx, name, func(r cluster.Record, err error) {
+		if counted.CompareAndSwap(false, true) {
+			requests.Add(1)
+		}
+		fn(r, err)
+	})
+	if !errors.Is(err, cluster.ErrWatchUnsupported) && counted.CompareAndSwap(false, true) {
+		requests.Add(1)
+	}
+	return err
 }
 
 // runLeasehold runs one cluster.Elector over a store URL or a Kubernetes Lease, reporting
