@@ -38,9 +38,10 @@ type URLStore struct {
 }
 
 var (
-	_ Service     = (*URLStore)(nil)
-	_ Stopper     = (*URLStore)(nil)
-	_ store.Store = (*URLStore)(nil)
+	_ Service       = (*URLStore)(nil)
+	_ Stopper       = (*URLStore)(nil)
+	_ store.Store   = (*URLStore)(nil)
+	_ store.Watcher = (*URLStore)(nil)
 )
 
 // NewURLStore returns a new service of the store service type typ ("Webda/PostgresStore", with
@@ -207,6 +208,17 @@ func (s *URLStore) Patch(ctx context.Context, key string, fields map[string]any,
 		return err
 	}
 	return st.Patch(ctx, key, fields, cond)
+}
+
+// Watch implements store.Watcher by forwarding to the opened store: a StoreClusterService over
+// this Registry watches its lease (E9) when the backend can. A store that cannot answers
+// store.ErrWatchUnsupported.
+func (s *URLStore) Watch(ctx context.Context, key string, fn func(store.Change)) error {
+	st, err := s.opened("watch", key)
+	if err != nil {
+		return err
+	}
+	return store.Watch(ctx, st, key, fn)
 }
 
 // Delete implements store.Store.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -76,7 +77,8 @@ func serveStats(id string) {
 }
 
 // countingLock counts the lock operations of a cluster.Lock: each is one backend request
-// (one query, command or HTTP request; two for the stores whose update reads first).
+// (one query, command or HTTP request; two for the stores whose update reads first), and
+// each watch established one.
 type countingLock struct{ cluster.Lock }
 
 func (c countingLock) Get(ctx context.Context, name string) (cluster.Record, error) {
@@ -92,6 +94,27 @@ func (c countingLock) Create(ctx context.Context, name string, r cluster.Record)
 func (c countingLock) Update(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
 	requests.Add(1)
 	return c.Lock.Update(ctx, name, r)
+}
+
+// Watch forwards the watch of the inner Lock (without it the Elector would poll): its
+// establishment counts as one request (at its first call, or when it fails otherwise than
+// by being unsupported, which asks the backend nothing), the notifications as none.
+func (c countingLock) Watch(ctx context.Context, name string, fn func(cluster.Record, error)) error {
+	w, ok := c.Lock.(cluster.Watcher)
+	if !ok {
+		return fmt.Errorf("bench: %w", cluster.ErrWatchUnsupported)
+	}
+	var counted atomic.Bool
+	err := w.Watch(ctx, name, func(r cluster.Record, err error) {
+		if counted.CompareAndSwap(false, true) {
+			requests.Add(1)
+		}
+		fn(r, err)
+	})
+	if !errors.Is(err, cluster.ErrWatchUnsupported) && counted.CompareAndSwap(false, true) {
+		requests.Add(1)
+	}
+	return err
 }
 
 // runLeasehold runs one cluster.Elector over a store URL or a Kubernetes Lease, reporting

@@ -19,6 +19,13 @@
 // leader is replaced within that duration plus the follower's R of its last renewal (L+R when
 // all agree); a leader that stops cleanly releases the lease and is replaced within R.
 //
+// A leader renews with one compare-and-swap on the revision it holds, without reading first
+// (E10 in docs/design.md). When the Lock is also a [Watcher], the Elector keeps a watch of the
+// lease open (E9): followers learn of a release at once and take the lease over on the
+// released revision without reading it, learn of each renewal without polling, and, while the
+// watch delivers a change at least every 1.5 R, send no periodic read at all. A watch that is
+// down, silent or unsupported costs time, never safety: the follower polls every R again.
+//
 // # Callbacks
 //
 // Each registration's calls run in order on a goroutine of its own and never overlap: fn runs

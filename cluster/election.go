@@ -34,6 +34,7 @@ type outcome struct {
 // observation is the last revision of another holder's record seen by this instance, and when
 // it expires, on this instance's monotonic clock (E6).
 type observation struct {
+	rec     Record // the record itself, to take it over without reading it again (E10)
 	rev     string
 	holder  string
 	term    uint64
@@ -47,7 +48,7 @@ type observation struct {
 // duration (or none) stopped leading before its own L, so waiting this instance's L for it costs
 // time, never safety.
 func (e *Elector) observe(rec Record, seenAt time.Time) observation {
-	return observation{rev: rec.Revision, holder: rec.Holder, term: rec.Term, expires: seenAt.Add(max(e.l, rec.Duration))}
+	return observation{rec: rec, rev: rec.Revision, holder: rec.Holder, term: rec.Term, expires: seenAt.Add(max(e.l, rec.Duration))}
 }
 
 // run is the election goroutine: it starts attempts, keeps the leadership deadline and
@@ -55,10 +56,11 @@ func (e *Elector) observe(rec Record, seenAt time.Time) observation {
 func (e *Elector) run(startCtx context.Context) {
 	defer close(e.done)
 	base := context.WithoutCancel(startCtx)
+	mb, stopWatch := e.startWatch(base) // E9: ended and waited for before done is closed
+	defer stopWatch()
 	var (
-		next    = time.Now() // when the next attempt may start (E1)
-		pending *attempt     // the attempt in flight, if any
-		obs     observation
+		s       = sched{next: time.Now()} // when the next attempt may start (E1), and why
+		pending *attempt                  // the attempt in flight, if any
 		timer   = time.NewTimer(time.Hour)
 	)
 	defer timer.Stop()
@@ -83,9 +85,13 @@ func (e *Elector) run(startCtx context.Context) {
 				lead = nil
 			}
 		}
-		if pending == nil && !now.Before(next) {
-			pending = e.startAttempt(base, now, obs)
-			next = now.Add(e.r)
+		var due time.Time
+		if pending == nil {
+			var known *Record
+			if due, known = e.due(&s, now); !now.Before(due) {
+				pending = e.startAttempt(base, now, s.obs, known)
+				s.next, s.lastStart, s.soon = now.Add(e.r), now, false
+			}
 		}
 
 		// Sleep until the earliest of: the leadership deadline, the attempt's timeout, the
@@ -103,7 +109,7 @@ func (e *Elector) run(startCtx context.Context) {
 			consider(pending.start.Add(e.l - e.r))
 		}
 		if pending == nil {
-			consider(next)
+			consider(due)
 		}
 		var tc <-chan time.Time
 		if !wake.IsZero() {
@@ -111,41 +117,54 @@ func (e *Elector) run(startCtx context.Context) {
 			tc = timer.C
 		}
 		var pc <-chan outcome
+		var mc <-chan struct{}
 		if pending != nil {
 			pc = pending.done
+		} else if mb != nil {
+			// The watch's calls wait in the mailbox while an attempt is in flight: they are
+			// judged against its outcome.
+			mc = mb.ready
 		}
 
 		select {
 		case <-tc:
+		case <-mc:
+			ev, up := mb.take()
+			s.push.up = up
+			if ev != nil {
+				e.onPush(&s, ev)
+			}
 		case out := <-pc:
 			a := pending
 			pending = nil
 			a.cancel()
 			if a.failed {
+				s.known = nil
 				continue // already counted as failed by its timeout
 			}
 			switch out.kind {
 			case held:
-				obs = observation{}
+				s.obs, s.known = observation{}, &out.rec
+				s.push.read(out.rec)
 				e.held(base, a, out)
 			case followed:
+				s.known = nil
+				s.push.read(out.rec)
 				if lead := e.leading.Load(); lead != nil {
 					e.stopLeading(ReasonTakenBy, nil)
 				}
 				e.emit(Event{Kind: AttemptSucceeded, Holder: out.rec.Holder, Term: out.rec.Term, Duration: out.at.Sub(a.start)})
-				if out.rec.Revision != obs.rev {
-					if out.rec.Holder != obs.holder || out.rec.Term != obs.term {
+				if out.rec.Revision != s.obs.rev {
+					if out.rec.Holder != s.obs.holder || out.rec.Term != s.obs.term {
 						e.log.Info("leasehold: observed leader", "holder", out.rec.Holder, "term", out.rec.Term)
 						e.emit(Event{Kind: ObservedLeader, Holder: out.rec.Holder, Term: out.rec.Term})
 					}
-					obs = e.observe(out.rec, out.at)
+					s.obs = e.observe(out.rec, out.at)
 				}
-				// E6: attempt again the moment that revision expires, if before the next
-				// regular attempt.
-				if obs.expires.Before(next) {
-					next = obs.expires
-				}
+				// E6: the next attempt comes the moment that revision expires, if before the
+				// next regular one (see due).
 			case failed:
+				s.known = nil
 				reason := failReason(out.err) // hook (resign.go): error, conflict or resign (R2)
 				e.attemptFailed(reason, out.err, out.at.Sub(a.start))
 				if e.leading.Load() != nil {
@@ -259,23 +278,35 @@ func (e *Elector) attemptFailed(reason string, err error, d time.Duration) {
 	e.emit(Event{Kind: AttemptFailed, Reason: reason, Err: err, Duration: d})
 }
 
-func (e *Elector) startAttempt(base context.Context, now time.Time, obs observation) *attempt {
+func (e *Elector) startAttempt(base context.Context, now time.Time, obs observation, known *Record) *attempt {
 	ctx, cancel := context.WithTimeout(base, e.l-e.r)
 	a := &attempt{start: now, cancel: cancel, done: make(chan outcome, 1)}
-	go func() { a.done <- e.try(ctx, obs) }()
+	go func() { a.done <- e.try(ctx, obs, known) }()
 	return a
 }
 
 // try reads the record and acts on it (E2). Every write is a compare-and-swap; a lost race
-// is a failed attempt, and the next one will follow.
-func (e *Elector) try(ctx context.Context, obs observation) outcome {
+// is a failed attempt, and the next one will follow. With a known record, it first writes on
+// it without reading, and reads only when that record changed since (E10).
+func (e *Elector) try(ctx context.Context, obs observation, known *Record) outcome {
+	if known != nil {
+		// A known record is decided on as a read one is (the hook: a reservation, a slot this
+		// instance may not take), then written without a read (E10).
+		k := *known
+		if out, done := e.onRead(ctx, &k, nil, obs, time.Now()); done {
+			return out
+		}
+		if out, ok := e.tryKnown(ctx, k); ok {
+			return out
+		}
+	}
 	fail := func(err error) outcome { return outcome{kind: failed, err: err, at: time.Now()} }
 	rec, err := e.lock.Get(ctx, e.name)
 	now := time.Now()
-	wall := now.Round(0).UTC()
+	wall := stamp(now, Record{})
 	// Hook (resign.go): a resign request, a reserved release, a slot of N holders this
 	// instance may not hold; it may answer the attempt itself (R2-R4, H2). Keep this call on
-	// every record (or error) read before deciding by E2.
+	// every record (or error) read or known before deciding by E2.
 	if out, done := e.onRead(ctx, &rec, err, obs, now); done {
 		return out
 	}
@@ -294,11 +325,10 @@ func (e *Elector) try(ctx context.Context, obs observation) outcome {
 		return outcome{kind: held, rec: created, at: time.Now()}
 	case err != nil:
 		return fail(err)
-	case rec.Holder == e.id:
-		rec.RenewedAt, rec.Duration = wall, e.l
-	case rec.Holder == "" || (rec.Revision == obs.rev && !now.Before(obs.expires)):
-		// Released, or expired on this instance's own clock (E6): take over.
-		rec.Holder, rec.Term, rec.AcquiredAt, rec.RenewedAt, rec.Duration = e.id, rec.Term+1, wall, wall, e.l
+	case rec.Holder == e.id, rec.Holder == "" || (rec.Revision == obs.rev && !now.Before(obs.expires)):
+		// Its own (renew), or released, or expired on this instance's own clock (E6): take
+		// over.
+		rec = e.takeOrRenew(rec, now)
 	default:
 		return outcome{kind: followed, rec: rec, at: now}
 	}
@@ -350,7 +380,7 @@ func (e *Elector) release(ctx context.Context) error {
 			return nil // another instance holds it, or nobody does
 		}
 		rec.Holder = ""
-		rec.RenewedAt = time.Now().Round(0).UTC()
+		rec.RenewedAt = stamp(time.Now(), rec)
 		_, err = e.lock.Update(ctx, e.name, rec)
 		switch {
 		case err == nil:

@@ -32,6 +32,7 @@ type ElectorConfig struct {
 // Stop releases the lease.
 type Elector struct {
 	lock     Lock
+	watcher  Watcher // the Lock's watch, nil when it has none (E9)
 	name     string
 	id       string
 	l, r     time.Duration
@@ -116,6 +117,9 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		halt:     make(chan struct{}),
 		done:     make(chan struct{}),
 		ending:   make(chan struct{}),
+	}
+	if w, ok := cfg.Lock.(Watcher); ok {
+		e.watcher = w
 	}
 	e.cb = newCallbacks(log, e.IsLeader)
 	return e, nil

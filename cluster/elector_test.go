@@ -76,8 +76,9 @@ func TestE1AttemptSchedule(t *testing.T) {
 			}
 		}
 
-		// Each store call now takes 3 s: an attempt (read + write) takes 6 s > R.
-		a.faults.set(func(f *faultStore) { f.latency = 3 * time.Second })
+		// Each store call now takes 6 s: a renewal (one write on the revision held, E10) takes
+		// 6 s > R.
+		a.faults.set(func(f *faultStore) { f.latency = 6 * time.Second })
 		a.mu.Lock()
 		a.events = nil
 		a.mu.Unlock()
@@ -153,17 +154,20 @@ func TestE2ConcurrentCreateOneWins(t *testing.T) {
 	}
 }
 
-// E2, E4: a compare-and-swap that loses a race is a failed attempt: the leader stops
-// leading at once.
+// E2, E4, E10: a compare-and-swap that loses a race is a failed attempt: the leader stops
+// leading at once. (Its renewal on the revision it holds conflicts first; the attempt reads
+// once and writes on what it read, and that write loses the race too.)
 func TestE2LostRaceIsAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
 		w.at(sec(1))
+		n := 0
 		a.faults.set(func(f *faultStore) {
 			f.beforeWrite = func() {
-				// Another writer renews the record between a's read and a's write.
-				_ = w.mem.Patch(context.Background(), "cluster:leader", map[string]any{"revision": "other"}, nil)
+				// Another writer changes the record's revision just before each of a's writes.
+				n++
+				_ = w.mem.Patch(context.Background(), "cluster:leader", map[string]any{"revision": fmt.Sprint("other", n)}, nil)
 			}
 		})
 		w.at(sec(5))
@@ -180,6 +184,7 @@ func TestE2LostRaceIsAFailure(t *testing.T) {
 		if got := a.deTimes(); len(got) != 1 || w.rel(got[0]) != sec(5) {
 			t.Fatalf("deregistered at %v; want once at 5s", got)
 		}
+		a.faults.set(func(f *faultStore) { f.beforeWrite = nil }) // let Stop release
 	})
 }
 

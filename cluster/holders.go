@@ -255,7 +255,7 @@ func (e *Elector) unclaim() {
 // without a release. Left as it is, the slot would stay taken until it expired.
 func (e *Elector) releaseSlot(ctx context.Context, rec Record) outcome {
 	rec.Holder, rec.ResignRequested, rec.NextHolder = "", time.Time{}, ""
-	rec.RenewedAt = time.Now().Round(0).UTC()
+	rec.RenewedAt = stamp(time.Now(), rec)
 	released, err := e.lock.Update(ctx, e.name, rec)
 	if err != nil {
 		return outcome{kind: failed, err: fmt.Errorf("cluster: lease %q: release of a slot held elsewhere by this instance: %w", e.name, err), at: time.Now()}

@@ -242,9 +242,12 @@ func (s *rsim) bound() (armedBound, bool) {
 		if cur.at.After(ref) {
 			ref = cur.at
 		}
-		b := armedBound{ref: ref, limit: s.l + s.r, kind: "L+R", w: cur.at, who: n.id}
+		// E9: a faulty watch may hide a write for up to its delay plus W after the last change
+		// it delivered, instead of R.
+		slack := n.streamSlack(time.Now(), s.r, n.e.quietWindow())
+		b := armedBound{ref: ref, limit: s.l + s.r + slack, kind: "L+R", w: cur.at, who: n.id}
 		if !cur.exists || cur.holder == "" || cur.holder == n.id {
-			b.limit, b.kind = s.r, "R"
+			b.limit, b.kind = s.r+slack, "R"
 		} else if rev, at := n.seen(); rev == cur.rev && !since.After(at) {
 			// E6 to the instant: it has read the holder's current revision on a clean store
 			// and stayed clean since, so it takes over exactly L after that read.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +64,15 @@ type rnode struct {
 	clean      bool      // no fault set and no faulty call in flight
 	cleanSince time.Time
 	released   []time.Time // releases the store applied
+
+	// The simulated watch (random_watch_test.go).
+	w            *writeLog
+	stream       streamFaults
+	streamRng    *rand.Rand
+	streamFaulty bool
+	streamDelay  time.Duration // the largest delay of its faults since its watch was clean
+	streamTaint  time.Time     // until then, its bounds still take its past faults
+	streamHealAt time.Time     // owned by the test goroutine
 }
 
 type fnMark struct {

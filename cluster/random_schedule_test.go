@@ -21,6 +21,9 @@ func (s *rsim) dueTimes() []time.Time {
 		if !n.healAt.IsZero() {
 			ts = append(ts, n.healAt)
 		}
+		if !n.streamHealAt.IsZero() {
+			ts = append(ts, n.streamHealAt)
+		}
 		if n.state == nodeCrashed {
 			// W7 to the instant: a crashed leader's IsLeader is true until its deadline and
 			// false from it, with no goroutine of its own left to notice.
@@ -35,6 +38,9 @@ func (s *rsim) act(now time.Time) {
 	for _, n := range s.active {
 		if !n.healAt.IsZero() && !now.Before(n.healAt) {
 			s.heal(n)
+		}
+		if !n.streamHealAt.IsZero() && !now.Before(n.streamHealAt) {
+			s.streamHeal(n)
 		}
 	}
 	for _, sl := range s.slots {
@@ -51,6 +57,9 @@ func (s *rsim) act(now time.Time) {
 			for _, n := range s.active {
 				if !n.healAt.IsZero() {
 					s.heal(n)
+				}
+				if !n.streamHealAt.IsZero() {
+					s.streamHeal(n)
 				}
 			}
 		}
@@ -83,9 +92,13 @@ func (s *rsim) act(now time.Time) {
 	s.nextAction = now.Add(s.between(s.r/10, 2*s.l))
 	live := s.live()
 	switch p := s.rng.IntN(100); {
-	case p < 55:
+	case p < 40:
 		if len(live) > 0 {
 			s.fault(live[s.rng.IntN(len(live))], "")
+		}
+	case p < 55:
+		if len(live) > 0 {
+			s.streamFault(live[s.rng.IntN(len(live))])
 		}
 	case p < 65:
 		s.partition(live)

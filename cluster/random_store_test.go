@@ -24,7 +24,8 @@ type writeLog struct {
 	hist   []leaseWrite // recent writes
 	errs   []string
 	writes int
-	zombie int // writes by instances already crashed (an attempt that was in flight)
+	zombie int          // writes by instances already crashed (an attempt that was in flight)
+	subs   []*streamSub // the instances' simulated watches (E9)
 }
 
 type leaseState struct {
@@ -96,6 +97,7 @@ func (w *writeLog) wrote(n *rnode, op string, fields map[string]any) {
 		w.hist = slices.Delete(w.hist, 0, 1)
 	}
 	w.hist = append(w.hist, leaseWrite{at: now, prevAt: prev.at, holder: holder, by: n})
+	w.publish()
 }
 
 // recStore is an instance's view of the shared memory store, below its faultStore: writes that

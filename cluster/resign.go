@@ -155,7 +155,7 @@ func (e *Elector) stepDown(ctx context.Context, rec Record) outcome {
 		return fail(fmt.Errorf("cluster: lease %q: resign: leader callbacks have not returned, lease not released yet: %w", e.name, err))
 	}
 	rec.Holder, rec.ResignRequested = "", time.Time{}
-	rec.RenewedAt = time.Now().Round(0).UTC()
+	rec.RenewedAt = stamp(time.Now(), rec)
 	e.wrote.Store(true)
 	released, err := e.lock.Update(ctx, e.name, rec)
 	if err != nil {

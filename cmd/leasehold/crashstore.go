@@ -58,6 +58,34 @@ func (c *crashStore) Patch(ctx context.Context, key string, fields map[string]an
 	return c.inner.Patch(ctx, key, fields, cond)
 }
 
+// Watch forwards the inner store's watch until the crash: from then on the watch delivers
+// nothing more and ends only with ctx, as a dead process's connection would.
+func (c *crashStore) Watch(ctx context.Context, key string, fn func(store.Change)) error {
+	if err := c.hang(ctx); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.crashed:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	err := store.Watch(wctx, c.inner, key, func(ch store.Change) {
+		select {
+		case <-c.crashed:
+		default:
+			fn(ch)
+		}
+	})
+	if herr := c.hang(ctx); herr != nil {
+		return herr
+	}
+	return err
+}
+
 func (c *crashStore) Delete(ctx context.Context, key string, cond *store.Condition) error {
 	if err := c.hang(ctx); err != nil {
 		return err

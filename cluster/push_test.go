@@ -1,0 +1,459 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// watchingStore is a faultStore whose watch goes to the memory store below it (which watches
+// in process, inside the bubble).
+type watchingStore struct{ *faultStore }
+
+func (s watchingStore) Watch(ctx context.Context, key string, fn func(store.Change)) error {
+	return s.inner.(store.Watcher).Watch(ctx, key, fn)
+}
+
+// countLock counts the calls an Elector makes to its Lock and controls its watch: cut it with
+// an error, make it silent (cut without an error), or refuse to watch.
+type countLock struct {
+	inner Lock
+
+	mu          sync.Mutex
+	gets        int
+	creates     int
+	updates     int
+	watches     int // Watch calls: each is one request (its establishment)
+	active      int // Watch calls not yet returned
+	silent      bool
+	unsupported bool
+	cancel      context.CancelCauseFunc // ends the watch under way
+	// updateHook, when set, runs instead of the inner Update (it may call it).
+	updateHook func(ctx context.Context, name string, r Record) (Record, error)
+}
+
+func (l *countLock) Get(ctx context.Context, name string) (Record, error) {
+	l.mu.Lock()
+	l.gets++
+	l.mu.Unlock()
+	return l.inner.Get(ctx, name)
+}
+
+func (l *countLock) Create(ctx context.Context, name string, r Record) (Record, error) {
+	l.mu.Lock()
+	l.creates++
+	l.mu.Unlock()
+	return l.inner.Create(ctx, name, r)
+}
+
+func (l *countLock) Update(ctx context.Context, name string, r Record) (Record, error) {
+	l.mu.Lock()
+	l.updates++
+	hook := l.updateHook
+	l.mu.Unlock()
+	if hook != nil {
+		return hook(ctx, name, r)
+	}
+	return l.inner.Update(ctx, name, r)
+}
+
+var errStreamCut = errors.New("test: stream cut")
+
+func (l *countLock) Watch(ctx context.Context, name string, fn func(Record, error)) error {
+	l.mu.Lock()
+	l.watches++
+	if l.unsupported {
+		l.mu.Unlock()
+		return fmt.Errorf("test: %w", ErrWatchUnsupported)
+	}
+	l.active++
+	ctx, cancel := context.WithCancelCause(ctx)
+	l.cancel = cancel
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.active--
+		l.mu.Unlock()
+		cancel(nil)
+	}()
+	err := l.inner.(Watcher).Watch(ctx, name, func(r Record, err error) {
+		l.mu.Lock()
+		silent := l.silent
+		l.mu.Unlock()
+		if !silent {
+			fn(r, err)
+		}
+	})
+	if c := context.Cause(ctx); errors.Is(c, errStreamCut) {
+		return c
+	}
+	return err
+}
+
+// cut ends the watch under way with an error.
+func (l *countLock) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cancel != nil {
+		l.cancel(errStreamCut)
+	}
+}
+
+type lockCounts struct{ gets, creates, updates, watches int }
+
+func (l *countLock) counts() lockCounts {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return lockCounts{l.gets, l.creates, l.updates, l.watches}
+}
+
+func (c lockCounts) minus(o lockCounts) lockCounts {
+	return lockCounts{c.gets - o.gets, c.creates - o.creates, c.updates - o.updates, c.watches - o.watches}
+}
+
+// wnode is a node whose Lock watches, through a countLock.
+type wnode struct {
+	*node
+	lock *countLock
+}
+
+func (w *world) watchNode(id string, setup func(*countLock)) *wnode {
+	w.t.Helper()
+	n := &node{t: w.t, faults: newFaultStore(w.mem)}
+	cl := &countLock{inner: NewStoreLock(watchingStore{n.faults})}
+	if setup != nil {
+		setup(cl)
+	}
+	e, err := NewElector(ElectorConfig{
+		Lock: cl, LeaseName: "leader", LeaseDuration: testL, RenewInterval: testR,
+		InstanceID: id, Logger: quietLogger(),
+		Observer: func(ev Event) {
+			n.mu.Lock()
+			n.events = append(n.events, ev)
+			n.mu.Unlock()
+		},
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	n.e = e
+	return &wnode{node: n, lock: cl}
+}
+
+func (n *wnode) start() *wnode { n.node.start(); return n }
+
+// E9: a follower learns of a release from the watch and takes over at that instant, with no
+// read: its write goes on the released record's revision (E10).
+func TestE9ReleaseTakeoverWithoutPolling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		b := w.watchNode("b", nil).start() // reads at 1s (E1), then only listens
+		w.at(sec(12.5))
+		before := b.lock.counts()
+		if err := a.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := w.times(b.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(12.5))) {
+			t.Fatalf("b became leader at %v; want 12.5s, the instant a released (without the watch: 16s)", got)
+		}
+		if d := b.lock.counts().minus(before); d != (lockCounts{updates: 1}) {
+			t.Fatalf("b's calls for the takeover: %+v; want one update and no read", d)
+		}
+		if term, _ := b.e.Term(); term != 2 {
+			t.Fatalf("b's term %d; want 2", term)
+		}
+	})
+}
+
+// E9, E10: in steady state the leader sends one request per R (a write on the revision it
+// holds) and a follower with a healthy watch none.
+func TestE9E10SteadyStateRequests(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		b := w.watchNode("b", nil).start()
+		w.at(sec(2))
+		a0, b0 := a.lock.counts(), b.lock.counts()
+		if b0 != (lockCounts{gets: 1, watches: 1}) {
+			t.Fatalf("b's calls after its start: %+v; want its first read and one watch", b0)
+		}
+		w.at(sec(102)) // 20 R
+		if d := a.lock.counts().minus(a0); d != (lockCounts{updates: 20}) {
+			t.Fatalf("a's calls over 20 R: %+v; want 20 updates, no read", d)
+		}
+		if d := b.lock.counts().minus(b0); d != (lockCounts{}) {
+			t.Fatalf("b's calls over 20 R: %+v; want none", d)
+		}
+		if !a.e.IsLeader() || b.e.IsLeader() {
+			t.Fatalf("leaders: a %v, b %v; want a only", a.e.IsLeader(), b.e.IsLeader())
+		}
+	})
+}
+
+// E9, E6: a watch that goes silent without an error is trusted for W = 1.5 R after its last
+// change, then the follower polls every R; a crash is still taken over within L + R.
+func TestE9SilentWatchFallsBackToPolling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start() // renews at 0, 5, 10, ...
+		w.at(sec(1))
+		b := w.watchNode("b", nil).start()
+		w.at(sec(12))
+		b.lock.mu.Lock()
+		b.lock.silent = true // last change heard: a's renewal at 10s
+		b.lock.mu.Unlock()
+		base := b.lock.counts()
+		w.at(sec(17.5) - time.Nanosecond)
+		if d := b.lock.counts().minus(base); d.gets != 0 {
+			t.Fatalf("b read %d times within W of the last change it heard; want 0", d.gets)
+		}
+		w.at(sec(17.5)) // 10s + W: b polls, and sees the renewal of 15s
+		if d := b.lock.counts().minus(base); d.gets != 1 {
+			t.Fatalf("b read %d times by 10s + W; want 1", d.gets)
+		}
+		w.at(sec(22))
+		a.crash()       // last renewal at 20s
+		w.at(sec(22.5)) // b's poll, R after the last: first sight of the revision of 20s
+		if d := b.lock.counts().minus(base); d.gets != 2 {
+			t.Fatalf("b read %d times by 22.5s; want 2 (every R once the watch is quiet)", d.gets)
+		}
+		w.at(sec(40))
+		got := w.times(b.node, BecameLeader)
+		if !reflect.DeepEqual(got, ds(sec(37.5))) {
+			t.Fatalf("b became leader at %v; want 37.5s (22.5s + L, within L + R of the last renewal at 20s)", got)
+		}
+	})
+}
+
+// E9: a watch that fails is watched again R later; meanwhile the follower polls.
+func TestE9WatchErrorReestablished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		b := w.watchNode("b", nil).start()
+		w.at(sec(12))
+		base := b.lock.counts()
+		b.lock.cut()
+		synctest.Wait()
+		// The watch is down: b's regular attempts resume at once (its last was at 1s).
+		if d := b.lock.counts().minus(base); d != (lockCounts{gets: 1}) {
+			t.Fatalf("b's calls as its watch failed: %+v; want one read", d)
+		}
+		w.at(sec(17) - time.Nanosecond)
+		if d := b.lock.counts().minus(base); d.watches != 0 {
+			t.Fatalf("b watched again after %d calls before R had passed", d.watches)
+		}
+		w.at(sec(17))
+		if d := b.lock.counts().minus(base); d != (lockCounts{gets: 2, watches: 1}) {
+			t.Fatalf("b's calls by 17s: %+v; want reads at 12s and 17s and a new watch at 17s", d)
+		}
+		w.at(sec(30))
+		if d := b.lock.counts().minus(base); d != (lockCounts{gets: 2, watches: 1}) {
+			t.Fatalf("b's calls by 30s: %+v; want no read once the watch is back", d)
+		}
+		if err := a.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := w.times(b.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(30))) {
+			t.Fatalf("b became leader at %v; want 30s, at the release, through the new watch", got)
+		}
+	})
+}
+
+// E9: a Lock that cannot watch is polled every R, after one log line; it is asked once.
+func TestE9UnsupportedPollsAfterOneLogLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		var logs logCapture
+		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		n := &node{t: t, faults: newFaultStore(w.mem)}
+		cl := &countLock{inner: NewStoreLock(watchingStore{n.faults}), unsupported: true}
+		e, err := NewElector(ElectorConfig{Lock: cl, LeaseName: "leader", LeaseDuration: testL, RenewInterval: testR, InstanceID: "b", Logger: logs.logger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.e = e
+		n.start()
+		w.at(sec(31.5))
+		if got := cl.counts(); got != (lockCounts{gets: 7, watches: 1}) {
+			t.Fatalf("b's calls by 31.5s: %+v; want reads at 1, 6, ..., 31s and one watch", got)
+		}
+		recs := logs.find("leasehold: lease watch not supported, polling every R")
+		if len(recs) != 1 || recs[0]["level"] != "INFO" {
+			t.Fatalf("log lines about the watch: %v; want one at INFO", recs)
+		}
+		_ = a
+	})
+}
+
+// E10: a renewal whose write landed but whose answer said conflict (a retried request that
+// found its own write) reads once and finds the record its own: it renews on the revision
+// read and keeps leading.
+func TestE10LostWriteIsStillOwn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		var once sync.Once
+		a.lock.mu.Lock()
+		a.lock.updateHook = func(ctx context.Context, name string, r Record) (Record, error) {
+			var rec Record
+			err := error(nil)
+			hit := false
+			once.Do(func() {
+				hit = true
+				if _, err = a.lock.inner.Update(ctx, name, r); err == nil {
+					err = fmt.Errorf("test: answer lost, retried: %w", ErrConflict)
+				}
+			})
+			if hit {
+				return rec, err
+			}
+			return a.lock.inner.Update(ctx, name, r)
+		}
+		a.lock.mu.Unlock()
+		base := a.lock.counts()
+		w.at(sec(5))
+		if d := a.lock.counts().minus(base); d != (lockCounts{gets: 1, updates: 2}) {
+			t.Fatalf("a's calls for the renewal at 5s: %+v; want a write, one read, a write", d)
+		}
+		if !a.e.IsLeader() || len(a.eventsOf(StoppedLeading)) != 0 || len(a.eventsOf(AttemptFailed)) != 0 {
+			t.Fatalf("a leads %v, stops %v, failures %v; want it leading without a break", a.e.IsLeader(), a.eventsOf(StoppedLeading), a.eventsOf(AttemptFailed))
+		}
+		if doc := w.record(); doc["holder"] != "a" || doc["term"] != 1.0 {
+			t.Fatalf("record %v; want holder a, term 1", doc)
+		}
+	})
+}
+
+// E9, E10: a leader that sees a record it did not write (here another instance's takeover
+// written behind its back) attempts at once: its write on the revision it holds conflicts,
+// it reads once, and follows.
+func TestE9LeaderSeesForeignRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(7))
+		base := a.lock.counts()
+		if err := w.mem.Patch(context.Background(), "cluster:leader", map[string]any{"holder": "z", "term": 2.0, "revision": "foreign"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if d := a.lock.counts().minus(base); d != (lockCounts{gets: 1, updates: 1}) {
+			t.Fatalf("a's calls after the foreign write: %+v; want one write and one read", d)
+		}
+		stops := a.eventsOf(StoppedLeading)
+		if a.e.IsLeader() || len(stops) != 1 || stops[0].Reason != ReasonTakenBy || w.rel(stops[0].Time) != sec(7) {
+			t.Fatalf("a leads %v, stops %v; want it stopped at 7s, taken", a.e.IsLeader(), stops)
+		}
+	})
+}
+
+// E9: no goroutine of the watch outlives Stop, nor the end of Start's context.
+func TestE9WatchEndsWithTheElection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		ctx, cancel := context.WithCancel(context.Background())
+		b := w.watchNode("b", nil)
+		if err := b.e.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(3))
+		for _, n := range []*wnode{a, b} {
+			n.lock.mu.Lock()
+			active := n.lock.active
+			n.lock.mu.Unlock()
+			if active != 1 {
+				t.Fatalf("%s: %d watches running; want 1", n.e.InstanceID(), active)
+			}
+		}
+		if err := a.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		<-b.e.Done()
+		for _, n := range []*wnode{a, b} {
+			n.lock.mu.Lock()
+			active := n.lock.active
+			n.lock.mu.Unlock()
+			if active != 0 {
+				t.Fatalf("%s: %d watches still running once the election ended", n.e.InstanceID(), active)
+			}
+		}
+		_ = b.e.Stop(context.Background())
+	})
+}
+
+// E9: repeated and reordered calls of a watch change nothing: a record already seen, or older
+// than the newest known by (Term, RenewedAt), keeps the observation and its first sight; a
+// read resets the order, and so does a missing record.
+func TestE9StaleCallsIgnored(t *testing.T) {
+	e, err := NewElector(ElectorConfig{Lock: NewStoreLock(nil), InstanceID: "b", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := func(term uint64, renewed time.Duration, rev string) Record {
+		return Record{Holder: "a", Term: term, RenewedAt: t0.Add(renewed), Revision: rev}
+	}
+	var s sched
+	push := func(r Record, at time.Duration) { e.onPush(&s, &pushed{rec: r, at: t0.Add(at)}) }
+	push(rec(3, 10*time.Second, "r10"), 10*time.Second)
+	if s.obs.rev != "r10" || !s.obs.expires.Equal(t0.Add(10*time.Second+testL)) {
+		t.Fatalf("after the first change: %+v", s.obs)
+	}
+	push(rec(3, 10*time.Second, "r10"), 11*time.Second) // a repeat
+	push(rec(3, 5*time.Second, "r5"), 12*time.Second)   // an older state, after a newer
+	push(rec(2, 50*time.Second, "old"), 13*time.Second) // an older term
+	if s.obs.rev != "r10" || !s.obs.expires.Equal(t0.Add(10*time.Second+testL)) || !s.push.heard.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("after repeats and stale calls: %+v, heard %v; want r10 first seen at 10s", s.obs, s.push.heard.Sub(t0))
+	}
+	push(rec(3, 15*time.Second, "r15"), 15*time.Second)
+	if s.obs.rev != "r15" || s.soon {
+		t.Fatalf("a newer renewal: %+v soon %v", s.obs, s.soon)
+	}
+	e.onPush(&s, &pushed{err: fmt.Errorf("x: %w", ErrNotFound), at: t0.Add(16 * time.Second)})
+	if !s.soon || s.push.ordered {
+		t.Fatalf("a missing record: soon %v ordered %v; want an attempt at once and no order", s.soon, s.push.ordered)
+	}
+	s.soon = false
+	push(rec(1, time.Second, "new1"), 17*time.Second) // created again: term 1 is newest now
+	if s.obs.rev != "new1" {
+		t.Fatalf("after the record came back: %+v", s.obs)
+	}
+	push(Record{Holder: "", Term: 1, RenewedAt: t0.Add(2 * time.Second), Revision: "rel"}, 18*time.Second)
+	if !s.soon || s.known == nil || s.known.Revision != "rel" {
+		t.Fatalf("a release: soon %v known %+v; want an attempt at once on the released record", s.soon, s.known)
+	}
+}
+
+// E9: a writer's RenewedAt strictly increases across its writes, at microseconds, even when
+// its clock has not moved.
+func TestE9StampsIncrease(t *testing.T) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 123456789, time.UTC)
+	if got := stamp(now, Record{}); !got.Equal(now.Truncate(time.Microsecond)) {
+		t.Fatalf("stamp %v", got)
+	}
+	prev := Record{RenewedAt: now.Truncate(time.Microsecond)}
+	if got := stamp(now, prev); !got.Equal(prev.RenewedAt.Add(time.Microsecond)) {
+		t.Fatalf("stamp after a write at the same instant: %v; want 1µs later", got)
+	}
+	if got := stamp(now, Record{RenewedAt: now.Add(time.Hour)}); !got.After(now.Add(time.Hour)) {
+		t.Fatalf("stamp after a record from a clock ahead: %v", got)
+	}
+}

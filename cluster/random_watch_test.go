@@ -1,0 +1,252 @@
+package cluster
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/driver"
+)
+
+// The randomized test's simulated watch (E9): each instance's trackStore watches the lease
+// through the writeLog, which sees every write in the order the store applied it. Its faults,
+// set by the test goroutine: notifications dropped, delayed (up to a maximum), duplicated,
+// reordered (held back until after the next one), and the stream cut without an error
+// (silent). A watch is established only while the instance's store answers (an error fails
+// it, a hang holds it until ctx ends or the fault heals).
+
+type streamFaults struct {
+	drop, dup, reorder float64 // probabilities per notification
+	delay              time.Duration
+	silent             bool
+}
+
+func (f streamFaults) any() bool { return f != streamFaults{} }
+
+// streamSub is one watch's queue of notifications from the writeLog.
+type streamSub struct {
+	mu   sync.Mutex
+	docs []map[string]any
+	wake chan struct{}
+}
+
+func (w *writeLog) subscribe() (*streamSub, map[string]any) {
+	sub := &streamSub{wake: make(chan struct{}, 1)}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.subs = append(w.subs, sub)
+	doc, err := w.mem.Get(context.Background(), "cluster:leader")
+	if err != nil {
+		doc = nil
+	}
+	return sub, doc
+}
+
+func (w *writeLog) unsubscribe(sub *streamSub) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.subs = slices.DeleteFunc(w.subs, func(s *streamSub) bool { return s == sub })
+}
+
+// publish queues the document now stored to every watch. The caller holds w.mu.
+func (w *writeLog) publish() {
+	doc, err := w.mem.Get(context.Background(), "cluster:leader")
+	if err != nil {
+		doc = nil
+	}
+	for _, sub := range w.subs {
+		sub.mu.Lock()
+		sub.docs = append(sub.docs, driver.CopyDoc(doc))
+		sub.mu.Unlock()
+		select {
+		case sub.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+type delivery struct {
+	doc map[string]any
+	due time.Time
+}
+
+func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)) error {
+	n := s.n
+	// The establishment is a request: it fails, hangs or waits as the store's calls do.
+	n.f.mu.Lock()
+	latency, ferr, hang, release := n.f.latency, n.f.err, n.f.hang, n.f.release
+	n.f.mu.Unlock()
+	switch {
+	case ferr != nil:
+		return ferr
+	case hang:
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-release:
+			return errInjected
+		}
+	case latency > 0:
+		t := time.NewTimer(latency)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	sub, first := n.w.subscribe()
+	defer n.w.unsubscribe(sub)
+	change := func(doc map[string]any) store.Change {
+		if doc == nil {
+			return store.Change{}
+		}
+		return store.Change{Found: true, Doc: driver.CopyDoc(doc)}
+	}
+	n.mu.Lock()
+	sf := n.stream
+	n.mu.Unlock()
+	if !sf.silent {
+		fn(change(first))
+	}
+	var queue []delivery
+	var held map[string]any
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		now := time.Now()
+		n.mu.Lock()
+		sf, rng := n.stream, n.streamRng
+		n.mu.Unlock()
+		for len(queue) > 0 && !queue[0].due.After(now) {
+			d := queue[0]
+			queue = queue[1:]
+			if !sf.silent {
+				fn(change(d.doc))
+			}
+			if held != nil {
+				h := held
+				held = nil
+				if !sf.silent {
+					fn(change(h)) // reordered: after a newer one
+				}
+			}
+		}
+		if len(queue) > 0 {
+			timer.Reset(queue[0].due.Sub(now))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		case <-sub.wake:
+			sub.mu.Lock()
+			docs := sub.docs
+			sub.docs = nil
+			sub.mu.Unlock()
+			n.f.mu.Lock()
+			ferr := n.f.err
+			n.f.mu.Unlock()
+			if ferr != nil {
+				return ferr // the connection is gone with the store's
+			}
+			for _, doc := range docs {
+				copies := 1
+				if sf.any() {
+					n.mu.Lock()
+					p := func() float64 { return rng.Float64() }
+					switch {
+					case p() < sf.drop:
+						copies = 0
+					case p() < sf.dup:
+						copies = 2
+					case held == nil && p() < sf.reorder:
+						held, copies = doc, 0
+					}
+					var delay time.Duration
+					if sf.delay > 0 {
+						delay = time.Duration(rng.Int64N(int64(sf.delay) + 1))
+					}
+					n.mu.Unlock()
+					for range copies {
+						queue = insertDelivery(queue, delivery{doc: doc, due: time.Now().Add(delay)})
+					}
+					continue
+				}
+				queue = insertDelivery(queue, delivery{doc: doc, due: time.Now()})
+			}
+		}
+	}
+}
+
+// insertDelivery keeps the queue in order of due time, in arrival order among equals.
+func insertDelivery(q []delivery, d delivery) []delivery {
+	i := len(q)
+	for i > 0 && q[i-1].due.After(d.due) {
+		i--
+	}
+	return slices.Insert(q, i, d)
+}
+
+var streamFaultKinds = []string{"stream-drop", "stream-delay", "stream-dup", "stream-reorder", "stream-silent", "stream-mix"}
+
+// streamFault gives n a fault of its watch until a random heal; the liveness bounds of an
+// instance whose watch is faulty, or was within its window, take the watch's worst case (E9).
+func (s *rsim) streamFault(n *rnode) {
+	kind := streamFaultKinds[s.rng.IntN(len(streamFaultKinds))]
+	var sf streamFaults
+	switch kind {
+	case "stream-drop":
+		sf.drop = 0.2 + 0.8*s.rng.Float64()
+	case "stream-delay":
+		sf.delay = s.between(time.Millisecond, s.r)
+	case "stream-dup":
+		sf.dup = s.rng.Float64()
+	case "stream-reorder":
+		sf.reorder = s.rng.Float64()
+	case "stream-silent":
+		sf.silent = true
+	default:
+		sf = streamFaults{drop: s.rng.Float64() / 2, dup: s.rng.Float64() / 2, reorder: s.rng.Float64() / 2, delay: s.between(0, s.r/2)}
+	}
+	n.mu.Lock()
+	n.stream = sf
+	n.streamRng = rand.New(rand.NewPCG(s.rng.Uint64(), 0))
+	n.streamDelay = max(n.streamDelay, sf.delay)
+	n.streamTaint = time.Time{} // tainted until healed
+	n.streamFaulty = true
+	n.mu.Unlock()
+	n.streamHealAt = time.Now().Add(s.between(s.r/4, 3*s.l))
+	s.dirty = true
+	s.st.count("fault: "+kind, 1)
+	s.note("fault %s on %s until +%v", kind, n.id, n.streamHealAt.Sub(s.begin))
+}
+
+func (s *rsim) streamHeal(n *rnode) {
+	n.mu.Lock()
+	if n.streamFaulty {
+		n.stream = streamFaults{}
+		n.streamFaulty = false
+		// What the fault left (a stale quiet window, late notifications) is gone by then.
+		n.streamTaint = time.Now().Add(n.streamDelay + n.e.quietWindow())
+	}
+	n.mu.Unlock()
+	n.streamHealAt = time.Time{}
+	s.dirty = true
+}
+
+// streamSlack returns how much later than R an instance may first see a write because of its
+// watch's faults (E9: a follower trusts a watch for W after its last change, and a late
+// notification delays that window), and 0 when its watch is clean.
+func (n *rnode) streamSlack(now time.Time, r, w time.Duration) time.Duration {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.streamFaulty && !now.Before(n.streamTaint) {
+		n.streamDelay = 0
+		return 0
+	}
+	return max(0, n.streamDelay+w-r)
+}

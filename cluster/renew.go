@@ -1,0 +1,55 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Writing without reading (E10). The leader renews on the revision it holds, and a follower
+// takes over a record it knows (released, as the watch reported it, or expired on its own
+// clock) on that record's revision: one request instead of a read and a write. The write is a
+// compare-and-swap, so a record that changed since is never overwritten: the attempt then reads
+// once, within the same deadline, and decides as an attempt that read first (E2).
+
+// stampPrecision is the finest time every Lock keeps: a Kubernetes MicroTime holds
+// microseconds, the store Lock's RFC 3339 times nanoseconds.
+const stampPrecision = time.Microsecond
+
+// stamp returns the renewal time of a write on prev: now, at the precision every Lock keeps,
+// and strictly after prev's, so that a writer's records order by (Term, RenewedAt) even when
+// its clock has not moved between two writes (E9).
+func stamp(now time.Time, prev Record) time.Time {
+	t := now.Round(0).UTC().Truncate(stampPrecision)
+	if p := prev.RenewedAt.UTC().Truncate(stampPrecision); !t.After(p) {
+		t = p.Add(stampPrecision)
+	}
+	return t
+}
+
+// takeOrRenew returns rec as this instance writes it: renewed when it holds it, else taken over
+// with the next term.
+func (e *Elector) takeOrRenew(rec Record, now time.Time) Record {
+	wall := stamp(now, rec)
+	if rec.Holder == e.id {
+		rec.RenewedAt, rec.Duration = wall, e.l
+		return rec
+	}
+	rec.Holder, rec.Term, rec.AcquiredAt, rec.RenewedAt, rec.Duration = e.id, rec.Term+1, wall, wall, e.l
+	return rec
+}
+
+// tryKnown writes on the known record without reading it (E10). It returns false when the
+// record changed or vanished since: the attempt then reads and decides.
+func (e *Elector) tryKnown(ctx context.Context, known Record) (outcome, bool) {
+	e.wrote.Store(true)
+	updated, err := e.lock.Update(ctx, e.name, e.takeOrRenew(known, time.Now()))
+	switch {
+	case err == nil:
+		return outcome{kind: held, rec: updated, at: time.Now()}, true
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
+		return outcome{}, false
+	default:
+		return outcome{kind: failed, err: err, at: time.Now()}, true
+	}
+}
