@@ -238,7 +238,7 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 	if errors.Is(p.err, ErrNotFound) {
 		// No record: create it at once. What came before no longer orders what comes next.
 		s.push.ordered, s.push.heard = false, p.at
-		s.known, s.soon = nil, true
+		s.obs, s.known, s.soon = observation{}, nil, true
 		return
 	}
 	if p.err != nil {
@@ -262,8 +262,10 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 		// its write on the revision it holds conflicts, and it reads and decides (E10).
 		s.soon = true
 	case rec.Holder == "" || rec.Holder == e.id:
-		// Released, or its own write whose answer was lost: write on it at once (E10).
-		s.known, s.soon = &rec, true
+		// Released, or its own write whose answer was lost: write on it at once (E10). Nobody
+		// else holds it: should that attempt fail, the next comes R later, not when the
+		// watch falls quiet.
+		s.obs, s.known, s.soon = observation{}, &rec, true
 	default:
 		// Another holder's change, observed now (E6's first sight), with no read of its own.
 		if rec.Holder != s.obs.holder || rec.Term != s.obs.term {
