@@ -186,7 +186,7 @@ func (s *URLStore) rawURL() (raw, param string, err error) {
 	slices.Sort(given) // url, urlEnv, urlFile
 	switch {
 	case len(given) == 0:
-		return "", "", fmt.Errorf(`one of the parameters "url", "urlFile" and "urlEnv" is required (%s)`, s.backend.Example)
+		return "", "", fmt.Errorf(`parameter "url" is required, or "urlFile" or "urlEnv" instead (%s)`, s.backend.Example)
 	case len(given) > 1:
 		list := strings.Join(given[:len(given)-1], ", ") + " and " + given[len(given)-1]
 		return "", "", fmt.Errorf(`parameters %s are given: exactly one of "url", "urlFile" and "urlEnv" is allowed`, list)

@@ -156,7 +156,7 @@ func TestURLStoreLifecycle(t *testing.T) {
 func TestURLStoreParams(t *testing.T) {
 	opens := fakeURLOpens.Load()
 	for _, c := range []struct{ url, want string }{
-		{"", `one of the parameters "url", "urlFile" and "urlEnv" is required (fake://host/db)`},
+		{"", `parameter "url" is required, or "urlFile" or "urlEnv" instead (fake://host/db)`},
 		{"://u:" + fakeURLSecret + "@host", `parameter "url"`},
 		{"redis://u:" + fakeURLSecret + "@host/0", `scheme "redis" is not fake or fakes`},
 		{"fake://u:" + fakeURLSecret + "@host/db?fail=1", `parameter "url" (fake://u:xxxxx@host/db?fail=1)`},
@@ -354,8 +354,8 @@ func TestURLStoreFromFileOrEnv(t *testing.T) {
 		params string
 		wants  []string
 	}{
-		{`{}`, []string{`one of the parameters "url", "urlFile" and "urlEnv" is required`}},
-		{`{"url": "", "urlFile": "", "urlEnv": ""}`, []string{`one of the parameters "url", "urlFile" and "urlEnv" is required`}},
+		{`{}`, []string{`parameter "url" is required, or "urlFile" or "urlEnv" instead`}},
+		{`{"url": "", "urlFile": "", "urlEnv": ""}`, []string{`parameter "url" is required, or "urlFile" or "urlEnv" instead`}},
 		{`{"url": ` + quote(secretURL) + `, "urlFile": ` + quote(urlFile) + `}`,
 			[]string{`parameters "url" and "urlFile" are given`, `exactly one of "url", "urlFile" and "urlEnv"`}},
 		{`{"urlFile": ` + quote(urlFile) + `, "urlEnv": "` + env + `"}`, []string{`parameters "urlEnv" and "urlFile" are given`}},
