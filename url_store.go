@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -15,19 +17,34 @@ import (
 
 // URLStore is the service type of every store backend registered with a service type
 // (store.Backend's ServiceType: Webda/PostgresStore, Webda/RedisStore, ...), so that a backend
-// needs no code of its own here. Its parameters are url, required, and those the backend
-// declares (store.Backend's Params: a table, a prefix, a bucket), each of which, when given,
-// sets the URL's query parameter of that name; any other parameter is an error naming it (A2).
+// needs no code of its own here. Its parameters are the store's URL, given by exactly one of
+// url, urlFile and urlEnv, and those the backend declares (store.Backend's Params: a table, a
+// prefix, a bucket), each of which, when given, sets the URL's query parameter of that name;
+// any other parameter is an error naming it (A2).
 //
 //	"Registry": {"type": "Webda/PostgresStore", "url": "postgres://app@db:5432/app", "table": "registry"}
+//
+// A URL holding a secret stays out of the configuration: urlFile names a file whose content,
+// without its leading and trailing white space, is the URL (a mounted Kubernetes Secret), and
+// urlEnv names an environment variable holding it. Both are read by each Init. A missing or
+// unreadable file, an empty one, or a variable unset or empty is an error naming the service
+// type, the parameter and the file or variable; no error quotes the URL's secrets.
+//
+//	"Registry": {"type": "Webda/PostgresStore", "urlFile": "/run/secrets/leasehold/url", "table": "registry"}
+//	"Registry": {"type": "Webda/RedisStore", "urlEnv": "REGISTRY_URL"}
 //
 // Init opens the store and Stop closes it. Until then, and after Stop, the store methods fail
 // with an error saying the service is not initialized. Between the two, the service implements
 // store.Store by delegating to the opened store, so a service of such a type named Registry is
 // the application's Registry.
 type URLStore struct {
-	// URL is the store's URL, with the parameters its backend documents. Required.
+	// URL is the store's URL, with the parameters its backend documents. Exactly one of URL,
+	// URLFile and URLEnv is required.
 	URL string `json:"url"`
+	// URLFile is the path of a file holding the store's URL (white space around it ignored).
+	URLFile string `json:"urlFile"`
+	// URLEnv is the name of an environment variable holding the store's URL.
+	URLEnv string `json:"urlEnv"`
 
 	backend store.Backend
 	params  url.Values // the backend's parameters the configuration gives
@@ -77,17 +94,18 @@ func storeServiceTypes() []string {
 }
 
 // declaredParams implements paramDeclarer: the application's decoding accepts the backend's
-// parameters beside url.
+// parameters beside url, urlFile and urlEnv.
 func (s *URLStore) declaredParams() []string { return s.backend.Params }
 
-// UnmarshalJSON decodes the service's parameters strictly: url and the backend's parameters,
-// each a string (null leaves a parameter unset); any other is an error naming it.
+// UnmarshalJSON decodes the service's parameters strictly: url, urlFile, urlEnv and the
+// backend's parameters, each a string (null leaves a parameter unset); any other is an error
+// naming it.
 func (s *URLStore) UnmarshalJSON(data []byte) error {
 	fields, err := objectFields(data)
 	if err != nil {
 		return err
 	}
-	known := map[string]bool{"url": true}
+	known := map[string]bool{"url": true, "urlFile": true, "urlEnv": true}
 	for _, p := range s.backend.Params {
 		known[p] = true
 	}
@@ -103,6 +121,10 @@ func (s *URLStore) UnmarshalJSON(data []byte) error {
 		case v == nil:
 		case f.name == "url":
 			s.URL = *v
+		case f.name == "urlFile":
+			s.URLFile = *v
+		case f.name == "urlEnv":
+			s.URLEnv = *v
 		default:
 			if s.params == nil {
 				s.params = url.Values{}
@@ -113,24 +135,26 @@ func (s *URLStore) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Init opens the store from the url parameter, its query parameters replaced by the backend's
-// parameters given, closing a store opened before. Errors name the service type and the
-// parameter, and never hold the URL's secrets. It does not use app, which may be nil.
+// Init opens the store from the URL that url, urlFile or urlEnv gives, its query parameters
+// replaced by the backend's parameters given, closing a store opened before. Errors name the
+// service type and the parameter, and never hold the URL's secrets. It does not use app, which
+// may be nil.
 func (s *URLStore) Init(ctx context.Context, _ *Application) error {
 	b := s.backend
 	if b.Open == nil {
 		return errors.New("leasehold: a URLStore is made by NewURLStore or by a configuration")
 	}
-	if s.URL == "" {
-		return fmt.Errorf("%s: parameter \"url\" is required (%s)", b.ServiceType, b.Example)
-	}
-	u, err := store.ParseURL(s.URL)
+	raw, param, err := s.rawURL()
 	if err != nil {
-		return fmt.Errorf("%s: parameter \"url\": %w", b.ServiceType, err)
+		return fmt.Errorf("%s: %w", b.ServiceType, err)
+	}
+	u, err := store.ParseURL(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", b.ServiceType, param, err)
 	}
 	if !slices.Contains(b.Schemes, strings.ToLower(u.Scheme)) {
-		return fmt.Errorf("%s: parameter \"url\": scheme %q is not %s in %s",
-			b.ServiceType, u.Scheme, strings.Join(b.Schemes, " or "), store.Redact(u))
+		return fmt.Errorf("%s: %s: scheme %q is not %s in %s",
+			b.ServiceType, param, u.Scheme, strings.Join(b.Schemes, " or "), store.Redact(u))
 	}
 	if len(s.params) > 0 {
 		q := u.Query()
@@ -141,12 +165,58 @@ func (s *URLStore) Init(ctx context.Context, _ *Application) error {
 	}
 	st, err := b.Open(ctx, u)
 	if err != nil {
-		return fmt.Errorf("%s: parameter \"url\" (%s): %w", b.ServiceType, store.Redact(u), store.RedactError(err, u))
+		return fmt.Errorf("%s: %s (%s): %w", b.ServiceType, param, store.Redact(u), store.RedactError(err, u))
 	}
 	if old := s.cur.Swap(&st); old != nil {
 		store.Close(*old)
 	}
 	return nil
+}
+
+// rawURL returns the URL that url, urlFile or urlEnv gives, and the parameter that gave it as
+// errors name it: `parameter "url"`, `parameter "urlFile" (file PATH)` or
+// `parameter "urlEnv" (variable NAME)`. Its errors name the parameters, the file and the
+// variable, and never quote what the file or variable holds.
+func (s *URLStore) rawURL() (raw, param string, err error) {
+	var given []string
+	for name, v := range map[string]string{"url": s.URL, "urlFile": s.URLFile, "urlEnv": s.URLEnv} {
+		if v != "" {
+			given = append(given, strconv.Quote(name))
+		}
+	}
+	slices.Sort(given) // url, urlEnv, urlFile
+	switch {
+	case len(given) == 0:
+		return "", "", fmt.Errorf(`parameter "url" is required, or "urlFile" or "urlEnv" instead (%s)`, s.backend.Example)
+	case len(given) > 1:
+		list := strings.Join(given[:len(given)-1], ", ") + " and " + given[len(given)-1]
+		return "", "", fmt.Errorf(`parameters %s are given: exactly one of "url", "urlFile" and "urlEnv" is allowed`, list)
+	case s.URL != "":
+		return s.URL, `parameter "url"`, nil
+	case s.URLFile != "":
+		param = fmt.Sprintf(`parameter "urlFile" (file %s)`, s.URLFile)
+		data, err := os.ReadFile(s.URLFile)
+		if err != nil {
+			// The *PathError names the file and the cause, not the content.
+			return "", "", fmt.Errorf(`parameter "urlFile": %w`, err)
+		}
+		raw = strings.TrimSpace(string(data))
+		if raw == "" {
+			return "", "", fmt.Errorf(`%s: the file is empty, want the store's URL`, param)
+		}
+		return raw, param, nil
+	default:
+		param = fmt.Sprintf(`parameter "urlEnv" (variable %s)`, s.URLEnv)
+		v, ok := os.LookupEnv(s.URLEnv)
+		raw = strings.TrimSpace(v)
+		switch {
+		case !ok:
+			return "", "", fmt.Errorf(`%s: the variable is not set, want the store's URL`, param)
+		case raw == "":
+			return "", "", fmt.Errorf(`%s: the variable is empty, want the store's URL`, param)
+		}
+		return raw, param, nil
+	}
 }
 
 // Stop closes the store. It does nothing before Init or when called again.

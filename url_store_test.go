@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -154,7 +156,7 @@ func TestURLStoreLifecycle(t *testing.T) {
 func TestURLStoreParams(t *testing.T) {
 	opens := fakeURLOpens.Load()
 	for _, c := range []struct{ url, want string }{
-		{"", `parameter "url" is required (fake://host/db)`},
+		{"", `parameter "url" is required, or "urlFile" or "urlEnv" instead (fake://host/db)`},
 		{"://u:" + fakeURLSecret + "@host", `parameter "url"`},
 		{"redis://u:" + fakeURLSecret + "@host/0", `scheme "redis" is not fake or fakes`},
 		{"fake://u:" + fakeURLSecret + "@host/db?fail=1", `parameter "url" (fake://u:xxxxx@host/db?fail=1)`},
@@ -293,5 +295,139 @@ func TestURLStoreTypes(t *testing.T) {
 	}
 	if err := new(URLStore).Init(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "NewURLStore") {
 		t.Errorf("Init of a zero URLStore: %v", err)
+	}
+}
+
+// TestURLStoreFromFileOrEnv: the URL can come from a file (urlFile, its white space around
+// ignored) or an environment variable (urlEnv) instead of url, read by each Init; exactly one
+// of the three is required. Every error names the service type and the parameter, and the file
+// or the variable when one is read, and none quotes the URL's password.
+func TestURLStoreFromFileOrEnv(t *testing.T) {
+	dir := t.TempDir()
+	secretURL := "fake://u:" + fakeURLSecret + "@host/db?prefix=from-file"
+	write := func(name, content string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	urlFile := write("url", "\n  "+secretURL+"\n")
+	const env = "LEASEHOLD_TEST_URLSTORE_URL"
+	t.Setenv(env, "fake://u:"+fakeURLSecret+"@host/db?prefix=from-env")
+	t.Setenv("LEASEHOLD_TEST_URLSTORE_EMPTY", "  \n")
+	quote := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+	for params, wantPrefix := range map[string]string{
+		`{"urlFile": ` + quote(urlFile) + `}`:              "from-file",
+		`{"urlEnv": "` + env + `"}`:                        "from-env",
+		`{"urlEnv": "` + env + `", "prefix": "param"}`:     "param",
+		`{"urlFile": ` + quote(urlFile) + `, "url": null}`: "from-file",
+	} {
+		svc := newFake(t, params)
+		if err := svc.Init(t.Context(), nil); err != nil {
+			t.Fatalf("Init with %s: %v", params, err)
+		}
+		st := fakeOf(svc)
+		if st.url.User.String() != "u:"+fakeURLSecret || st.url.Query().Get("prefix") != wantPrefix {
+			t.Errorf("Init with %s opened %s, want the password and prefix %q", params, store.Redact(st.url), wantPrefix)
+		}
+		svc.Stop(t.Context())
+	}
+
+	// Each Init reads the file again: a rotated Secret is used by the next Init.
+	svc := newFake(t, `{"urlFile": `+quote(urlFile)+`}`)
+	write("url", "fake://host/rotated")
+	if err := svc.Init(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := fakeOf(svc).url.Path; got != "/rotated" {
+		t.Errorf("Init after the file changed opened path %q, want /rotated", got)
+	}
+	svc.Stop(t.Context())
+	write("url", "\n  "+secretURL+"\n")
+
+	opens := fakeURLOpens.Load()
+	missing := filepath.Join(dir, "missing")
+	for _, c := range []struct {
+		params string
+		wants  []string
+	}{
+		{`{}`, []string{`parameter "url" is required, or "urlFile" or "urlEnv" instead`}},
+		{`{"url": "", "urlFile": "", "urlEnv": ""}`, []string{`parameter "url" is required, or "urlFile" or "urlEnv" instead`}},
+		{`{"url": ` + quote(secretURL) + `, "urlFile": ` + quote(urlFile) + `}`,
+			[]string{`parameters "url" and "urlFile" are given`, `exactly one of "url", "urlFile" and "urlEnv"`}},
+		{`{"urlFile": ` + quote(urlFile) + `, "urlEnv": "` + env + `"}`, []string{`parameters "urlEnv" and "urlFile" are given`}},
+		{`{"url": "fake://h/d", "urlFile": ` + quote(urlFile) + `, "urlEnv": "` + env + `"}`,
+			[]string{`parameters "url", "urlEnv" and "urlFile" are given`}},
+		{`{"urlFile": ` + quote(missing) + `}`, []string{`parameter "urlFile"`, missing, "no such file"}},
+		{`{"urlFile": ` + quote(dir) + `}`, []string{`parameter "urlFile"`, dir}},
+		{`{"urlFile": ` + quote(write("empty", " \n\t\n")) + `}`, []string{`parameter "urlFile" (file ` + filepath.Join(dir, "empty") + `)`, "empty"}},
+		{`{"urlEnv": "LEASEHOLD_TEST_URLSTORE_UNSET"}`, []string{`parameter "urlEnv" (variable LEASEHOLD_TEST_URLSTORE_UNSET)`, "not set"}},
+		{`{"urlEnv": "LEASEHOLD_TEST_URLSTORE_EMPTY"}`, []string{`parameter "urlEnv" (variable LEASEHOLD_TEST_URLSTORE_EMPTY)`, "empty"}},
+		// What the file holds is checked as url is, and its errors name the file.
+		{`{"urlFile": ` + quote(write("bad-scheme", "redis://u:"+fakeURLSecret+"@host/0")) + `}`,
+			[]string{`parameter "urlFile" (file ` + filepath.Join(dir, "bad-scheme") + `)`, `scheme "redis" is not fake or fakes`, "u:xxxxx@"}},
+		{`{"urlFile": ` + quote(write("unparsable", "://u:"+fakeURLSecret+"@host")) + `}`,
+			[]string{`parameter "urlFile" (file ` + filepath.Join(dir, "unparsable") + `)`, "invalid URL"}},
+		{`{"urlFile": ` + quote(write("fails", "fake://u:"+fakeURLSecret+"@host/db?fail=1")) + `}`,
+			[]string{`parameter "urlFile" (file ` + filepath.Join(dir, "fails") + `) (fake://u:xxxxx@host/db?fail=1)`, "cannot log in"}},
+	} {
+		svc := newFake(t, c.params)
+		err := svc.Init(t.Context(), nil)
+		if err == nil {
+			t.Errorf("Init with %s succeeded", c.params)
+			svc.Stop(t.Context())
+			continue
+		}
+		msg := err.Error()
+		t.Log(msg)
+		if !strings.HasPrefix(msg, "test/FakeURLStore: ") {
+			t.Errorf("Init with %s: %q does not name the service type", c.params, msg)
+		}
+		for _, w := range c.wants {
+			if !strings.Contains(msg, w) {
+				t.Errorf("Init with %s: %q, want it to contain %q", c.params, msg, w)
+			}
+		}
+		if strings.Contains(msg, fakeURLSecret) {
+			t.Errorf("Init with %s: the error reveals the password: %q", c.params, msg)
+		}
+		if svc.Store() != nil {
+			t.Errorf("Init with %s: a failed Init left a store", c.params)
+		}
+	}
+	if n := fakeURLOpens.Load() - opens; n != 0 {
+		t.Errorf("failed Inits opened %d stores", n)
+	}
+
+	// Through an application, the error names the service too; decoding is as strict as for
+	// url.
+	cfg, err := ParseConfig([]byte(`{"services": {"Registry": {"type": "test/FakeURLStore", "urlFile": ` + quote(missing) + `}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Start(t.Context()); err == nil || !strings.Contains(err.Error(), `service "Registry"`) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("Start with a missing urlFile: %v, want an error naming the service and the file", err)
+	}
+	app.Stop(t.Context())
+	for params, want := range map[string]string{
+		`{"urlFile": 1}`:              `parameter "urlFile": want a string, got number`,
+		`{"urlEnv": true}`:            `parameter "urlEnv": want a string, got bool`,
+		`{"urlfile": "/run/secret"}`:  `did you mean "urlFile"`,
+		`{"url_env": "REGISTRY_URL"}`: `unknown parameter "url_env"`,
+	} {
+		cfg, err := ParseConfig([]byte(`{"services": {"Registry": {"type": "test/FakeURLStore", ` + params[1:] + `}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `service "Registry"`) {
+			t.Errorf("New with %s: %v, want an error naming the service and saying %s", params, err, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -25,6 +26,9 @@ type election struct {
 	id    string
 	l, r  time.Duration
 	where string // the store (redacted) or the configuration, for messages
+	// urlEnv names the environment variable the configuration's Registry reads its URL from
+	// (urlEnv), if any: CMD's environment goes without it, as without LEASEHOLD_STORE.
+	urlEnv string
 
 	cluster.Cluster                             // for WhenLeader before start
 	start           func(context.Context) error // starts the election
@@ -88,8 +92,19 @@ func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.E
 	ac.app.SetLogger(log)
 	elog := &electionLog{log: log, id: ac.es.InstanceID()}
 	ac.es.AddObserver(cluster.Observers(observer, elog.observe))
+	// The Registry's parameters were checked by loadAppConfig: a urlEnv among them is that of
+	// a store service type (leasehold.URLStore).
+	var urlEnv string
+	for _, sc := range ac.registry.Services {
+		var p struct {
+			URLEnv string `json:"urlEnv"`
+		}
+		if json.Unmarshal(sc.Params, &p) == nil {
+			urlEnv = p.URLEnv
+		}
+	}
 	return &election{
-		lease: ac.lease(), id: ac.es.InstanceID(), l: l, r: r, where: f.config,
+		lease: ac.lease(), id: ac.es.InstanceID(), l: l, r: r, where: f.config, urlEnv: urlEnv,
 		Cluster: ac.svc,
 		start:   ac.app.Start,
 		elector: ac.es.Elector,

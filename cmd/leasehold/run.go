@@ -192,7 +192,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, graceError(*grace, el.l, el.r)
 	}
 
-	sup := newSupervisor(rest, el.lease, el.id, *grace, *restart, log)
+	sup := newSupervisor(rest, el.lease, el.id, *grace, *restart, log, el.urlEnv)
 	sup.reaper = becomeSubreaper(log)
 	sup.hold = *holdAtLeast
 	el.WhenLeader(func(ctx context.Context) error {

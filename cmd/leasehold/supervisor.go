@@ -104,9 +104,11 @@ func (c *child) send(sig os.Signal, tree bool) {
 	_, _ = c.control.Write([]byte{b}) // fails once the keeper is gone: so is the tree
 }
 
-func newSupervisor(argv []string, lease, id string, grace time.Duration, restart bool, log *slog.Logger) *supervisor {
+// newSupervisor returns the supervisor of CMD (argv); CMD's environment is leasehold's without
+// the variables holding the store's URL: LEASEHOLD_STORE, and urlEnv when not "".
+func newSupervisor(argv []string, lease, id string, grace time.Duration, restart bool, log *slog.Logger, urlEnv string) *supervisor {
 	return &supervisor{
-		argv: argv, env: cmdEnviron(), lease: lease, id: id, grace: grace, restart: restart, log: log,
+		argv: argv, env: cmdEnviron(urlEnv), lease: lease, id: id, grace: grace, restart: restart, log: log,
 		exited: make(chan int, 1),
 	}
 }
@@ -459,8 +461,11 @@ func (s *supervisor) view() cmdView {
 
 func (s *supervisor) String() string { return fmt.Sprint(s.argv) }
 
-// cmdEnviron is leasehold's environment less LEASEHOLD_STORE: the store's URL may carry its
+// cmdEnviron is leasehold's environment less LEASEHOLD_STORE and urlEnv (the variable the
+// configuration's Registry reads its URL from, when not ""): the store's URL may carry its
 // password, which CMD has no use for.
-func cmdEnviron() []string {
-	return slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "LEASEHOLD_STORE=") })
+func cmdEnviron(urlEnv string) []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, storeEnv+"=") || urlEnv != "" && strings.HasPrefix(kv, urlEnv+"=")
+	})
 }

@@ -14,8 +14,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
+	"github.com/leasehold/leasehold/internal/failovertest"
 	"github.com/leasehold/leasehold/internal/testcerts"
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 // tlsEtcd is an embedded etcd serving its clients over TLS only, requiring a client
@@ -99,12 +101,58 @@ func (s *tlsEtcd) url(user string, kv ...string) string {
 	return u.String()
 }
 
-// TestTLS opens stores on an etcd requiring TLS with client certificates and passwords (N1,
-// N2): with the right parameters a round trip works; without the client certificate, with
-// another authority, with a wrong server name or a wrong password, Open fails, and its error
-// never quotes the password or key material.
+// TestTLS runs, on one etcd requiring TLS with client certificates and passwords (N1, N2),
+// the round trips and refusals of testTLSOpen, then the conformance suite and the failover test
+// over TLS.
 func TestTLS(t *testing.T) {
 	srv := startTLSEtcd(t)
+	t.Run("Open", func(t *testing.T) { testTLSOpen(t, srv) })
+	t.Run("Conformance", func(t *testing.T) { testTLSConformance(t, srv) })
+	t.Run("Failover", func(t *testing.T) { testTLSFailover(t, srv) })
+}
+
+// suiteParams returns the query parameters of the stores of the conformance suite and the
+// failover test: the client certificate, the server's authority and the password from a file.
+func (s *tlsEtcd) suiteParams(t *testing.T) []string {
+	t.Helper()
+	c := s.certs
+	pwFile := c.Write(t, "suite-password", []byte(tlsRootPassword+"\n"))
+	return []string{"ca", c.CA, "cert", c.ClientCert, "key", c.ClientKey, "password_file", pwFile, "dial_timeout", "20s"}
+}
+
+// testTLSConformance runs the conformance suite on a store connected over TLS.
+func testTLSConformance(t *testing.T, srv *tlsEtcd) {
+	s, err := Open(t.Context(), srv.url("root", append(srv.suiteParams(t), "prefix", "tls-conformance/")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	storetest.Run(t, func(*testing.T) store.Store { return s })
+}
+
+// testTLSFailover runs the failover test with every elector's store connected over TLS: the
+// test's proxies forward the TLS connections as they are, and the server's certificate holds
+// 127.0.0.1, their address.
+func testTLSFailover(t *testing.T, srv *tlsEtcd) {
+	u, err := url.Parse(srv.url("root", append(srv.suiteParams(t), "prefix", "tls-failover/")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	failovertest.Run(t, u.Host, func(t *testing.T, addr string) store.Store {
+		v := *u
+		v.Host = addr
+		s, err := Open(t.Context(), v.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// testTLSOpen opens stores over TLS: with the right parameters a round trip works; without the
+// client certificate, with another authority, with a wrong server name or a wrong password,
+// Open fails, and its error never quotes the password or key material.
+func testTLSOpen(t *testing.T, srv *tlsEtcd) {
 	c := srv.certs
 	pwFile := filepath.Join(c.Dir, "etcd-password")
 	if err := os.WriteFile(pwFile, []byte(tlsRootPassword+"\n"), 0o600); err != nil {

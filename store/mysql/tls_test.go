@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/failovertest"
 	"github.com/leasehold/leasehold/internal/testcerts"
 	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 const (
@@ -111,10 +114,52 @@ func (s *tlsMariaDB) url(user string, kv ...string) string {
 	return u.String()
 }
 
-// TestTLS opens stores on a MariaDB requiring TLS, with a user needing a password and a client
-// certificate (N1, N2).
+// TestTLS runs, on one MariaDB requiring TLS, with a user needing a password and a client
+// certificate (N1, N2), the round trips and refusals of testTLSOpen, then the conformance suite
+// and the failover test over TLS.
 func TestTLS(t *testing.T) {
 	srv := startTLSMariaDB(t)
+	t.Run("Open", func(t *testing.T) { testTLSOpen(t, srv) })
+	t.Run("Conformance", func(t *testing.T) { testTLSConformance(t, srv) })
+	t.Run("Failover", func(t *testing.T) { testTLSFailover(t, srv) })
+}
+
+// suiteURL returns the URL of the stores of the conformance suite and the failover test, on
+// table: the client certificate, the server's authority and the password from a file.
+func (s *tlsMariaDB) suiteURL(t *testing.T, table string) string {
+	t.Helper()
+	c := s.certs
+	pwFile := c.Write(t, "suite-password", []byte(mysqlAppPassword+"\n"))
+	return s.url("app", "ca", c.CA, "cert", c.ClientCert, "key", c.ClientKey, "password_file", pwFile, "table", table)
+}
+
+// testTLSConformance runs the conformance suite on a store connected over TLS.
+func testTLSConformance(t *testing.T, srv *tlsMariaDB) {
+	s, err := Open(t.Context(), srv.suiteURL(t, "tls_conformance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	storetest.Run(t, func(*testing.T) store.Store { return s })
+}
+
+// testTLSFailover runs the failover test with every elector's store connected over TLS: the
+// test's proxies forward the TLS connections as they are, and the server's certificate holds
+// 127.0.0.1, their address.
+func testTLSFailover(t *testing.T, srv *tlsMariaDB) {
+	raw := srv.suiteURL(t, "tls_failover")
+	failovertest.Run(t, mustParse(t, raw).Host, func(t *testing.T, addr string) store.Store {
+		s, err := Open(t.Context(), withHost(t, raw, addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// testTLSOpen opens stores over TLS with the right parameters and does a round trip with each,
+// and checks that Open fails without them, quoting no secret.
+func testTLSOpen(t *testing.T, srv *tlsMariaDB) {
 	c := srv.certs
 	pwFile := c.Write(t, "app-password", []byte(mysqlAppPassword+"\n"))
 	wrongPW := c.Write(t, "wrong-password", []byte("not-the-mysql-pw-7731\n"))

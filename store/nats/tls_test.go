@@ -17,8 +17,11 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
+	"github.com/leasehold/leasehold/internal/failovertest"
 	"github.com/leasehold/leasehold/internal/testcerts"
 	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 const natsServerBin = "/usr/sbin/nats-server"
@@ -138,10 +141,57 @@ func (s *tlsNATS) url(user string, kv ...string) string {
 	return u.String()
 }
 
-// TestTLS opens stores on a nats-server requiring TLS with client certificates and nkey or
-// password authentication (N1, N2).
+// TestTLS runs, on one nats-server requiring TLS with client certificates and nkey or password
+// authentication (N1, N2), the round trips and refusals of testTLSOpen, then the conformance
+// suite and the failover test over TLS.
 func TestTLS(t *testing.T) {
 	srv := startTLSNATS(t)
+	t.Run("Open", func(t *testing.T) { testTLSOpen(t, srv) })
+	t.Run("Conformance", func(t *testing.T) { testTLSConformance(t, srv) })
+	t.Run("Failover", func(t *testing.T) { testTLSFailover(t, srv) })
+}
+
+// suiteURL returns the URL of the stores of the conformance suite and the failover test, on
+// bucket: the client certificate, the server's authority and the nkey user.
+func (s *tlsNATS) suiteURL(t *testing.T, bucket string) *url.URL {
+	t.Helper()
+	c := s.certs
+	u, err := url.Parse(s.url("", "ca", c.CA, "cert", c.ClientCert, "key", c.ClientKey, "nkey", s.nkeyFile, "bucket", bucket))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// testTLSConformance runs the conformance suite on a store connected over TLS.
+func testTLSConformance(t *testing.T, srv *tlsNATS) {
+	s, err := Open(t.Context(), srv.suiteURL(t, "tls_conformance").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	storetest.Run(t, func(*testing.T) store.Store { return s })
+}
+
+// testTLSFailover runs the failover test with every elector's store connected over TLS: the
+// test's proxies forward the TLS connections as they are, and the server's certificate holds
+// 127.0.0.1, their address.
+func testTLSFailover(t *testing.T, srv *tlsNATS) {
+	u := srv.suiteURL(t, "tls_failover")
+	failovertest.Run(t, u.Host, func(t *testing.T, addr string) store.Store {
+		v := *u
+		v.Host = addr
+		s, err := Open(t.Context(), v.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// testTLSOpen opens stores over TLS with the right parameters and does a round trip with each,
+// and checks that Open fails without them, quoting no secret.
+func testTLSOpen(t *testing.T, srv *tlsNATS) {
 	c := srv.certs
 	pwFile := c.Write(t, "app-password", []byte(natsAppPassword+"\n"))
 	wrongPW := c.Write(t, "wrong-password", []byte("not-the-nats-pw-5120\n"))

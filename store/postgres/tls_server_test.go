@@ -18,8 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/failovertest"
 	"github.com/leasehold/leasehold/internal/testcerts"
 	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 const (
@@ -217,10 +220,51 @@ func (s *tlsPostgres) url(user, db string, kv ...string) string {
 	return u.String()
 }
 
-// TestTLSServer opens stores on a PostgreSQL accepting TLS connections only, with a user
-// logging in with a client certificate and one with a password (N1, N2).
+// TestTLSServer runs, on one PostgreSQL accepting TLS connections only, with a user logging in
+// with a client certificate and one with a password (N1, N2), the round trips and refusals of
+// testTLSOpen, then the conformance suite and the failover test over TLS.
 func TestTLSServer(t *testing.T) {
 	srv := startTLSPostgres(t)
+	t.Run("Open", func(t *testing.T) { testTLSOpen(t, srv) })
+	t.Run("Conformance", func(t *testing.T) { testTLSConformance(t, srv) })
+	t.Run("Failover", func(t *testing.T) { testTLSFailover(t, srv) })
+}
+
+// suiteURL returns the URL of the stores of the conformance suite and the failover test, on
+// table: verify-full with the server's authority, and the client certificate of pgCertUser.
+func (s *tlsPostgres) suiteURL(table string) string {
+	c := s.certs
+	return s.url(pgCertUser, "client", "sslmode", "verify-full", "sslrootcert", c.CA,
+		"sslcert", c.ClientCert, "sslkey", c.ClientKey, "table", table)
+}
+
+// testTLSConformance runs the conformance suite on a store connected over TLS.
+func testTLSConformance(t *testing.T, srv *tlsPostgres) {
+	s, err := Open(t.Context(), srv.suiteURL("tls_conformance"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	storetest.Run(t, func(*testing.T) store.Store { return s })
+}
+
+// testTLSFailover runs the failover test with every elector's store connected over TLS: the
+// test's proxies forward the TLS connections as they are, and the server's certificate holds
+// 127.0.0.1, their address, which verify-full checks.
+func testTLSFailover(t *testing.T, srv *tlsPostgres) {
+	raw := srv.suiteURL("tls_failover")
+	failovertest.Run(t, mustParse(t, raw).Host, func(t *testing.T, addr string) store.Store {
+		s, err := Open(t.Context(), withHost(t, raw, addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// testTLSOpen opens stores over TLS with the right parameters and does a round trip with each,
+// and checks that Open fails without them, quoting no secret.
+func testTLSOpen(t *testing.T, srv *tlsPostgres) {
 	c := srv.certs
 	pwFile := c.Write(t, "app-password", []byte(pgAppPassword+"\n"))
 	wrongPW := c.Write(t, "wrong-password", []byte("not-the-pg-pw-8d27\n"))

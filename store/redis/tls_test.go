@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/failovertest"
 	"github.com/leasehold/leasehold/internal/testcerts"
 	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 const redisServerBin = "/usr/bin/redis-server"
@@ -103,10 +106,62 @@ func (s *tlsRedis) url(scheme, user string, kv ...string) string {
 	return u.String()
 }
 
-// TestTLS opens stores on a redis-server requiring TLS with client certificates and an ACL user
-// (N1, N2).
+// TestTLS runs, on one redis-server requiring TLS with client certificates and an ACL user (N1,
+// N2), the round trips and refusals of testTLSOpen, then the conformance suite and the failover
+// test over TLS.
 func TestTLS(t *testing.T) {
 	srv := startTLSRedis(t)
+	t.Run("Open", func(t *testing.T) { testTLSOpen(t, srv) })
+	t.Run("Conformance", func(t *testing.T) { testTLSConformance(t, srv) })
+	t.Run("Failover", func(t *testing.T) { testTLSFailover(t, srv) })
+}
+
+// suiteURL returns the URL of the stores of the conformance suite and the failover test, under
+// prefix: rediss, the client certificate, the server's authority and the password from a file,
+// with the client's own retries (those of the other tests).
+func (s *tlsRedis) suiteURL(t *testing.T, prefix string) *url.URL {
+	t.Helper()
+	c := s.certs
+	pwFile := c.Write(t, "suite-password", []byte(redisAppPassword+"\n"))
+	u, err := url.Parse(s.url("rediss", "app", "ca", c.CA, "cert", c.ClientCert, "key", c.ClientKey, "password_file", pwFile, "prefix", prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("max_retries")
+	u.RawQuery = q.Encode()
+	return u
+}
+
+// testTLSConformance runs the conformance suite on a store connected over TLS.
+func testTLSConformance(t *testing.T, srv *tlsRedis) {
+	s, err := Open(t.Context(), srv.suiteURL(t, "tls-conformance:").String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	storetest.Run(t, func(*testing.T) store.Store { return s })
+}
+
+// testTLSFailover runs the failover test with every elector's store connected over TLS: the
+// test's proxies forward the TLS connections as they are, and the server's certificate holds
+// 127.0.0.1, their address.
+func testTLSFailover(t *testing.T, srv *tlsRedis) {
+	u := srv.suiteURL(t, "tls-failover:")
+	failovertest.Run(t, u.Host, func(t *testing.T, addr string) store.Store {
+		v := *u
+		v.Host = addr
+		s, err := Open(t.Context(), v.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
+// testTLSOpen opens stores over TLS with the right parameters and does a round trip with each,
+// and checks that Open fails without them, quoting no secret.
+func testTLSOpen(t *testing.T, srv *tlsRedis) {
 	c := srv.certs
 	pwFile := c.Write(t, "app-password", []byte(redisAppPassword+"\n"))
 	wrongPW := c.Write(t, "wrong-password", []byte("not-the-redis-pw-8842\n"))
