@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -53,10 +54,17 @@ func TestHoldersOnKubernetes(t *testing.T) {
 	ev := newEvents()
 	ids := []string{"pod-a", "pod-b", "pod-c"}
 	hs := map[string]*cluster.Holders{}
+	var logs syncBuffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", logs.String())
+		}
+	})
 	for _, id := range ids {
 		lock, _ := newLock(t, ns)
 		h, err := cluster.NewHolders(cluster.ElectorConfig{
 			Lock: lock, LeaseName: "batch", LeaseDuration: testL, RenewInterval: testR, InstanceID: id, Observer: ev.observe,
+			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		}, 2)
 		if err != nil {
 			t.Fatal(err)
