@@ -25,6 +25,7 @@ import (
 //	renewTime             Record.RenewedAt
 //	leaseDurationSeconds  Record.Duration, rounded up to whole seconds, at least 1
 //	resourceVersion       Record.Revision, the compare-and-swap token
+//	annotations           Record.ResignRequested and Record.NextHolder (R1-R4; see AnnotationNextHolder)
 //
 // A 409 Conflict on update and AlreadyExists on create are lost races (cluster.ErrConflict).
 // It only gets, creates and updates Leases. timeout, when positive, bounds each request.
@@ -62,6 +63,7 @@ func (l *leaseLock) Create(ctx context.Context, name string, r cluster.Record) (
 	if err := setSpec(&lease.Spec, r); err != nil {
 		return cluster.Record{}, l.fail("create", name, err)
 	}
+	setResign(&lease.ObjectMeta, r)
 	ctx, cancel := l.bound(ctx)
 	defer cancel()
 	created, err := l.client.Create(ctx, lease, metav1.CreateOptions{})
@@ -91,6 +93,7 @@ func (l *leaseLock) Update(ctx context.Context, name string, r cluster.Record) (
 	if err := setSpec(&lease.Spec, r); err != nil {
 		return cluster.Record{}, l.fail("update", name, err)
 	}
+	setResign(&lease.ObjectMeta, r)
 	ctx, cancel := l.bound(ctx)
 	defer cancel()
 	updated, err := l.client.Update(ctx, lease, metav1.UpdateOptions{})
@@ -139,6 +142,9 @@ func (l *leaseLock) record(lease *coordinationv1.Lease) (cluster.Record, error) 
 	}
 	if s.LeaseDurationSeconds != nil {
 		r.Duration = time.Duration(*s.LeaseDurationSeconds) * time.Second
+	}
+	if err := readResign(lease.ObjectMeta, r.Term, &r); err != nil {
+		return cluster.Record{}, l.fail("read", lease.Name, err)
 	}
 	return r, nil
 }
