@@ -36,7 +36,7 @@ func run() int {
 	lease := fs.Duration("lease", time.Second, "lease duration L")
 	renew := fs.Duration("renew", 250*time.Millisecond, "renew interval R")
 	slack := fs.Duration("slack", campaign.DefaultSlack, "slack added to every takeover bound")
-	ci := fs.Bool("ci", false, "CI mode: 3 instances, L=1s, R=250ms, at least 50 faults per backend, every reachable backend; unreachable ones are skipped unless LEASEHOLD_REQUIRE_SERVERS=1")
+	ci := fs.Bool("ci", false, "CI mode: 3 instances, L=1s, R=250ms, at least 50 faults per backend, every reachable backend; unreachable ones are skipped unless LEASEHOLD_REQUIRE_SERVERS=1 (LEASEHOLD_REQUIRE_KUBE=1 for kubernetes)")
 	out := fs.String("out", "", "directory for report.md, report.json and the SVG timelines (default: none, summary only)")
 	quiet := fs.Bool("quiet", false, "do not log each fault")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -75,7 +75,7 @@ func run() int {
 		case ctx.Err() != nil:
 			fmt.Fprintln(os.Stderr, "faults: interrupted; every worker and temporary file is cleaned up")
 			return 130
-		case errors.Is(err, campaign.ErrUnavailable) && *ci && os.Getenv("LEASEHOLD_REQUIRE_SERVERS") != "1":
+		case errors.Is(err, campaign.ErrUnavailable) && *ci && !campaign.Required(o.Backend):
 			fmt.Fprintf(os.Stderr, "faults: skipping %s: %v\n", o.Backend, err)
 			continue
 		case err != nil:

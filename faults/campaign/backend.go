@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/kubernetes/kubetest"
 )
 
 // Server is a backend ready for a campaign.
@@ -36,14 +37,24 @@ type Backend func(ctx context.Context, dir string) (Server, error)
 // ErrUnavailable marks a backend whose server cannot be reached.
 var ErrUnavailable = errors.New("campaign: backend unavailable")
 
+// Required reports whether the CI mode must fail, not skip, when the backend is unavailable:
+// LEASEHOLD_REQUIRE_KUBE=1 for Kubernetes (as the kubernetes module's tests), else
+// LEASEHOLD_REQUIRE_SERVERS=1.
+func Required(backend string) bool {
+	if backend == "kubernetes" {
+		return os.Getenv(kubetest.RequireEnv) == "1"
+	}
+	return testenv.Required()
+}
+
 var (
 	backendsMu sync.Mutex
 	backends   = map[string]Backend{}
 )
 
 // RegisterBackend makes a backend available under name (the --backend flag). It panics on a
-// duplicate name. The Kubernetes backend, when it lands, registers itself here from a file of
-// its own, with a URL scheme its worker side handles through RegisterLockOpener.
+// duplicate name. The Kubernetes backend registers itself here from a file of its own, with a
+// URL scheme its worker side handles through RegisterLockOpener.
 func RegisterBackend(name string, b Backend) {
 	backendsMu.Lock()
 	defer backendsMu.Unlock()

@@ -2,7 +2,9 @@
 // electing a leader over one backend, injects faults on a seeded random schedule (SIGKILL of
 // the leader or of a follower, SIGSTOP pauses longer than the lease, clean SIGTERM stops,
 // latency, resets and partitions of one instance through a loopback TCP proxy, outages of the
-// backend for every instance), and checks what the library promises:
+// backend for every instance, and faults of one instance's lease watch between its Lock and
+// its Elector: notifications dropped, delayed, duplicated, reordered, a stream gone silent;
+// see FaultyWatcher), and checks what the library promises:
 //
 //   - two instances never lead at once (E2, E5, W7), outside the windows where a SIGSTOP froze
 //     a process between an answer and its log line;

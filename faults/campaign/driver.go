@@ -47,8 +47,10 @@ type driver struct {
 	renews  map[string]int             // renew lines per instance
 	unleads map[string][]proctest.Line // unlead lines per instance
 
-	faults   []Fault
-	problems []string // violations found while running (a worker crashed, no leader, ...)
+	faults    []Fault
+	round     []Kind // the first round's kinds not injected yet (pick)
+	roundDone bool
+	problems  []string // violations found while running (a worker crashed, no leader, ...)
 }
 
 // testHookDriver, set by tests, sees the driver of each Run before it starts anything.
@@ -103,7 +105,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if d.srv, err = lookupBackend(o.Backend)(ctx, dir); err != nil {
 		return nil, fmt.Errorf("campaign: backend %s: %w", o.Backend, err)
 	}
-	if d.srv.Addr != "" {
+	if d.srv.Addr != "" && !hasLockOpener(d.srv.URL) {
 		// Open the store once before the workers: its table, bucket or key space is then in
 		// place, and the workers' concurrent first Open does not race to create it (a race
 		// that store/postgres loses with SQLSTATE 42710; see store/postgres's
@@ -259,6 +261,11 @@ func (d *driver) handle(m message) {
 			}
 			d.problem("worker %s exited on its own (%v; %s)%s", p.ID, p.err, rule, p.StderrTail(4<<10))
 		}
+		return
+	}
+	if w, ok := parseWatchLine(m.line); ok && w.Instance == p.ID {
+		p.watch, p.watchAt = w.Fault, w.T
+		p.watchAcks++
 		return
 	}
 	if a, ok := parseAttemptLine(m.line); ok && a.Instance == p.ID {

@@ -23,7 +23,19 @@ const (
 	PartitionLeader   Kind = "partition-leader"   // cut the leader from the backend longer than L + R
 	PartitionFollower Kind = "partition-follower" // cut a follower from the backend longer than L
 	Outage            Kind = "outage"             // cut every instance from the backend longer than L
+	// The watch faults, applied in one instance between its Lock's watch and its Elector
+	// (WatchMode) for a while: they do not stop it from reading and writing the lease.
+	DropWatch    Kind = "watch-drop"    // its watch notifications are lost
+	DelayWatch   Kind = "watch-delay"   // they arrive late
+	DupWatch     Kind = "watch-dup"     // they arrive twice
+	ReorderWatch Kind = "watch-reorder" // they arrive by pairs, the newer first
+	CutWatch     Kind = "watch-cut"     // its watch goes silent without an error, longer than L
 )
+
+// watchModes are the watch faults' modes.
+var watchModes = map[Kind]WatchMode{
+	DropWatch: WatchDrop, DelayWatch: WatchDelay, DupWatch: WatchDup, ReorderWatch: WatchReorder, CutWatch: WatchCut,
+}
 
 // weights of the kinds in the schedule: leader faults, which provoke takeovers, come most.
 var weights = []struct {
@@ -41,6 +53,11 @@ var weights = []struct {
 	{PartitionLeader, 2, true},
 	{PartitionFollower, 1, true},
 	{Outage, 1, true},
+	{DropWatch, 1, false},
+	{DelayWatch, 1, false},
+	{DupWatch, 1, false},
+	{ReorderWatch, 1, false},
+	{CutWatch, 1, false},
 }
 
 // Kinds returns the kinds of faults injected over a backend with or without a network.
@@ -62,8 +79,10 @@ type Fault struct {
 	Slot   int    `json:"slot,omitempty"`
 	Start  int64  `json:"start"` // when it was injected
 	End    int64  `json:"end"`   // when it was lifted (SIGCONT, heal, restart); Start for an instant
-	// Param is the pause, partition or outage length, or the latency added.
+	// Param is the pause, partition, outage or watch fault length, or the latency added.
 	Param time.Duration `json:"param_ns,omitempty"`
+	// Watch is a watch fault's WatchFault ("delay 120ms").
+	Watch string `json:"watch,omitempty"`
 	// Takeover is the change of leader the fault provoked, when it hit the leader.
 	Takeover *Takeover `json:"takeover,omitempty"`
 }
@@ -82,8 +101,18 @@ type Takeover struct {
 // Over reports whether the takeover broke its bound.
 func (t *Takeover) Over() bool { return t != nil && t.Bound > 0 && t.Took > t.Bound }
 
+// pick picks the next kind: every kind once, in a random order, then at random by weight.
+// The first round makes every kind of the schedule happen in a campaign of that many faults.
 func (d *driver) pick() Kind {
 	network := d.srv.Addr != ""
+	if len(d.round) == 0 && !d.roundDone {
+		d.round = Kinds(network)
+		d.rng.Shuffle(len(d.round), func(i, j int) { d.round[i], d.round[j] = d.round[j], d.round[i] })
+		d.roundDone = true
+	}
+	if len(d.round) > 0 {
+		return d.round[0] // until injected: a fault given up (its target gone) comes again
+	}
 	total := 0
 	for _, w := range weights {
 		if network || !w.network {
@@ -133,11 +162,22 @@ func (d *driver) inject() error {
 		target = fs[d.rng.IntN(len(fs))]
 	case Latency, Reset:
 		target = d.slots[d.rng.IntN(len(d.slots))].cur
+	case DropWatch, DelayWatch, DupWatch, ReorderWatch, CutWatch:
+		var live []*proc
+		for _, s := range d.slots {
+			if p := s.cur; p != nil && p.ready && !p.exited && !p.paused && !p.signalled {
+				live = append(live, p)
+			}
+		}
+		if len(live) == 0 {
+			return nil
+		}
+		target = live[d.rng.IntN(len(live))]
 	}
 	if err := d.sleep(time.Duration(d.rng.Int64N(int64(d.o.RenewInterval)))); err != nil {
 		return err
 	}
-	if target != nil && (target.exited || (kind == KillLeader || kind == PauseLeader || kind == StopLeader || kind == PartitionLeader) && d.leader != target.ID) {
+	if target != nil && (target.exited || target.paused || (kind == KillLeader || kind == PauseLeader || kind == StopLeader || kind == PartitionLeader) && d.leader != target.ID) {
 		return nil // it stopped leading (or died) during the wait: pick again
 	}
 
@@ -258,6 +298,31 @@ func (d *driver) inject() error {
 			}
 		}
 		err = d.wait("end of the partition of "+target.ID, f.Param+time.Minute, func() bool { return healed })
+	case DropWatch, DelayWatch, DupWatch, ReorderWatch, CutWatch:
+		wf := WatchFault{Mode: watchModes[kind]}
+		f.Param = 500*time.Millisecond + time.Duration(d.rng.Int64N(int64(time.Second)))
+		switch kind {
+		case DelayWatch:
+			wf.Delay = time.Duration(20+d.rng.IntN(480)) * time.Millisecond
+		case CutWatch:
+			f.Param = short
+		}
+		f.Watch = wf.String()
+		if f.Start, err = d.setWatch(target, wf); err != nil {
+			return err
+		}
+		if err = d.sleep(f.Param); err != nil {
+			return err
+		}
+		f.End = proctest.Now()
+		if !target.exited {
+			if f.End, err = d.setWatch(target, WatchFault{Mode: WatchPass}); err != nil {
+				return err
+			}
+		}
+		// Not bounded: nobody crashed. The checks that no two lead and that every action is
+		// fenced hold through it as through every fault.
+		f.Takeover = d.anyTakeover(target.ID, leads, f.Start)
 	case Outage:
 		f.Param = d.o.LeaseDuration + time.Duration(d.rng.Int64N(int64(time.Second)))
 		f.Start = proctest.Now()
@@ -284,6 +349,9 @@ func (d *driver) inject() error {
 		return err
 	}
 	d.faults = append(d.faults, f)
+	if len(d.round) > 0 && d.round[0] == kind {
+		d.round = d.round[1:]
+	}
 	d.o.Logf("campaign %s: fault %d %s %s%s", d.o.Backend, f.N, f.Kind, f.Target, describeTakeover(f.Takeover))
 	if f.Takeover.Over() {
 		d.problem("fault %d (%s of %s): %s took over %v after %s, beyond the bound %v",

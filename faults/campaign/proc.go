@@ -2,6 +2,7 @@ package campaign
 
 import (
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/proctest"
@@ -20,6 +21,11 @@ type proc struct {
 	stopped   *proctest.Line
 	exited    bool
 	err       error
+
+	watchControl string     // the control file of its watch faults
+	watch        WatchFault // the watch fault in force, by its last watch line
+	watchAt      int64      // when that line says it came into force
+	watchAcks    int        // watch lines so far
 }
 
 // slot is one of the K places an instance runs in: a worker killed or stopped is replaced in
@@ -55,16 +61,17 @@ type message struct {
 // inbox.
 func (d *driver) startProc(s *slot) (*proc, error) {
 	s.gen++
-	p := &proc{slot: s}
+	id := fmt.Sprintf("w%d.%d", s.n, s.gen)
+	p := &proc{slot: s, watchControl: filepath.Join(d.dir, "watch-"+id), watch: WatchFault{Mode: WatchPass}}
 	var err error
 	p.Proc, err = proctest.Start(proctest.Spec{
 		Config: proctest.Config{
-			ID: fmt.Sprintf("w%d.%d", s.n, s.gen), URL: s.url, Lease: d.lease,
+			ID: id, URL: s.url, Lease: d.lease,
 			LeaseDuration: d.o.LeaseDuration, RenewInterval: d.o.RenewInterval, Log: d.logPath,
 		},
 		Path: d.exe,
 		Args: d.o.WorkerArgs,
-		Env:  []string{envResource + "=" + d.res.addr()},
+		Env:  []string{envResource + "=" + d.res.addr(), envWatchControl + "=" + p.watchControl},
 		Line: func(line string) { d.inbox.Put(message{p: p, line: line}) },
 		Exit: func(err error) { d.inbox.Put(message{p: p, exit: true, err: err}) },
 	})

@@ -14,6 +14,7 @@ var kindColour = map[Kind]string{
 	KillLeader: "#d62728", KillFollower: "#ff9896", PauseLeader: "#9467bd", PauseFollower: "#c5b0d5",
 	StopLeader: "#2ca02c", Latency: "#bcbd22", Reset: "#17becf", PartitionLeader: "#8c564b",
 	PartitionFollower: "#c49c94", Outage: "#7f7f7f",
+	DropWatch: "#aec7e8", DelayWatch: "#ffbb78", DupWatch: "#98df8a", ReorderWatch: "#e377c2", CutWatch: "#393b79",
 }
 
 // slotOf returns the slot number of an instance ID "w<slot>.<generation>".

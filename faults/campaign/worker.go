@@ -71,6 +71,17 @@ func openLock(ctx context.Context, rawURL string) (cluster.Lock, io.Closer, erro
 	return cluster.NewStoreLock(s), closerFunc(func() error { return store.Close(s) }), nil
 }
 
+// hasLockOpener reports whether the workers open rawURL with a LockOpener, not as a store.
+func hasLockOpener(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	lockOpenersMu.Lock()
+	defer lockOpenersMu.Unlock()
+	return lockOpeners[u.Scheme] != nil
+}
+
 type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
@@ -92,6 +103,9 @@ func runWorker(w *proctest.Worker) int {
 		return w.Fail("%s: %v", proctest.EnvURL, err) // store errors never hold a credential (T4)
 	}
 	defer closer.Close()
+	// The watch faults sit between the Lock and the Elector (WatchMode).
+	lock, watchFaults := withWatchFaults(lock)
+	serveWatchControl(w.ID, os.Getenv(envWatchControl), watchFaults)
 
 	lines := w.Observer()
 	var attempts string // "ok" or "fail" once an attempt has ended
