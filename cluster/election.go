@@ -56,8 +56,12 @@ func (e *Elector) observe(rec Record, seenAt time.Time) observation {
 func (e *Elector) run(startCtx context.Context) {
 	defer close(e.done)
 	base := context.WithoutCancel(startCtx)
-	mb, stopWatch := e.startWatch(base) // E9: ended and waited for before done is closed
-	defer stopWatch()
+	// E9: the watch starts when the instance first follows another holder, so an instance
+	// that leads all its leases (many leases in one process) keeps no watch; it is ended and
+	// waited for before done is closed.
+	var mb *mailbox
+	watching, stopWatch := false, func() {}
+	defer func() { stopWatch() }()
 	var (
 		s       = sched{next: time.Now()} // when the next attempt may start (E1), and why
 		pending *attempt                  // the attempt in flight, if any
@@ -149,6 +153,10 @@ func (e *Elector) run(startCtx context.Context) {
 				e.held(base, a, out)
 			case followed:
 				s.known = nil
+				if !watching {
+					watching = true
+					mb, stopWatch = e.startWatch(base)
+				}
 				s.push.read(out.rec)
 				if lead := e.leading.Load(); lead != nil {
 					e.stopLeading(ReasonTakenBy, nil)

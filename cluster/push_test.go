@@ -342,14 +342,25 @@ func TestE10LostWriteIsStillOwn(t *testing.T) {
 
 // E9, E10: a leader that sees a record it did not write (here another instance's takeover
 // written behind its back) attempts at once: its write on the revision it holds conflicts,
-// it reads once, and follows.
+// it reads once, and follows. a follows b first, so that its watch is open (an instance
+// watches from the first time it follows), then takes the lease b releases.
 func TestE9LeaderSeesForeignRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
+		b := w.watchNode("b", nil).start()
+		w.at(sec(1))
 		a := w.watchNode("a", nil).start()
+		w.at(sec(2))
+		if err := b.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if !a.e.IsLeader() {
+			t.Fatal("a does not lead after b's release")
+		}
 		w.at(sec(7))
 		base := a.lock.counts()
-		if err := w.mem.Patch(context.Background(), "cluster:leader", map[string]any{"holder": "z", "term": 2.0, "revision": "foreign"}, nil); err != nil {
+		if err := w.mem.Patch(context.Background(), "cluster:leader", map[string]any{"holder": "z", "term": 3.0, "revision": "foreign"}, nil); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -363,31 +374,39 @@ func TestE9LeaderSeesForeignRecord(t *testing.T) {
 	})
 }
 
-// E9: no goroutine of the watch outlives Stop, nor the end of Start's context.
+// E9: an instance watches from the first time it follows (a, which leads from the start,
+// keeps no watch), and no goroutine of the watch outlives Stop, nor the end of Start's
+// context.
 func TestE9WatchEndsWithTheElection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		c := w.watchNode("c", nil).start()
 		ctx, cancel := context.WithCancel(context.Background())
 		b := w.watchNode("b", nil)
 		if err := b.e.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
 		w.at(sec(3))
-		for _, n := range []*wnode{a, b} {
+		for _, n := range []*wnode{a, b, c} {
 			n.lock.mu.Lock()
 			active := n.lock.active
 			n.lock.mu.Unlock()
-			if active != 1 {
-				t.Fatalf("%s: %d watches running; want 1", n.e.InstanceID(), active)
+			want := 1
+			if n == a {
+				want = 0
+			}
+			if active != want {
+				t.Fatalf("%s: %d watches running; want %d", n.e.InstanceID(), active, want)
 			}
 		}
-		if err := a.e.Stop(context.Background()); err != nil {
+		if err := c.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		cancel()
 		<-b.e.Done()
-		for _, n := range []*wnode{a, b} {
+		for _, n := range []*wnode{a, b, c} {
 			n.lock.mu.Lock()
 			active := n.lock.active
 			n.lock.mu.Unlock()
@@ -396,6 +415,9 @@ func TestE9WatchEndsWithTheElection(t *testing.T) {
 			}
 		}
 		_ = b.e.Stop(context.Background())
+		if err := a.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	})
 }
 
