@@ -20,6 +20,11 @@ const (
 	// ObservedLeader: this instance saw a new holder of the lease (Event.Holder, Event.Term),
 	// which may be itself.
 	ObservedLeader
+	// WatchedChange: the lease's watch brought a record newer than any this instance knew
+	// (Event.Holder, Event.Term), without an attempt (E9). A follower whose watch is healthy
+	// sends no attempts, so this, like AttemptSucceeded, says the instance is in touch with
+	// the backend.
+	WatchedChange
 )
 
 func (k EventKind) String() string {
@@ -34,6 +39,8 @@ func (k EventKind) String() string {
 		return "attempt_failed"
 	case ObservedLeader:
 		return "observed_leader"
+	case WatchedChange:
+		return "watched_change"
 	}
 	return "unknown"
 }

@@ -254,6 +254,7 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 	}
 	s.push.read(rec)
 	s.push.heard = p.at
+	e.emit(Event{Kind: WatchedChange, Holder: rec.Holder, Term: rec.Term, Time: p.at})
 	switch {
 	case lead && rec.Holder == e.id:
 		// Its own write, whose answer it has not handled yet.

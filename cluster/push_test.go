@@ -195,6 +195,17 @@ func TestE9E10SteadyStateRequests(t *testing.T) {
 		if d := b.lock.counts().minus(b0); d != (lockCounts{}) {
 			t.Fatalf("b's calls over 20 R: %+v; want none", d)
 		}
+		// Without attempts, what tells b's observers (a health check) that the store answers
+		// is a WatchedChange for each of a's renewals.
+		heard := 0
+		for _, ev := range b.eventsOf(WatchedChange) {
+			if w.rel(ev.Time) > sec(2) && ev.Holder == "a" {
+				heard++
+			}
+		}
+		if heard != 20 {
+			t.Fatalf("b's WatchedChange events over 20 R: %d; want 20, one per renewal", heard)
+		}
 		if !a.e.IsLeader() || b.e.IsLeader() {
 			t.Fatalf("leaders: a %v, b %v; want a only", a.e.IsLeader(), b.e.IsLeader())
 		}

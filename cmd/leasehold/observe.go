@@ -49,7 +49,9 @@ func (v *electionView) observe(ev cluster.Event) {
 		v.leading = false
 	case cluster.ObservedLeader:
 		v.term, v.holder = ev.Term, ev.Holder
-	case cluster.AttemptSucceeded:
+	case cluster.AttemptSucceeded, cluster.WatchedChange:
+		// A follower whose watch is healthy sends no attempts (E9): a change the watch
+		// brought shows the store answering as well.
 		v.lastSuccess = ev.Time
 	case cluster.AttemptFailed:
 		v.lastFailure, v.failureReason = ev.Time, ev.Reason

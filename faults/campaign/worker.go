@@ -119,11 +119,14 @@ func runWorker(w *proctest.Worker) int {
 		Observer: func(ev cluster.Event) {
 			lines(ev)
 			// The runner waits for every instance's attempts to succeed before the next fault:
-			// a client still reconnecting after an outage would make a takeover look slow.
-			if ev.Kind != cluster.AttemptSucceeded && ev.Kind != cluster.AttemptFailed {
+			// a client still reconnecting after an outage would make a takeover look slow. A
+			// follower whose watch is healthy sends no attempts: a change its watch brought
+			// counts as an answer of the store.
+			ok := ev.Kind == cluster.AttemptSucceeded || ev.Kind == cluster.WatchedChange
+			if !ok && ev.Kind != cluster.AttemptFailed {
 				return
 			}
-			if now := map[bool]string{true: "ok", false: "fail"}[ev.Kind == cluster.AttemptSucceeded]; now != attempts {
+			if now := map[bool]string{true: "ok", false: "fail"}[ok]; now != attempts {
 				attempts = now
 				proctest.WriteStdout(attemptLine{Instance: w.ID, T: proctest.Now(), OK: now == "ok"}.String())
 			}
