@@ -298,7 +298,9 @@ func (h *harness) phaseReset() {
 	}
 	ok := map[string]bool{}
 	_, o := h.waitFor("one leader and every instance answering again after the reset", from, settleTimeout, func(_ int, o observed) bool {
-		if o.ev.Kind == cluster.AttemptSucceeded {
+		// A follower whose watch is healthy sends no attempts (E9): a change its watch brought
+		// is its store answering.
+		if o.ev.Kind == cluster.AttemptSucceeded || o.ev.Kind == cluster.WatchedChange {
 			ok[o.ev.Instance] = true
 		}
 		return len(ok) == Instances && len(o.leaders) == 1
