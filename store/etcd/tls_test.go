@@ -134,19 +134,7 @@ func testTLSConformance(t *testing.T, srv *tlsEtcd) {
 // test's proxies forward the TLS connections as they are, and the server's certificate holds
 // 127.0.0.1, their address.
 func testTLSFailover(t *testing.T, srv *tlsEtcd) {
-	u, err := url.Parse(srv.url("root", append(srv.suiteParams(t), "prefix", "tls-failover/")...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	failovertest.Run(t, u.Host, func(t *testing.T, addr string) store.Store {
-		v := *u
-		v.Host = addr
-		s, err := Open(t.Context(), v.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	failovertest.RunURL(t, srv.url("root", append(srv.suiteParams(t), "prefix", "tls-failover/")...), func(ctx context.Context, u string) (store.Store, error) { return Open(ctx, u) })
 }
 
 // testTLSOpen opens stores over TLS: with the right parameters a round trip works; without the

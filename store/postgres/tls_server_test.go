@@ -252,14 +252,7 @@ func testTLSConformance(t *testing.T, srv *tlsPostgres) {
 // test's proxies forward the TLS connections as they are, and the server's certificate holds
 // 127.0.0.1, their address, which verify-full checks.
 func testTLSFailover(t *testing.T, srv *tlsPostgres) {
-	raw := srv.suiteURL("tls_failover")
-	failovertest.Run(t, mustParse(t, raw).Host, func(t *testing.T, addr string) store.Store {
-		s, err := Open(t.Context(), withHost(t, raw, addr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	failovertest.RunURL(t, srv.suiteURL("tls_failover"), func(ctx context.Context, u string) (store.Store, error) { return Open(ctx, u) })
 }
 
 // testTLSOpen opens stores over TLS with the right parameters and does a round trip with each,

@@ -147,16 +147,7 @@ func testTLSConformance(t *testing.T, srv *tlsRedis) {
 // test's proxies forward the TLS connections as they are, and the server's certificate holds
 // 127.0.0.1, their address.
 func testTLSFailover(t *testing.T, srv *tlsRedis) {
-	u := srv.suiteURL(t, "tls-failover:")
-	failovertest.Run(t, u.Host, func(t *testing.T, addr string) store.Store {
-		v := *u
-		v.Host = addr
-		s, err := Open(t.Context(), v.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	failovertest.RunURL(t, srv.suiteURL(t, "tls-failover:").String(), func(ctx context.Context, u string) (store.Store, error) { return Open(ctx, u) })
 }
 
 // testTLSOpen opens stores over TLS with the right parameters and does a round trip with each,
