@@ -23,8 +23,9 @@ type ObserveConfig struct {
 // Observe follows the lease cfg.LeaseName in cfg.Lock without taking part in its election (O1):
 // it never writes, so it needs no instance ID and cannot become the leader. It reads the record
 // at once, then every Interval, and delivers on the returned channel the record as first read,
-// then the record each time its holder or its term differs from the one delivered last. A
-// renewal (same holder, same term) is not delivered. A missing record is delivered as the zero
+// then the record each time its holder, its term or its pending resign (ResignPending, and
+// then the NextHolder it names) differs from the one delivered last. A renewal (same holder,
+// same term, same request) is not delivered. A missing record is delivered as the zero
 // Record (empty Revision); a released one has an empty Holder and keeps its Term.
 //
 // The channel is unbuffered: the observer reads again only once the record it read has been
@@ -103,7 +104,7 @@ func (o *leaseObserver) run(ctx context.Context, out chan<- Record) {
 			if o.cfg.OnError != nil {
 				o.cfg.OnError(err)
 			}
-		case !delivered || rec.Holder != last.Holder || rec.Term != last.Term:
+		case !delivered || rec.Holder != last.Holder || rec.Term != last.Term || resignChanged(rec, last):
 			select {
 			case out <- rec:
 				last, delivered = rec, true
@@ -132,4 +133,14 @@ func (o *leaseObserver) read(ctx context.Context) (Record, error) {
 		return Record{}, fmt.Errorf("cluster: lease %q: observe: %w", o.cfg.LeaseName, err)
 	}
 	return rec, nil
+}
+
+// resignChanged reports whether a resign request appeared, went or changed between last and
+// rec: status --watch shows a request the holder has not acted on yet.
+func resignChanged(rec, last Record) bool {
+	pending := ResignPending(rec)
+	if pending != ResignPending(last) {
+		return true
+	}
+	return pending && (!rec.ResignRequested.Equal(last.ResignRequested) || rec.NextHolder != last.NextHolder)
 }

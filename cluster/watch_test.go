@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"reflect"
 	"strings"
@@ -17,6 +18,7 @@ type change struct {
 	holder string
 	term   uint64
 	at     time.Duration
+	resign string // a pending resign: "" for none, "any" when it names nobody, else its next holder
 }
 
 // collect receives from ch until it is closed; wait returns what it received.
@@ -33,7 +35,11 @@ func collect(w *world, ch <-chan Record) (wait func() []change) {
 				w.t.Errorf("delivered a held record without a revision: %+v", rec)
 			}
 			mu.Lock()
-			got = append(got, change{rec.Holder, rec.Term, w.since()})
+			c := change{holder: rec.Holder, term: rec.Term, at: w.since()}
+			if ResignPending(rec) {
+				c.resign = cmp.Or(rec.NextHolder, "any")
+			}
+			got = append(got, c)
 			mu.Unlock()
 		}
 	}()
@@ -75,17 +81,56 @@ func TestO1ObserveChanges(t *testing.T) {
 		cancel()
 		got := wait()
 		want := []change{
-			{"", 0, 0},
-			{"a", 1, sec(1)},
-			{"", 1, sec(21)},
-			{"b", 2, sec(23)},
-			{"c", 3, sec(47)},
+			{"", 0, 0, ""},
+			{"a", 1, sec(1), ""},
+			{"", 1, sec(21), ""},
+			{"b", 2, sec(23), ""},
+			{"c", 3, sec(47), ""},
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("delivered %+v\nwant      %+v", got, want)
 		}
 		if n := len(a.eventsOf(AttemptSucceeded)); n < 4 {
 			t.Fatalf("a renewed %d times: the test meant renewals to be skipped", n)
+		}
+	})
+}
+
+// O1: a resign request is a change too (it changes neither holder nor term): the record that
+// carries it is delivered at the first read after it, and so is the release it leads to, which
+// names the instance the lease is reserved for.
+func TestO1ObserveResign(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		ch, err := Observe(ctx, ObserveConfig{Lock: NewStoreLock(w.mem), LeaseName: "leader", Interval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wait := collect(w, ch)
+
+		w.at(sec(0.5))
+		w.node("a", 0, 0).start() // term 1; renews at 5.5s, 10.5s, 15.5s...
+		w.at(sec(11.2))
+		if _, err := Resign(context.Background(), NewStoreLock(w.mem), "leader", "b"); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(13.2))
+		if _, err := Resign(context.Background(), NewStoreLock(w.mem), "leader", ""); err != nil { // replaces the first
+			t.Fatal(err)
+		}
+		w.at(sec(30))
+		cancel()
+		got := wait()
+		want := []change{
+			{"", 0, 0, ""},
+			{"a", 1, sec(1), ""},
+			{"a", 1, sec(12), "b"},
+			{"a", 1, sec(14), "any"},
+			{"", 1, sec(21), ""}, // a steps down at 15.5s, releases at its next attempt (R2)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("delivered %+v\nwant      %+v", got, want)
 		}
 	})
 }
@@ -167,7 +212,7 @@ func TestO1ObserveErrors(t *testing.T) {
 		w.at(sec(3.5))
 		cancel()
 		got := wait()
-		if want := []change{{"a", 1, sec(3)}}; !reflect.DeepEqual(got, want) {
+		if want := []change{{"a", 1, sec(3), ""}}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("delivered %+v, want %+v", got, want)
 		}
 		mu.Lock()

@@ -20,15 +20,16 @@ looks expired (the last renewal is older than the lease's duration, by this host
 estimate, since the holder wrote the time with its own clock). Exit status 0 when someone holds
 the lease, 3 when nobody does (no record, released, or expired).
 
-With --watch, status reads the lease every --interval and prints one line each time its holder
-or its term changes (the first line is the lease as first read; a renewal prints nothing),
+With --watch, status reads the lease every --interval and prints one line each time its holder,
+its term or a pending resign changes (the first line is the lease as first read; a renewal
+prints nothing),
 until SIGINT or SIGTERM, which exit 0. A read that fails is logged on stderr and the watch
 goes on. It never joins the election. A change that comes and goes between two reads is not
 seen, and a crashed holder's lease stays held until another instance takes it over.
 
 Flags:
   --json                  print the status as one JSON object; with --watch, one per line
-  --watch                 print each change of holder or term, until interrupted
+  --watch                 print each change of holder, term or resign, until interrupted
   --interval D            with --watch, the time between two reads (default 1s)
   --timeout D             give up reading the lease after D (default 10s); with --watch,
                           each read

@@ -21,7 +21,8 @@ type watchLine struct {
 	leaseStatus
 }
 
-// watchStatus is status --watch: one line per change of the lease's holder or term, as
+// watchStatus is status --watch: one line per change of the lease's holder, term or pending
+// resign, as
 // cluster.Observe delivers them (O1), until SIGINT or SIGTERM, which exit 0. A failed read is
 // logged and the watch goes on.
 func watchStatus(f *commonFlags, asJSON bool, interval, timeout time.Duration, stdout, stderr io.Writer) (int, error) {
@@ -76,7 +77,7 @@ func watchStatus(f *commonFlags, asJSON bool, interval, timeout time.Duration, s
 }
 
 // printChange prints st on one line: the time it was read, the state, then the holder and the
-// term when there are some.
+// term when there are some, and a pending resign with the instance it names.
 func printChange(w io.Writer, at time.Time, st leaseStatus) error {
 	line := at.UTC().Format("2006-01-02T15:04:05.000Z07:00") + " " + st.State
 	if st.Holder != "" {
@@ -84,6 +85,12 @@ func printChange(w io.Writer, at time.Time, st leaseStatus) error {
 	}
 	if st.Exists {
 		line += fmt.Sprintf(" term=%d", st.Term)
+	}
+	if st.ResignRequested != nil {
+		line += " resign-requested"
+	}
+	if st.NextHolder != "" {
+		line += " next=" + st.NextHolder
 	}
 	_, err := fmt.Fprintln(w, line)
 	return err

@@ -12,9 +12,9 @@ import (
 )
 
 // O1: status --watch, text and --json, begun before the store's file exists: it prints the
-// lease as first read (missing), then each change of holder or term once (a leads in term 1,
-// releases it, b leads in term 2) and nothing for the renewals between them; SIGINT and SIGTERM
-// end it with exit 0.
+// lease as first read (missing), then each change of holder, term or resign once (a leads in
+// term 1, releases it, b leads in term 2, is asked to hand over to c, releases it for c) and
+// nothing for the renewals between them; SIGINT and SIGTERM end it with exit 0.
 func TestStatusWatch(t *testing.T) {
 	w := newWorld(t)
 	watchArgs := []string{"status", "--watch", "--store", w.storeURL(), "--lease", "jobs", "--interval", "100ms"}
@@ -38,7 +38,7 @@ func TestStatusWatch(t *testing.T) {
 				var wl watchLine
 				return json.Unmarshal([]byte(l.text), &wl) == nil && wl.State == state && wl.Holder == holder && wl.Term == term
 			}
-			return strings.HasSuffix(l.text, " "+changeText(state, holder, term))
+			return strings.HasSuffix(l.text, " "+changeText(leaseStatus{State: state, Holder: holder, Term: term, Exists: state != "missing"}))
 		}
 	}
 	both("missing", says("missing", "", 0))
@@ -57,6 +57,19 @@ func TestStatusWatch(t *testing.T) {
 	}
 	b := w.start("b", []string{"LEASEHOLD_TEST_CMD=record"}, runArgs(w, "b")...)
 	both("b holding term 2", says("held", "b", 2))
+	// A resign request changes neither holder nor term: it is a line of its own, and so is the
+	// release it leads to, reserved for the instance it names.
+	r := w.start("resign", nil, "resign", "--store", w.storeURL(), "--lease", "jobs", "--to", "c")
+	if code := w.waitExit(r, 30*time.Second); code != 0 {
+		t.Fatalf("resign exited %d; output %q", code, r.output)
+	}
+	both("the release of term 2 reserved for c", func(l line) bool {
+		if l.proc == js {
+			var wl watchLine
+			return json.Unmarshal([]byte(l.text), &wl) == nil && wl.State == "released" && wl.NextHolder == "c"
+		}
+		return strings.HasSuffix(l.text, " released term=2 next=c")
+	})
 
 	if err := text.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -69,7 +82,8 @@ func TestStatusWatch(t *testing.T) {
 			t.Errorf("%s exited %d after SIGINT or SIGTERM, want 0", p.name, code)
 		}
 	}
-	want := []string{"missing", "held holder=a term=1", "released term=1", "held holder=b term=2"}
+	want := []string{"missing", "held holder=a term=1", "released term=1", "held holder=b term=2",
+		"held holder=b term=2 resign-requested next=c", "released term=2 next=c"}
 	var gotText, gotJSON []string
 	text.mu.Lock()
 	for _, o := range text.output {
@@ -89,7 +103,7 @@ func TestStatusWatch(t *testing.T) {
 			t.Errorf("watch --json printed %q (%v): want a JSON object with observedAt and the lease", o, err)
 			continue
 		}
-		gotJSON = append(gotJSON, changeText(wl.State, wl.Holder, wl.Term))
+		gotJSON = append(gotJSON, changeText(wl.leaseStatus))
 	}
 	js.mu.Unlock()
 	if !reflect.DeepEqual(gotText, want) {
@@ -105,9 +119,9 @@ func TestStatusWatch(t *testing.T) {
 }
 
 // changeText is what status --watch prints after the time for a change.
-func changeText(state, holder string, term uint64) string {
+func changeText(st leaseStatus) string {
 	var b strings.Builder
-	_ = printChange(&b, time.Time{}, leaseStatus{State: state, Holder: holder, Term: term, Exists: state != "missing"})
+	_ = printChange(&b, time.Time{}, st)
 	_, rest, _ := strings.Cut(strings.TrimSuffix(b.String(), "\n"), " ")
 	return rest
 }
