@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -54,7 +56,7 @@ func TestUnreachableServer(t *testing.T) {
 // the password.
 func TestWrongPassword(t *testing.T) {
 	t.Parallel()
-	u := mustParse(t, serverURL(t))
+	u := testurl.Parse(t, serverURL(t))
 	u.User = nil
 	raw := "mysql://root:" + secret + "@" + u.Host + u.Path
 	_, err := Open(t.Context(), raw)
@@ -88,7 +90,7 @@ func TestBadURL(t *testing.T) {
 // operation but an unconditional Delete changes them.
 func TestRowNotAnObject(t *testing.T) {
 	t.Parallel()
-	table := tableName(t)
+	table := testenv.TableName(t)
 	db := rawDB(t)
 	ctx := t.Context()
 	t.Cleanup(func() { dropTable(t, table) })
@@ -102,7 +104,7 @@ func TestRowNotAnObject(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := Open(ctx, withParams(t, serverURL(t), "table", table))
+	s, err := Open(ctx, testurl.With(t, serverURL(t), "table", table))
 	if err != nil {
 		t.Fatal(err)
 	}

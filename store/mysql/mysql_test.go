@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -25,8 +27,8 @@ func TestConformance(t *testing.T) {
 // TestOpenThroughRegistry: store.Open knows the mysql scheme (T4).
 func TestOpenThroughRegistry(t *testing.T) {
 	t.Parallel()
-	table := tableName(t)
-	st, err := store.Open(t.Context(), withParams(t, serverURL(t), "table", table))
+	table := testenv.TableName(t)
+	st, err := store.Open(t.Context(), testurl.With(t, serverURL(t), "table", table))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +48,8 @@ func TestOpenThroughRegistry(t *testing.T) {
 // TestConcurrentTableCreation: several stores opening a missing table at once all succeed.
 func TestConcurrentTableCreation(t *testing.T) {
 	t.Parallel()
-	table := tableName(t)
-	raw := withParams(t, serverURL(t), "table", table)
+	table := testenv.TableName(t)
+	raw := testurl.With(t, serverURL(t), "table", table)
 	t.Cleanup(func() { dropTable(t, table) })
 	const n = 8
 	errs := make([]error, n)
@@ -143,10 +145,10 @@ func (c *commandCounter) take() []byte {
 // write and no separate prepare (one statement, one round trip).
 func TestOneStatementPerCall(t *testing.T) {
 	t.Parallel()
-	raw := withParams(t, serverURL(t), "table", tableName(t), "max_open_conns", "1")
+	raw := testurl.With(t, serverURL(t), "table", testenv.TableName(t), "max_open_conns", "1")
 	cc := &commandCounter{}
-	p := newProxy(t, mustParse(t, raw).Host, cc.inspect)
-	s, err := Open(t.Context(), withHost(t, raw, p.Addr()))
+	p := newProxy(t, testurl.Parse(t, raw).Host, cc.inspect)
+	s, err := Open(t.Context(), testurl.Host(t, raw, p.Addr()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,9 +180,9 @@ func TestOneStatementPerCall(t *testing.T) {
 // operation whose context has a deadline returns soon after it, instead of waiting for TCP.
 func TestCutConnection(t *testing.T) {
 	t.Parallel()
-	raw := withParams(t, serverURL(t), "table", tableName(t), "timeout", "2s")
-	p := newProxy(t, mustParse(t, raw).Host)
-	s, err := Open(t.Context(), withHost(t, raw, p.Addr()))
+	raw := testurl.With(t, serverURL(t), "table", testenv.TableName(t), "timeout", "2s")
+	p := newProxy(t, testurl.Parse(t, raw).Host)
+	s, err := Open(t.Context(), testurl.Host(t, raw, p.Addr()))
 	if err != nil {
 		t.Fatal(err)
 	}

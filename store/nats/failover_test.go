@@ -2,7 +2,6 @@ package nats
 
 import (
 	"context"
-	"net/url"
 	"testing"
 	"time"
 
@@ -16,10 +15,6 @@ import (
 // leader; a clean stop hands over within R (E7). See internal/failovertest.
 func TestFailover(t *testing.T) {
 	raw, bucket := serverURL(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
 	direct, err := Open(t.Context(), raw)
 	if err != nil {
 		t.Fatal(err)
@@ -32,13 +27,8 @@ func TestFailover(t *testing.T) {
 		}
 		direct.Close()
 	})
-	failovertest.Run(t, u.Host, func(t *testing.T, addr string) store.Store {
-		v := *u
-		v.Host = addr
-		s, err := Open(t.Context(), v.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	failovertest.RunURL(t, raw, openStore)
 }
+
+// openStore is Open as the shared test helpers take it (failovertest, tlstest).
+func openStore(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) }

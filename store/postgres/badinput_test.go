@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -56,7 +57,7 @@ func TestUnreachableServer(t *testing.T) {
 // names the user and not the password.
 func TestWrongCredentials(t *testing.T) {
 	t.Parallel()
-	u := mustParse(t, serverURL(t))
+	u := testurl.Parse(t, serverURL(t))
 	raw := "postgres://no_such_user_lh:" + secret + "@" + u.Host + u.Path + "?sslmode=disable"
 	_, err := Open(t.Context(), raw)
 	if err == nil {

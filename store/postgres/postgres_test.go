@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -27,8 +29,8 @@ func TestConformance(t *testing.T) {
 func TestOpenThroughRegistry(t *testing.T) {
 	t.Parallel()
 	for _, scheme := range []string{"postgres", "postgresql"} {
-		table := tableName(t)
-		raw := withParams(t, serverURL(t), "table", table)
+		table := testenv.TableName(t)
+		raw := testurl.With(t, serverURL(t), "table", table)
 		raw = scheme + strings.TrimPrefix(raw, raw[:strings.Index(raw, ":")])
 		st, err := store.Open(t.Context(), raw)
 		if err != nil {
@@ -52,7 +54,7 @@ func TestOpenThroughRegistry(t *testing.T) {
 // (PostgreSQL's CREATE TABLE IF NOT EXISTS races on its catalog).
 func TestConcurrentTableCreation(t *testing.T) {
 	t.Parallel()
-	raw := withParams(t, serverURL(t), "table", tableName(t))
+	raw := testurl.With(t, serverURL(t), "table", testenv.TableName(t))
 	const n = 8
 	stores := make([]*Store, n)
 	errs := make([]error, n)
@@ -129,7 +131,7 @@ func (c *countingTracer) take() []string {
 // statement, with no read before the write (no read-modify-write in the client).
 func TestOneStatementPerCall(t *testing.T) {
 	t.Parallel()
-	cfg, table, err := parseURL(mustParse(t, withParams(t, serverURL(t), "table", tableName(t))))
+	cfg, table, err := parseURL(testurl.Parse(t, testurl.With(t, serverURL(t), "table", testenv.TableName(t))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +169,10 @@ func TestOneStatementPerCall(t *testing.T) {
 // operation whose context has a deadline returns soon after it, instead of waiting for TCP.
 func TestCutConnection(t *testing.T) {
 	t.Parallel()
-	raw := withParams(t, serverURL(t), "table", tableName(t), "connect_timeout", "2")
-	u := mustParse(t, raw)
+	raw := testurl.With(t, serverURL(t), "table", testenv.TableName(t), "connect_timeout", "2")
+	u := testurl.Parse(t, raw)
 	p := newProxy(t, u.Host)
-	s, err := Open(t.Context(), withHost(t, raw, p.Addr()))
+	s, err := Open(t.Context(), testurl.Host(t, raw, p.Addr()))
 	if err != nil {
 		t.Fatal(err)
 	}

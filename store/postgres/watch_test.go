@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/internal/watchtest"
 	"github.com/leasehold/leasehold/store"
 )
@@ -55,9 +56,9 @@ func TestWatchListenerTerminated(t *testing.T) {
 // watches by the listener's heartbeat, with an error.
 func TestWatchListenerCut(t *testing.T) {
 	t.Parallel()
-	p := newProxy(t, mustParse(t, serverURL(t)).Host)
+	p := newProxy(t, testurl.Parse(t, serverURL(t)).Host)
 	s := openTest(t)
-	cut, err := Open(t.Context(), withParams(t, withHost(t, serverURL(t), p.Addr()), "table", s.Table()))
+	cut, err := Open(t.Context(), testurl.With(t, testurl.Host(t, serverURL(t), p.Addr()), "table", s.Table()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestWatchListenerCut(t *testing.T) {
 func TestWatchNotifyOff(t *testing.T) {
 	t.Parallel()
 	on := openTest(t)
-	off, err := Open(t.Context(), withParams(t, serverURL(t), "table", on.Table(), "notify", "false"))
+	off, err := Open(t.Context(), testurl.With(t, serverURL(t), "table", on.Table(), "notify", "false"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestWatchNotifyOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, raw := range []string{"notify=maybe", "notify="} {
-		_, err := Open(ctx, withParams(t, serverURL(t), "table", on.Table())+"&"+raw)
+		_, err := Open(ctx, testurl.With(t, serverURL(t), "table", on.Table())+"&"+raw)
 		if err == nil || !strings.Contains(err.Error(), "notify") {
 			t.Errorf("Open with %s: %v, want an error naming the parameter", raw, err)
 		}
