@@ -1,6 +1,6 @@
-// Package watchtest holds the watch tests and the latency benchmark that the stores share
-// beyond the conformance suite's T8/Watch subtests: many watches at once, the end of the watches
-// when the store closes, and how long a write takes to reach a watch.
+// Package watchtest holds the watch tests that the stores share beyond the conformance suite's
+// T8/Watch subtests: many watches at once and the end of the watches when the store closes. How
+// long a write takes to reach a watch is storetest.BenchmarkWatchLatency, for every store.
 package watchtest
 
 import (
@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -178,64 +177,5 @@ func EndsOnClose(t *testing.T, s store.Store, n int, closeStore func() error) {
 	defer cancel()
 	if err := store.Watch(ctx, s, "after-close", func(store.Change) {}); err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a watch of a closed store returned %v, want the store's error at once", err)
-	}
-}
-
-// Latency measures how long a write takes to reach a watch: each iteration patches one key and
-// waits until the watch delivers that write's state. It reports, besides ns/op (the write's
-// start to the watch's call), the percentiles of that time and how long the write itself took.
-func Latency(b *testing.B, s store.Store) {
-	key := fmt.Sprintf("latency-%d", time.Now().UnixNano())
-	if err := s.Create(b.Context(), key, map[string]any{"n": 0}); err != nil {
-		b.Fatal(err)
-	}
-	seen := make(chan float64, 1024)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- store.Watch(ctx, s, key, func(c store.Change) {
-			if n, ok := c.Doc["n"].(float64); ok {
-				seen <- n
-			}
-		})
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	waitFor := func(n float64) {
-		for {
-			select {
-			case got := <-seen:
-				if got >= n {
-					return
-				}
-			case err := <-done:
-				b.Fatalf("watch ended: %v", err)
-			case <-time.After(Wait):
-				b.Fatalf("no call within %v", Wait)
-			}
-		}
-	}
-	waitFor(0)
-	lat := make([]time.Duration, 0, b.N)
-	var writes time.Duration
-	n := 0
-	for b.Loop() {
-		n++
-		start := time.Now()
-		if err := s.Patch(b.Context(), key, map[string]any{"n": n}, nil); err != nil {
-			b.Fatal(err)
-		}
-		writes += time.Since(start)
-		waitFor(float64(n))
-		lat = append(lat, time.Since(start))
-	}
-	b.StopTimer()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	if len(lat) > 0 {
-		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
-		b.ReportMetric(float64(writes.Microseconds())/float64(len(lat)), "write-us/op")
 	}
 }

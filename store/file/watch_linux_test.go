@@ -7,6 +7,8 @@ import (
 
 	"github.com/leasehold/leasehold/internal/leakcheck"
 	"github.com/leasehold/leasehold/internal/watchtest"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 // T8: a write made by another process reaches a watch (through inotify, not through the
@@ -101,5 +103,5 @@ func TestWatchGoroutineEndsWithLastWatch(t *testing.T) {
 //
 //	go test -run '^$' -bench WatchLatency ./store/file
 func BenchmarkWatchLatency(b *testing.B) {
-	watchtest.Latency(b, mustOpen(b, newPath(b)))
+	storetest.BenchmarkWatchLatency(b, func(b *testing.B) store.Store { return mustOpen(b, newPath(b)) })
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/internal/watchtest"
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 // T8: the listening connection killed by the server ends every watch with an error; a watch
@@ -175,5 +176,5 @@ func TestWatchEndsOnClose(t *testing.T) {
 //
 //	go test -run '^$' -bench WatchLatency ./store/postgres
 func BenchmarkWatchLatency(b *testing.B) {
-	watchtest.Latency(b, openTest(b))
+	storetest.BenchmarkWatchLatency(b, func(b *testing.B) store.Store { return openTest(b) })
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/leasehold/leasehold/internal/leakcheck"
 	"github.com/leasehold/leasehold/internal/watchtest"
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 const childWriteEnv = "LEASEHOLD_SQLITE_CHILD_WRITE"
@@ -87,5 +88,5 @@ func TestWatchEndsOnClose(t *testing.T) {
 //
 //	go test -run '^$' -bench WatchLatency ./store/sqlite
 func BenchmarkWatchLatency(b *testing.B) {
-	watchtest.Latency(b, openTest(b, ""))
+	storetest.BenchmarkWatchLatency(b, func(b *testing.B) store.Store { return openTest(b, "") })
 }
