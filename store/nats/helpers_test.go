@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"net"
 	"net/url"
 	"testing"
 	"time"
@@ -75,16 +74,4 @@ func startServer(t *testing.T, opts *server.Options) *server.Server {
 		t.Fatal("the embedded NATS server did not start")
 	}
 	return s
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }

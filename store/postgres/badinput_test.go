@@ -2,11 +2,11 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"net"
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/foreigndoc"
+	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
@@ -14,22 +14,10 @@ import (
 
 const secret = "s3cr3t-Passw0rd"
 
-// closedPort returns a local address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestUnreachableServer: Open fails with an error naming the address and not the password (T4).
 func TestUnreachableServer(t *testing.T) {
 	t.Parallel()
-	addr := closedPort(t)
+	addr := testenv.ClosedPort(t)
 	for _, open := range []struct {
 		name string
 		do   func(raw string) error
@@ -104,25 +92,7 @@ func TestRowNotAnObject(t *testing.T) {
 		}
 	}
 	for key, raw := range rows {
-		errs := map[string]error{}
-		_, errs["get"] = s.Get(ctx, key)
-		errs["patch"] = s.Patch(ctx, key, map[string]any{"a": 1}, nil)
-		errs["conditional patch"] = s.Patch(ctx, key, map[string]any{"a": 1}, &store.Condition{Field: "a", Value: nil})
-		errs["conditional delete"] = s.Delete(ctx, key, &store.Condition{Field: "a", Value: nil})
-		errs["create"] = s.Create(ctx, key, map[string]any{"a": 1})
-		for op, err := range errs {
-			if err == nil {
-				t.Errorf("%s of the %s row succeeded", op, key)
-				continue
-			}
-			t.Logf("%s of the %s row: %v", op, key, err)
-			if !strings.Contains(err.Error(), `"`+key+`"`) {
-				t.Errorf("%s of the %s row: error does not name the key: %v", op, key, err)
-			}
-			if op != "create" && (errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConditionFailed)) {
-				t.Errorf("%s of the %s row: %v, want an error saying the row is not a JSON object", op, key, err)
-			}
-		}
+		foreigndoc.Row(t, s, key, nil)
 		var got string
 		if err := s.rawPool().QueryRow(ctx, `SELECT doc::text FROM `+s.Table()+` WHERE id = $1`, key).Scan(&got); err != nil {
 			t.Fatal(err)
