@@ -1,12 +1,11 @@
 package mysql
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/leasehold/leasehold/internal/cuttest"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
@@ -187,55 +186,7 @@ func TestCutConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close(); dropTable(t, s.Table()) })
-	if err := s.Create(t.Context(), "k", map[string]any{"rev": 1}); err != nil {
-		t.Fatal(err)
-	}
-	p.Cut()
-	for _, op := range []struct {
-		name string
-		do   func(ctx context.Context) error
-	}{
-		{"conditional Patch", func(ctx context.Context) error {
-			return s.Patch(ctx, "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1})
-		}},
-		{"Get", func(ctx context.Context) error { _, err := s.Get(ctx, "k"); return err }},
-	} {
-		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-		start := time.Now()
-		err := op.do(ctx)
-		elapsed := time.Since(start)
-		cancel()
-		if err == nil {
-			t.Fatalf("%s through a cut connection succeeded", op.name)
-		}
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("%s: error %v, want one wrapping context.DeadlineExceeded", op.name, err)
-		}
-		// Generous for -race on a loaded machine: without the deadline it would hang for minutes.
-		if elapsed > 5*time.Second {
-			t.Errorf("%s returned after %v, want soon after its 300ms deadline", op.name, elapsed)
-		}
-	}
-	// Once the network heals, the same store works again: the pool replaces the connections
-	// the cut broke.
-	p.Heal()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := s.Patch(ctx, "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1}); err != nil {
-		t.Fatalf("conditional Patch after the network healed: %v", err)
-	}
-	// Cut again, so that Close meets a connection interrupted by its context.
-	p.Cut()
-	cutCtx, cancelCut := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	defer cancelCut()
-	if _, err := s.Get(cutCtx, "k"); err == nil {
-		t.Fatal("Get through the cut connection succeeded")
-	}
-	start := time.Now()
-	s.Close()
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
-		t.Errorf("Close after the cut took %v", elapsed)
-	}
+	cuttest.Run(t, s, p)
 	var doc string
 	if err := rawDB(t).QueryRowContext(t.Context(), "SELECT doc FROM `"+s.Table()+"` WHERE id = 'k'").Scan(&doc); err != nil {
 		t.Fatal(err)
