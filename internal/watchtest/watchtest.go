@@ -1,14 +1,12 @@
-// Package watchtest holds the watch tests that the stores share beyond the conformance suite's
-// T8/Watch subtests: many watches at once and the end of the watches when the store closes. How
-// long a write takes to reach a watch is storetest.BenchmarkWatchLatency, for every store.
+// Package watchtest records a watch's calls for the watch tests of store/file, PostgreSQL and
+// SQLite. What every store shares beyond the conformance suite's T8/Watch subtests (many
+// watches at once, the end of the watches when the store closes, how long a write takes to
+// reach a watch) is in store/storetest: WatchMany, WatchClosed, BenchmarkWatchLatency.
 package watchtest
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -104,78 +102,5 @@ func (r *Rec) Ended(t testing.TB) error {
 			t.Fatalf("watch of %q did not return within %v", r.Key, Wait)
 			return nil
 		}
-	}
-}
-
-// ManyKeys runs n watches of n keys of s at once, makes rounds of patches to every key from
-// several goroutines, and checks that each watch delivers its own key's final state and
-// never a document of another key.
-func ManyKeys(t *testing.T, s store.Store, n, rounds int) {
-	t.Helper()
-	prefix := fmt.Sprintf("many-%d-", time.Now().UnixNano())
-	recs := make([]*Rec, n)
-	for i := range recs {
-		recs[i] = Start(t, s, fmt.Sprintf("%s%04d", prefix, i))
-	}
-	for _, r := range recs {
-		if c := r.Next(t); c.Found {
-			t.Fatalf("watch of new key %q first delivered %v", r.Key, c.Doc)
-		}
-	}
-	ctx := t.Context()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	const writers = 8
-	for w := range writers {
-		wg.Go(func() {
-			for i := w; i < n; i += writers {
-				key := recs[i].Key
-				if err := s.Create(ctx, key, map[string]any{"key": key, "n": 0}); err != nil {
-					errs <- err
-					return
-				}
-				for j := 1; j <= rounds; j++ {
-					if err := s.Patch(ctx, key, map[string]any{"n": j}, &store.Condition{Field: "n", Value: j - 1}); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		r.WaitDoc(t, map[string]any{"key": r.Key, "n": float64(rounds)})
-	}
-}
-
-// EndsOnClose starts n watches of s, closes s with closeStore, and checks that every watch
-// returns an error (not its context's: none is cancelled) wrapped with its key.
-func EndsOnClose(t *testing.T, s store.Store, n int, closeStore func() error) {
-	t.Helper()
-	recs := make([]*Rec, n)
-	for i := range recs {
-		recs[i] = Start(t, s, fmt.Sprintf("close-%d", i))
-		recs[i].Next(t)
-	}
-	if err := closeStore(); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		err := r.Ended(t)
-		var ke *store.KeyError
-		if err == nil || errors.Is(err, context.Canceled) || !errors.As(err, &ke) || ke.Key != r.Key {
-			t.Fatalf("watch of %q after the store's Close returned %v, want the store's error wrapped with the key", r.Key, err)
-		}
-	}
-	t.Logf("a watch ended by Close: %v", recs[0].Ended(t))
-	ctx, cancel := context.WithTimeout(t.Context(), Wait)
-	defer cancel()
-	if err := store.Watch(ctx, s, "after-close", func(store.Change) {}); err == nil || errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("a watch of a closed store returned %v, want the store's error at once", err)
 	}
 }

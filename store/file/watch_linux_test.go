@@ -54,7 +54,7 @@ func TestWatchFileChangedByHand(t *testing.T) {
 // state.
 func TestWatchManyKeys(t *testing.T) {
 	s := mustOpen(t, newPath(t))
-	watchtest.ManyKeys(t, s, 200, 3)
+	storetest.WatchMany(t, s, 200)
 }
 
 // Close ends the store's watches with ErrClosed, and leaves no goroutine behind.
@@ -65,7 +65,7 @@ func TestWatchEndsOnClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		watchtest.EndsOnClose(t, s, 3, s.Close)
+		storetest.WatchClosed(t, s)
 		r := watchtest.Start(t, s, "k")
 		if err := r.Ended(t); !errors.Is(err, ErrClosed) {
 			t.Errorf("watch of a closed store returned %v, want ErrClosed", err)

@@ -137,7 +137,7 @@ func TestWatchNotifyOff(t *testing.T) {
 func TestWatchManyKeys(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
-	watchtest.ManyKeys(t, s, 200, 3)
+	storetest.WatchMany(t, s, 200)
 }
 
 // T8: a document too large for a notification's payload is read, and so is one whose key is
@@ -168,7 +168,7 @@ func TestWatchLargeDocument(t *testing.T) {
 func TestWatchEndsOnClose(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
-	watchtest.EndsOnClose(t, s, 3, s.Close)
+	storetest.WatchClosed(t, s)
 }
 
 // BenchmarkWatchLatency: how long a Patch takes to reach a watch of its key through
