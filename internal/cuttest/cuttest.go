@@ -1,7 +1,9 @@
-// Package cuttest holds the SQL backends' test of a silent network: what storetest.CutConnection
-// checks, and besides that a Close that meets connections interrupted by their context and must
-// not linger on them. The backend checks afterwards, through a connection of its own, that the
-// document holds rev 2 (patched once, while the network was up).
+// Package cuttest holds the backends' tests of a silent network. URL runs
+// storetest.CutConnection on a store opened by URL (etcd, NATS, Redis). Run is the SQL backends'
+// test: what storetest.CutConnection checks, and besides that a Close that meets connections
+// interrupted by their context and must not linger on them; the backend checks afterwards,
+// through a connection of its own, that the document holds rev 2 (patched once, while the
+// network was up).
 package cuttest
 
 import (
