@@ -3,9 +3,6 @@ package etcd
 import (
 	"context"
 	"testing"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasehold/leasehold/internal/failovertest"
 	"github.com/leasehold/leasehold/store"
@@ -17,18 +14,7 @@ import (
 // reset → still one leader; a clean stop hands over within R (E7). See internal/failovertest.
 func TestFailover(t *testing.T) {
 	raw, prefix := serverURL(t)
-	direct, err := Open(t.Context(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := direct.Client().Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
-			t.Errorf("cleaning up %s: %v", prefix, err)
-		}
-		direct.Close()
-	})
+	openCleaned(t, raw, prefix)
 	failovertest.RunURL(t, raw, openStore)
 }
 

@@ -3,7 +3,6 @@ package nats
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/leasehold/leasehold/internal/failovertest"
 	"github.com/leasehold/leasehold/store"
@@ -15,18 +14,7 @@ import (
 // leader; a clean stop hands over within R (E7). See internal/failovertest.
 func TestFailover(t *testing.T) {
 	raw, bucket := serverURL(t)
-	direct, err := Open(t.Context(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := direct.JetStream().DeleteKeyValue(ctx, bucket); err != nil {
-			t.Errorf("deleting bucket %s: %v", bucket, err)
-		}
-		direct.Close()
-	})
+	openCleaned(t, raw, bucket)
 	failovertest.RunURL(t, raw, openStore)
 }
 

@@ -35,6 +35,13 @@ func serverURL(t testing.TB) (string, string) {
 func openTest(t testing.TB) *Store {
 	t.Helper()
 	raw, bucket := serverURL(t)
+	return openCleaned(t, raw, bucket)
+}
+
+// openCleaned opens the store of raw, whose bucket is bucket, and when the test ends deletes it and
+// closes the store: the one cleanup of openTest, TestFailover and TestLinearizable.
+func openCleaned(t testing.TB, raw, bucket string) *Store {
+	t.Helper()
 	s, err := Open(t.Context(), raw)
 	if err != nil {
 		t.Fatal(err)

@@ -14,21 +14,7 @@ import (
 // clean stop hands over within R (E7). See internal/failovertest.
 func TestFailover(t *testing.T) {
 	raw, prefix := serverURL(t)
-	direct, err := Open(t.Context(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := direct.Client().Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			direct.Client().Del(ctx, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			t.Errorf("cleaning up %s*: %v", prefix, err)
-		}
-		direct.Close()
-	})
+	openCleaned(t, raw, prefix)
 	failovertest.RunURL(t, raw, openStore)
 }
 
