@@ -1,11 +1,11 @@
 package mysql
 
 import (
-	"errors"
 	"sync"
 	"testing"
 
 	"github.com/leasehold/leasehold/internal/cuttest"
+	"github.com/leasehold/leasehold/internal/sqltest"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
@@ -50,56 +50,14 @@ func TestConcurrentTableCreation(t *testing.T) {
 	table := testenv.TableName(t)
 	raw := testurl.With(t, serverURL(t), "table", table)
 	t.Cleanup(func() { dropTable(t, table) })
-	const n = 8
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			s, err := Open(t.Context(), raw)
-			if err == nil {
-				err = s.Create(t.Context(), "k", map[string]any{"i": i})
-				if errors.Is(err, store.ErrExists) {
-					err = nil
-				}
-				s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("store #%d: %v", i, err)
-		}
-	}
+	sqltest.ConcurrentOpen(t, 8, func() (store.Store, error) { return Open(t.Context(), raw) })
 }
 
 // TestFieldNamesNeedingEscapes: conditions and patches on field names that are not identifiers
 // (JSON paths quote them).
 func TestFieldNamesNeedingEscapes(t *testing.T) {
 	t.Parallel()
-	s := openTest(t)
-	ctx := t.Context()
-	for i, field := range []string{"a.b", `q"uote`, `back\slash`, "[0]", "*", "$", "é", "<&>", "nul\x00"} {
-		key := "k" + string(rune('0'+i))
-		if err := s.Create(ctx, key, map[string]any{field: "v", "other": 1}); err != nil {
-			t.Fatalf("field %q: Create: %v", field, err)
-		}
-		cond := &store.Condition{Field: field, Value: "v"}
-		if err := s.Patch(ctx, key, map[string]any{field: "w"}, cond); err != nil {
-			t.Fatalf("field %q: Patch: %v", field, err)
-		}
-		if err := s.Patch(ctx, key, map[string]any{field: "x"}, cond); !errors.Is(err, store.ErrConditionFailed) {
-			t.Fatalf("field %q: second Patch: %v, want ErrConditionFailed", field, err)
-		}
-		doc, err := s.Get(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(doc) != 2 || doc[field] != "w" || doc["other"] != 1.0 {
-			t.Errorf("field %q: got %#v", field, doc)
-		}
-	}
+	sqltest.FieldNames(t, openTest(t), "v", "a.b", `q"uote`, `back\slash`, "[0]", "*", "$", "é", "<&>", "nul\x00")
 }
 
 // commandCounter counts the commands clients send in the MySQL protocol: each starts a packet

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/leasehold/leasehold/internal/cuttest"
+	"github.com/leasehold/leasehold/internal/sqltest"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
@@ -80,28 +80,7 @@ func TestConcurrentTableCreation(t *testing.T) {
 // including the characters the jsonb escape uses.
 func TestFieldNamesNeedingEscapes(t *testing.T) {
 	t.Parallel()
-	s := openTest(t)
-	ctx := t.Context()
-	for i, field := range []string{"a.b", `q"uote`, "nul\x00", "esc\uE000", "esc\uE0000", "é"} {
-		key := "k" + string(rune('0'+i))
-		if err := s.Create(ctx, key, map[string]any{field: "v\x00\uE000", "other": 1}); err != nil {
-			t.Fatalf("field %q: Create: %v", field, err)
-		}
-		cond := &store.Condition{Field: field, Value: "v\x00\uE000"}
-		if err := s.Patch(ctx, key, map[string]any{field: "w"}, cond); err != nil {
-			t.Fatalf("field %q: Patch: %v", field, err)
-		}
-		if err := s.Patch(ctx, key, map[string]any{field: "x"}, cond); !errors.Is(err, store.ErrConditionFailed) {
-			t.Fatalf("field %q: second Patch: %v, want ErrConditionFailed", field, err)
-		}
-		doc, err := s.Get(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(doc) != 2 || doc[field] != "w" || doc["other"] != 1.0 {
-			t.Errorf("field %q: got %#v", field, doc)
-		}
-	}
+	sqltest.FieldNames(t, openTest(t), "v\x00\uE000", "a.b", `q"uote`, "nul\x00", "esc\uE000", "esc\uE0000", "é")
 }
 
 // countingTracer counts the statements a connection sends.
