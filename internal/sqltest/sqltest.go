@@ -1,9 +1,12 @@
 // Package sqltest holds the tests the SQL backends (MySQL, PostgreSQL, SQLite) share beyond the
-// conformance suite: what their SQL must get right that a key-value store has no part in.
+// conformance suite: what their SQL must get right that a key-value store has no part in, and
+// how their Open fails on a server that does not listen.
 package sqltest
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -63,6 +66,30 @@ func FieldNames(t *testing.T, s store.Store, value any, fields ...string) {
 		}
 		if len(doc) != 2 || doc[field] != "w" || doc["other"] != 1.0 {
 			t.Errorf("field %q: got %#v", field, doc)
+		}
+	}
+}
+
+// Unreachable opens url, whose server at addr does not listen, with the backend's Open and
+// with store.Open, and checks that both fail with an error naming addr and not secret, the
+// URL's password (T4).
+func Unreachable(t *testing.T, url, addr, secret string, open func(ctx context.Context, url string) (store.Store, error)) {
+	t.Helper()
+	for _, o := range []struct {
+		name string
+		open func(ctx context.Context, url string) (store.Store, error)
+	}{{"Open", open}, {"store.Open", store.Open}} {
+		_, err := o.open(t.Context(), url)
+		if err == nil {
+			t.Fatalf("%s with nothing listening at %s succeeded", o.name, addr)
+		}
+		msg := err.Error()
+		t.Logf("%s: %v", o.name, err)
+		if strings.Contains(msg, secret) {
+			t.Errorf("%s: error reveals the password: %s", o.name, msg)
+		}
+		if !strings.Contains(msg, addr) {
+			t.Errorf("%s: error does not name the address %s: %s", o.name, addr, msg)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/leasehold/leasehold/internal/foreigndoc"
+	"github.com/leasehold/leasehold/internal/sqltest"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
@@ -18,25 +19,7 @@ const secret = "s3cr3t-Passw0rd"
 func TestUnreachableServer(t *testing.T) {
 	t.Parallel()
 	addr := testenv.ClosedPort(t)
-	for _, open := range []struct {
-		name string
-		do   func(raw string) error
-	}{
-		{"Open", func(raw string) error { _, err := Open(t.Context(), raw); return err }},
-		{"store.Open", func(raw string) error { _, err := store.Open(t.Context(), raw); return err }},
-	} {
-		err := open.do("mysql://root:" + secret + "@" + addr + "/test")
-		if err == nil {
-			t.Fatalf("%s with nothing listening at %s succeeded", open.name, addr)
-		}
-		t.Logf("%s: %v", open.name, err)
-		if strings.Contains(err.Error(), secret) {
-			t.Errorf("%s: error reveals the password: %v", open.name, err)
-		}
-		if !strings.Contains(err.Error(), addr) {
-			t.Errorf("%s: error does not name the address %s: %v", open.name, addr, err)
-		}
-	}
+	sqltest.Unreachable(t, "mysql://root:"+secret+"@"+addr+"/test", addr, secret, openStore)
 }
 
 // TestWrongPassword: the server refuses root with a wrong password; the error says so without

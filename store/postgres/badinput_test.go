@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/leasehold/leasehold/internal/foreigndoc"
+	"github.com/leasehold/leasehold/internal/sqltest"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
@@ -18,26 +19,7 @@ const secret = "s3cr3t-Passw0rd"
 func TestUnreachableServer(t *testing.T) {
 	t.Parallel()
 	addr := testenv.ClosedPort(t)
-	for _, open := range []struct {
-		name string
-		do   func(raw string) error
-	}{
-		{"Open", func(raw string) error { _, err := Open(t.Context(), raw); return err }},
-		{"store.Open", func(raw string) error { _, err := store.Open(t.Context(), raw); return err }},
-	} {
-		err := open.do("postgres://leasehold:" + secret + "@" + addr + "/test?sslmode=disable")
-		if err == nil {
-			t.Fatalf("%s with nothing listening at %s succeeded", open.name, addr)
-		}
-		msg := err.Error()
-		t.Logf("%s: %v", open.name, err)
-		if strings.Contains(msg, secret) {
-			t.Errorf("%s: error reveals the password: %s", open.name, msg)
-		}
-		if !strings.Contains(msg, addr) {
-			t.Errorf("%s: error does not name the address %s: %s", open.name, addr, msg)
-		}
-	}
+	sqltest.Unreachable(t, "postgres://leasehold:"+secret+"@"+addr+"/test?sslmode=disable", addr, secret, openStore)
 }
 
 // TestWrongCredentials: a user the server does not know (the test server trusts every password
