@@ -42,22 +42,12 @@ func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer
 	if f.config != "" {
 		return newConfigElection(f, log, observer, usage)
 	}
-	if err := f.makeStateDir(); err != nil {
-		return nil, err
-	}
-	st, err := openStore(ctx, f.store)
+	st, elog, cfg, err := storeElectorConfig(ctx, f, log, observer)
 	if err != nil {
 		return nil, err
 	}
-	id := f.instanceID
-	if id == "" {
-		id = cluster.DefaultInstanceID()
-	}
-	elog := &electionLog{log: log, id: id}
-	e, err := cluster.NewElector(cluster.ElectorConfig{
-		Lock: cluster.NewStoreLock(st), LeaseName: f.lease, LeaseDuration: f.leaseDuration,
-		RenewInterval: f.renewInterval, InstanceID: id, Logger: log, Observer: cluster.Observers(observer, elog.observe),
-	})
+	id := cfg.InstanceID
+	e, err := cluster.NewElector(cfg)
 	if err != nil {
 		store.Close(st)
 		return nil, badInput(usage, "%v", err)
@@ -71,6 +61,29 @@ func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer
 			err := e.Stop(ctx)
 			return errors.Join(err, store.Close(st))
 		}),
+	}, nil
+}
+
+// storeElectorConfig makes the state directory and opens the store of --store, and returns
+// the configuration of an Elector over it: the flags' lease, timing and instance ID (a default
+// one if none), its events to observer and to the election's log elog. Both the one Elector
+// and the holders' slots start from it; the caller closes st if it makes no election of it.
+func storeElectorConfig(ctx context.Context, f *commonFlags, log *slog.Logger, observer func(cluster.Event)) (store.Store, *electionLog, cluster.ElectorConfig, error) {
+	if err := f.makeStateDir(); err != nil {
+		return nil, nil, cluster.ElectorConfig{}, err
+	}
+	st, err := openStore(ctx, f.store)
+	if err != nil {
+		return nil, nil, cluster.ElectorConfig{}, err
+	}
+	id := f.instanceID
+	if id == "" {
+		id = cluster.DefaultInstanceID()
+	}
+	elog := &electionLog{log: log, id: id}
+	return st, elog, cluster.ElectorConfig{
+		Lock: cluster.NewStoreLock(st), LeaseName: f.lease, LeaseDuration: f.leaseDuration,
+		RenewInterval: f.renewInterval, InstanceID: id, Logger: log, Observer: cluster.Observers(observer, elog.observe),
 	}, nil
 }
 

@@ -15,22 +15,12 @@ import (
 // over --store: n slots, records NAME/0 to NAME/n-1, of which this instance holds at most
 // one. observer receives the events of every slot.
 func newHoldersElection(ctx context.Context, f *commonFlags, n int, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
-	if err := f.makeStateDir(); err != nil {
-		return nil, err
-	}
-	st, err := openStore(ctx, f.store)
+	st, elog, cfg, err := storeElectorConfig(ctx, f, log, observer)
 	if err != nil {
 		return nil, err
 	}
-	id := f.instanceID
-	if id == "" {
-		id = cluster.DefaultInstanceID()
-	}
-	elog := &electionLog{log: log, id: id}
-	h, err := cluster.NewHolders(cluster.ElectorConfig{
-		Lock: cluster.NewStoreLock(st), LeaseName: f.lease, LeaseDuration: f.leaseDuration,
-		RenewInterval: f.renewInterval, InstanceID: id, Logger: log, Observer: cluster.Observers(observer, elog.observe),
-	}, n)
+	id := cfg.InstanceID
+	h, err := cluster.NewHolders(cfg, n)
 	if err != nil {
 		store.Close(st)
 		return nil, badInput(usage, "%v", err)

@@ -1,15 +1,12 @@
-// Package watchtest holds the watch tests and the latency benchmark that the stores share
-// beyond the conformance suite's T8/Watch subtests: many watches at once, the end of the watches
-// when the store closes, and how long a write takes to reach a watch.
+// Package watchtest records a watch's calls for the watch tests of store/file, PostgreSQL and
+// SQLite. What every store shares beyond the conformance suite's T8/Watch subtests (many
+// watches at once, the end of the watches when the store closes, how long a write takes to
+// reach a watch) is in store/storetest: WatchMany, WatchClosed, BenchmarkWatchLatency.
 package watchtest
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"reflect"
-	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -105,137 +102,5 @@ func (r *Rec) Ended(t testing.TB) error {
 			t.Fatalf("watch of %q did not return within %v", r.Key, Wait)
 			return nil
 		}
-	}
-}
-
-// ManyKeys runs n watches of n keys of s at once, makes rounds of patches to every key from
-// several goroutines, and checks that each watch delivers its own key's final state and
-// never a document of another key.
-func ManyKeys(t *testing.T, s store.Store, n, rounds int) {
-	t.Helper()
-	prefix := fmt.Sprintf("many-%d-", time.Now().UnixNano())
-	recs := make([]*Rec, n)
-	for i := range recs {
-		recs[i] = Start(t, s, fmt.Sprintf("%s%04d", prefix, i))
-	}
-	for _, r := range recs {
-		if c := r.Next(t); c.Found {
-			t.Fatalf("watch of new key %q first delivered %v", r.Key, c.Doc)
-		}
-	}
-	ctx := t.Context()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	const writers = 8
-	for w := range writers {
-		wg.Go(func() {
-			for i := w; i < n; i += writers {
-				key := recs[i].Key
-				if err := s.Create(ctx, key, map[string]any{"key": key, "n": 0}); err != nil {
-					errs <- err
-					return
-				}
-				for j := 1; j <= rounds; j++ {
-					if err := s.Patch(ctx, key, map[string]any{"n": j}, &store.Condition{Field: "n", Value: j - 1}); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		r.WaitDoc(t, map[string]any{"key": r.Key, "n": float64(rounds)})
-	}
-}
-
-// EndsOnClose starts n watches of s, closes s with closeStore, and checks that every watch
-// returns an error (not its context's: none is cancelled) wrapped with its key.
-func EndsOnClose(t *testing.T, s store.Store, n int, closeStore func() error) {
-	t.Helper()
-	recs := make([]*Rec, n)
-	for i := range recs {
-		recs[i] = Start(t, s, fmt.Sprintf("close-%d", i))
-		recs[i].Next(t)
-	}
-	if err := closeStore(); err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		err := r.Ended(t)
-		var ke *store.KeyError
-		if err == nil || errors.Is(err, context.Canceled) || !errors.As(err, &ke) || ke.Key != r.Key {
-			t.Fatalf("watch of %q after the store's Close returned %v, want the store's error wrapped with the key", r.Key, err)
-		}
-	}
-	t.Logf("a watch ended by Close: %v", recs[0].Ended(t))
-	ctx, cancel := context.WithTimeout(t.Context(), Wait)
-	defer cancel()
-	if err := store.Watch(ctx, s, "after-close", func(store.Change) {}); err == nil || errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("a watch of a closed store returned %v, want the store's error at once", err)
-	}
-}
-
-// Latency measures how long a write takes to reach a watch: each iteration patches one key and
-// waits until the watch delivers that write's state. It reports, besides ns/op (the write's
-// start to the watch's call), the percentiles of that time and how long the write itself took.
-func Latency(b *testing.B, s store.Store) {
-	key := fmt.Sprintf("latency-%d", time.Now().UnixNano())
-	if err := s.Create(b.Context(), key, map[string]any{"n": 0}); err != nil {
-		b.Fatal(err)
-	}
-	seen := make(chan float64, 1024)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- store.Watch(ctx, s, key, func(c store.Change) {
-			if n, ok := c.Doc["n"].(float64); ok {
-				seen <- n
-			}
-		})
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	waitFor := func(n float64) {
-		for {
-			select {
-			case got := <-seen:
-				if got >= n {
-					return
-				}
-			case err := <-done:
-				b.Fatalf("watch ended: %v", err)
-			case <-time.After(Wait):
-				b.Fatalf("no call within %v", Wait)
-			}
-		}
-	}
-	waitFor(0)
-	lat := make([]time.Duration, 0, b.N)
-	var writes time.Duration
-	n := 0
-	for b.Loop() {
-		n++
-		start := time.Now()
-		if err := s.Patch(b.Context(), key, map[string]any{"n": n}, nil); err != nil {
-			b.Fatal(err)
-		}
-		writes += time.Since(start)
-		waitFor(float64(n))
-		lat = append(lat, time.Since(start))
-	}
-	b.StopTimer()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	if len(lat) > 0 {
-		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-us")
-		b.ReportMetric(float64(writes.Microseconds())/float64(len(lat)), "write-us/op")
 	}
 }

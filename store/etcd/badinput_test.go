@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/foreigndoc"
+	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -23,40 +24,12 @@ func TestNotJSON(t *testing.T) {
 		if _, err := s.Client().Put(t.Context(), s.Prefix()+key, raw); err != nil {
 			t.Fatal(err)
 		}
-		cond := &store.Condition{Field: "a", Value: 1}
-		for op, err := range map[string]error{
-			"get":                func() error { _, err := s.Get(t.Context(), key); return err }(),
-			"patch":              s.Patch(t.Context(), key, map[string]any{"a": 2}, nil),
-			"conditional patch":  s.Patch(t.Context(), key, map[string]any{"a": 2}, cond),
-			"delete":             s.Delete(t.Context(), key, nil),
-			"conditional delete": s.Delete(t.Context(), key, cond),
-			"create":             s.Create(t.Context(), key, map[string]any{"a": 2}),
-		} {
-			want := ErrNotJSON
-			if op == "create" {
-				want = store.ErrExists
-			}
-			if !errors.Is(err, want) || !strings.Contains(err.Error(), key) {
-				t.Errorf("%s of %q holding %q: %v, want %v naming the key", op, key, raw, err, want)
-			}
-		}
+		foreigndoc.Value(t, s, key, raw, ErrNotJSON)
 		resp, err := s.Client().Get(t.Context(), s.Prefix()+key)
 		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != raw {
 			t.Errorf("%q holding %q changed: %v (%v)", key, raw, resp, err)
 		}
 	}
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // TestUnreachable checks that Open fails by its deadline on a closed port, naming the URL
@@ -66,7 +39,7 @@ func TestUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err := store.Open(ctx, "etcd://user:hunter2secret@"+closedPort(t))
+	_, err := store.Open(ctx, "etcd://user:hunter2secret@"+testenv.ClosedPort(t))
 	if err == nil {
 		t.Fatal("Open on a closed port succeeded")
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -25,7 +26,7 @@ func TestOpenByURL(t *testing.T) {
 	}
 	raw, _ := serverURL(t)
 	// A second endpoint that is down: the client uses the one that answers.
-	raw = strings.Replace(raw, etcdAddr, etcdAddr+","+closedPort(t), 1)
+	raw = strings.Replace(raw, etcdAddr, etcdAddr+","+testenv.ClosedPort(t), 1)
 	s, err := store.Open(t.Context(), raw)
 	if err != nil {
 		t.Fatal(err)

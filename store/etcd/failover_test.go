@@ -2,11 +2,7 @@ package etcd
 
 import (
 	"context"
-	"net/url"
 	"testing"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasehold/leasehold/internal/failovertest"
 	"github.com/leasehold/leasehold/store"
@@ -18,29 +14,9 @@ import (
 // reset → still one leader; a clean stop hands over within R (E7). See internal/failovertest.
 func TestFailover(t *testing.T) {
 	raw, prefix := serverURL(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := Open(t.Context(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if _, err := direct.Client().Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
-			t.Errorf("cleaning up %s: %v", prefix, err)
-		}
-		direct.Close()
-	})
-	failovertest.Run(t, u.Host, func(t *testing.T, addr string) store.Store {
-		v := *u
-		v.Host = addr
-		s, err := Open(t.Context(), v.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	openCleaned(t, raw, prefix)
+	failovertest.RunURL(t, raw, openStore)
 }
+
+// openStore is Open as the shared test helpers take it (failovertest, tlstest).
+func openStore(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) }

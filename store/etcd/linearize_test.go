@@ -1,11 +1,7 @@
 package etcd
 
 import (
-	"context"
 	"testing"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest/linearize"
@@ -17,24 +13,13 @@ import (
 func TestLinearizable(t *testing.T) {
 	t.Parallel()
 	raw, prefix := serverURL(t)
-	opened := 0
+	openCleaned(t, raw, prefix) // for the cleanup, when the test ends
 	linearize.Run(t, func(t *testing.T) store.Store {
 		s, err := Open(t.Context(), raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if opened++; opened > 1 {
-			t.Cleanup(func() { s.Close() })
-			return s
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if _, err := s.Client().Delete(ctx, prefix, clientv3.WithPrefix()); err != nil {
-				t.Errorf("cleaning up %s: %v", prefix, err)
-			}
-			s.Close()
-		})
+		t.Cleanup(func() { s.Close() })
 		return s
 	})
 }

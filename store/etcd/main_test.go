@@ -91,6 +91,13 @@ func serverURL(t testing.TB) (string, string) {
 func openTest(t testing.TB) *Store {
 	t.Helper()
 	raw, prefix := serverURL(t)
+	return openCleaned(t, raw, prefix)
+}
+
+// openCleaned opens the store of raw, whose prefix is prefix, and when the test ends removes every key under it and
+// closes the store: the one cleanup of openTest, TestFailover and TestLinearizable.
+func openCleaned(t testing.TB, raw, prefix string) *Store {
+	t.Helper()
 	s, err := Open(t.Context(), raw)
 	if err != nil {
 		t.Fatal(err)

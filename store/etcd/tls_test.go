@@ -1,12 +1,8 @@
 package etcd
 
 import (
-	"context"
-	"errors"
 	"net/url"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,10 +10,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
-	"github.com/leasehold/leasehold/internal/failovertest"
 	"github.com/leasehold/leasehold/internal/testcerts"
-	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/storetest"
+	"github.com/leasehold/leasehold/internal/tlstest"
 )
 
 // tlsEtcd is an embedded etcd serving its clients over TLS only, requiring a client
@@ -86,19 +80,7 @@ func startTLSEtcd(t *testing.T) *tlsEtcd {
 
 // url returns the server's URL with the query parameters kv (pairs), and the user info.
 func (s *tlsEtcd) url(user string, kv ...string) string {
-	u := url.URL{Scheme: "etcd", Host: s.addr}
-	if user != "" {
-		u.User = url.User(user)
-		if name, pw, ok := strings.Cut(user, ":"); ok {
-			u.User = url.UserPassword(name, pw)
-		}
-	}
-	q := url.Values{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		q.Set(kv[i], kv[i+1])
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
+	return tlstest.URL(url.URL{Scheme: "etcd", Host: s.addr}, user, nil, kv...)
 }
 
 // TestTLS runs, on one etcd requiring TLS with client certificates and passwords (N1, N2),
@@ -106,9 +88,9 @@ func (s *tlsEtcd) url(user string, kv ...string) string {
 // over TLS.
 func TestTLS(t *testing.T) {
 	srv := startTLSEtcd(t)
-	t.Run("Open", func(t *testing.T) { testTLSOpen(t, srv) })
-	t.Run("Conformance", func(t *testing.T) { testTLSConformance(t, srv) })
-	t.Run("Failover", func(t *testing.T) { testTLSFailover(t, srv) })
+	tlstest.Run(t, openStore, func(t *testing.T) { testTLSOpen(t, srv) }, func(t *testing.T, name string) string {
+		return srv.url("root", append(srv.suiteParams(t), "prefix", "tls-"+name+"/")...)
+	})
 }
 
 // suiteParams returns the query parameters of the stores of the conformance suite and the
@@ -120,107 +102,30 @@ func (s *tlsEtcd) suiteParams(t *testing.T) []string {
 	return []string{"ca", c.CA, "cert", c.ClientCert, "key", c.ClientKey, "password_file", pwFile, "dial_timeout", "20s"}
 }
 
-// testTLSConformance runs the conformance suite on a store connected over TLS.
-func testTLSConformance(t *testing.T, srv *tlsEtcd) {
-	s, err := Open(t.Context(), srv.url("root", append(srv.suiteParams(t), "prefix", "tls-conformance/")...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	storetest.Run(t, func(*testing.T) store.Store { return s })
-}
-
-// testTLSFailover runs the failover test with every elector's store connected over TLS: the
-// test's proxies forward the TLS connections as they are, and the server's certificate holds
-// 127.0.0.1, their address.
-func testTLSFailover(t *testing.T, srv *tlsEtcd) {
-	failovertest.RunURL(t, srv.url("root", append(srv.suiteParams(t), "prefix", "tls-failover/")...), func(ctx context.Context, u string) (store.Store, error) { return Open(ctx, u) })
-}
-
 // testTLSOpen opens stores over TLS: with the right parameters a round trip works; without the
 // client certificate, with another authority, with a wrong server name or a wrong password,
 // Open fails, and its error never quotes the password or key material.
 func testTLSOpen(t *testing.T, srv *tlsEtcd) {
 	c := srv.certs
-	pwFile := filepath.Join(c.Dir, "etcd-password")
-	if err := os.WriteFile(pwFile, []byte(tlsRootPassword+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	wrongPW := filepath.Join(c.Dir, "wrong-password")
-	if err := os.WriteFile(wrongPW, []byte("not-the-pw-4411\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	pwFile := c.Write(t, "etcd-password", []byte(tlsRootPassword+"\n"))
+	wrongPW := c.Write(t, "wrong-password", []byte("not-the-pw-4411\n"))
 	full := []string{"ca", c.CA, "cert", c.ClientCert, "key", c.ClientKey, "prefix", "tls-test/", "dial_timeout", "20s"}
 
-	for _, raw := range []string{
+	tlstest.RoundTrips(t, openStore,
 		srv.url("root", append(full, "password_file", pwFile)...),
 		srv.url("root:"+tlsRootPassword, full...),
 		srv.url("root", append(full, "password_file", pwFile, "servername", "localhost")...),
-	} {
-		s, err := Open(t.Context(), raw)
-		if err != nil {
-			t.Fatalf("Open(%s): %v", store.RedactString(raw), err)
-		}
-		key := "k" + time.Now().Format("150405.000000000")
-		if err := s.Create(t.Context(), key, map[string]any{"v": 1.0}); err != nil {
-			t.Fatal(err)
-		}
-		if doc, err := s.Get(t.Context(), key); err != nil || doc["v"] != 1.0 {
-			t.Fatalf("Get = %v, %v", doc, err)
-		}
-		s.Close()
-	}
+	)
 
-	for _, bad := range []struct {
-		name  string
-		raw   string
-		wants []string
-	}{
-		{"no client certificate", srv.url("root", "ca", c.CA, "password_file", pwFile, "dial_timeout", "2s"), []string{"certificate required", `"cert" and "key"`}},
-		{"client certificate of another authority", srv.url("root", "ca", c.CA, "cert", c.OtherCert, "key", c.OtherKey, "password_file", pwFile, "dial_timeout", "2s"), []string{"certificate required", `"cert" and "key"`}},
-		{"server of another authority", srv.url("root", "ca", c.OtherCA, "cert", c.ClientCert, "key", c.ClientKey, "password_file", pwFile, "dial_timeout", "2s"), []string{"unknown authority", `URL parameter "ca"`}},
-		{"wrong server name", srv.url("root", append(full, "password_file", pwFile, "servername", "etcd.example", "dial_timeout", "2s")...), []string{"etcd.example", `"servername"`}},
-		{"no TLS", srv.url("root", "password_file", pwFile, "dial_timeout", "2s"), []string{"connect to http://", "deadline"}},
-		{"wrong password", srv.url("root", append(full, "password_file", wrongPW)...), []string{"authentication failed"}},
-		{"no password", srv.url("", full...), []string{"permission denied"}},
-		{"unreadable CA", srv.url("root", "ca", filepath.Join(c.Dir, "nope.pem"), "password_file", pwFile), []string{`"ca"`, "nope.pem"}},
-		{"key of another certificate", srv.url("root", "ca", c.CA, "cert", c.ClientCert, "key", c.OtherKey), []string{`"cert" and "key"`, "does not match"}},
-	} {
-		t.Run(bad.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
-			s, err := Open(ctx, bad.raw)
-			if err == nil {
-				s.Close()
-				t.Fatal("Open succeeded")
-			}
-			msg := err.Error()
-			for _, w := range bad.wants {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error %q does not say %q", msg, w)
-				}
-			}
-			if errors.Is(err, store.ErrNotFound) {
-				t.Errorf("error %v is a store sentinel", err)
-			}
-			assertNoSecret(t, msg, c, tlsRootPassword, "not-the-pw-4411")
-		})
-	}
-}
-
-// assertNoSecret fails when out holds one of the secrets or a line of a private key.
-func assertNoSecret(t *testing.T, out string, c *testcerts.Set, secrets ...string) {
-	t.Helper()
-	for _, s := range secrets {
-		if strings.Contains(out, s) {
-			t.Errorf("output quotes the secret %q: %s", s, out)
-		}
-	}
-	for _, f := range []string{c.ClientKey, c.OtherKey, c.ServerKey} {
-		for _, line := range testcerts.KeyMaterial(t, f) {
-			if strings.Contains(out, line) {
-				t.Errorf("output quotes the key %s: %s", f, out)
-			}
-		}
-	}
+	tlstest.Refusals(t, openStore, c, []string{tlsRootPassword, "not-the-pw-4411"}, []tlstest.Refusal{
+		tlstest.Refused("no client certificate", srv.url("root", "ca", c.CA, "password_file", pwFile, "dial_timeout", "2s"), "certificate required", `"cert" and "key"`),
+		tlstest.Refused("client certificate of another authority", srv.url("root", "ca", c.CA, "cert", c.OtherCert, "key", c.OtherKey, "password_file", pwFile, "dial_timeout", "2s"), "certificate required", `"cert" and "key"`),
+		tlstest.Refused("server of another authority", srv.url("root", "ca", c.OtherCA, "cert", c.ClientCert, "key", c.ClientKey, "password_file", pwFile, "dial_timeout", "2s"), "unknown authority", `URL parameter "ca"`),
+		tlstest.Refused("wrong server name", srv.url("root", append(full, "password_file", pwFile, "servername", "etcd.example", "dial_timeout", "2s")...), "etcd.example", `"servername"`),
+		tlstest.Refused("no TLS", srv.url("root", "password_file", pwFile, "dial_timeout", "2s"), "connect to http://", "deadline"),
+		tlstest.Refused("wrong password", srv.url("root", append(full, "password_file", wrongPW)...), "authentication failed"),
+		tlstest.Refused("no password", srv.url("", full...), "permission denied"),
+		tlstest.Refused("unreadable CA", srv.url("root", "ca", filepath.Join(c.Dir, "nope.pem"), "password_file", pwFile), `"ca"`, "nope.pem"),
+		tlstest.Refused("key of another certificate", srv.url("root", "ca", c.CA, "cert", c.ClientCert, "key", c.OtherKey), `"cert" and "key"`, "does not match"),
+	})
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/leasehold/leasehold/internal/leakcheck"
 	"github.com/leasehold/leasehold/internal/watchtest"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 // T8: a write made by another process reaches a watch (through inotify, not through the
@@ -52,7 +54,7 @@ func TestWatchFileChangedByHand(t *testing.T) {
 // state.
 func TestWatchManyKeys(t *testing.T) {
 	s := mustOpen(t, newPath(t))
-	watchtest.ManyKeys(t, s, 200, 3)
+	storetest.WatchMany(t, s, 200)
 }
 
 // Close ends the store's watches with ErrClosed, and leaves no goroutine behind.
@@ -63,7 +65,7 @@ func TestWatchEndsOnClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		watchtest.EndsOnClose(t, s, 3, s.Close)
+		storetest.WatchClosed(t, s)
 		r := watchtest.Start(t, s, "k")
 		if err := r.Ended(t); !errors.Is(err, ErrClosed) {
 			t.Errorf("watch of a closed store returned %v, want ErrClosed", err)
@@ -101,5 +103,5 @@ func TestWatchGoroutineEndsWithLastWatch(t *testing.T) {
 //
 //	go test -run '^$' -bench WatchLatency ./store/file
 func BenchmarkWatchLatency(b *testing.B) {
-	watchtest.Latency(b, mustOpen(b, newPath(b)))
+	storetest.BenchmarkWatchLatency(b, func(b *testing.B) store.Store { return mustOpen(b, newPath(b)) })
 }

@@ -2,59 +2,31 @@ package mysql
 
 import (
 	"context"
-	"errors"
-	"net"
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/foreigndoc"
+	"github.com/leasehold/leasehold/internal/sqltest"
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
 
 const secret = "s3cr3t-Passw0rd"
 
-// closedPort returns a local address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestUnreachableServer: Open fails with an error naming the address and not the password (T4).
 func TestUnreachableServer(t *testing.T) {
 	t.Parallel()
-	addr := closedPort(t)
-	for _, open := range []struct {
-		name string
-		do   func(raw string) error
-	}{
-		{"Open", func(raw string) error { _, err := Open(t.Context(), raw); return err }},
-		{"store.Open", func(raw string) error { _, err := store.Open(t.Context(), raw); return err }},
-	} {
-		err := open.do("mysql://root:" + secret + "@" + addr + "/test")
-		if err == nil {
-			t.Fatalf("%s with nothing listening at %s succeeded", open.name, addr)
-		}
-		t.Logf("%s: %v", open.name, err)
-		if strings.Contains(err.Error(), secret) {
-			t.Errorf("%s: error reveals the password: %v", open.name, err)
-		}
-		if !strings.Contains(err.Error(), addr) {
-			t.Errorf("%s: error does not name the address %s: %v", open.name, addr, err)
-		}
-	}
+	addr := testenv.ClosedPort(t)
+	sqltest.Unreachable(t, "mysql://root:"+secret+"@"+addr+"/test", addr, secret, openStore)
 }
 
 // TestWrongPassword: the server refuses root with a wrong password; the error says so without
 // the password.
 func TestWrongPassword(t *testing.T) {
 	t.Parallel()
-	u := mustParse(t, serverURL(t))
+	u := testurl.Parse(t, serverURL(t))
 	u.User = nil
 	raw := "mysql://root:" + secret + "@" + u.Host + u.Path
 	_, err := Open(t.Context(), raw)
@@ -88,7 +60,7 @@ func TestBadURL(t *testing.T) {
 // operation but an unconditional Delete changes them.
 func TestRowNotAnObject(t *testing.T) {
 	t.Parallel()
-	table := tableName(t)
+	table := testenv.TableName(t)
 	db := rawDB(t)
 	ctx := t.Context()
 	t.Cleanup(func() { dropTable(t, table) })
@@ -102,31 +74,13 @@ func TestRowNotAnObject(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := Open(ctx, withParams(t, serverURL(t), "table", table))
+	s, err := Open(ctx, testurl.With(t, serverURL(t), "table", table))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	for key, raw := range rows {
-		errs := map[string]error{}
-		_, errs["get"] = s.Get(ctx, key)
-		errs["patch"] = s.Patch(ctx, key, map[string]any{"a": 1}, nil)
-		errs["conditional patch"] = s.Patch(ctx, key, map[string]any{"a": 1}, &store.Condition{Field: "a", Value: 1})
-		errs["conditional delete"] = s.Delete(ctx, key, &store.Condition{Field: "a", Value: 1})
-		errs["create"] = s.Create(ctx, key, map[string]any{"a": 1})
-		for op, err := range errs {
-			if err == nil {
-				t.Errorf("%s of the %s row succeeded", op, key)
-				continue
-			}
-			t.Logf("%s of the %s row: %v", op, key, err)
-			if !strings.Contains(err.Error(), `"`+key+`"`) {
-				t.Errorf("%s of the %s row: error does not name the key: %v", op, key, err)
-			}
-			if op != "create" && (errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConditionFailed)) {
-				t.Errorf("%s of the %s row: %v, want an error saying the row is not a JSON object", op, key, err)
-			}
-		}
+		foreigndoc.Row(t, s, key, 1)
 		var got string
 		if err := db.QueryRowContext(ctx, "SELECT doc FROM `"+table+"` WHERE id = ?", key).Scan(&got); err != nil {
 			t.Fatal(err)

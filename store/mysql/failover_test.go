@@ -1,9 +1,12 @@
 package mysql
 
 import (
+	"context"
 	"testing"
 
 	"github.com/leasehold/leasehold/internal/failovertest"
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -12,13 +15,10 @@ import (
 // another takes over within L + R (E6); healed → it follows; connections reset → still one
 // leader; a clean stop hands over within R (E7). See internal/failovertest.
 func TestFailover(t *testing.T) {
-	raw := withParams(t, serverURL(t), "table", tableName(t))
-	t.Cleanup(func() { dropTable(t, mustParse(t, raw).Query().Get("table")) })
-	failovertest.Run(t, mustParse(t, raw).Host, func(t *testing.T, addr string) store.Store {
-		s, err := Open(t.Context(), withHost(t, raw, addr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	raw := testurl.With(t, serverURL(t), "table", testenv.TableName(t))
+	t.Cleanup(func() { dropTable(t, testurl.Parse(t, raw).Query().Get("table")) })
+	failovertest.RunURL(t, raw, openStore)
 }
+
+// openStore is Open as the shared test helpers take it (failovertest, tlstest).
+func openStore(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) }

@@ -3,6 +3,8 @@ package mysql
 import (
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest/linearize"
 )
@@ -12,8 +14,8 @@ import (
 // store/storetest/linearize.
 func TestLinearizable(t *testing.T) {
 	t.Parallel()
-	table := tableName(t)
-	raw := withParams(t, serverURL(t), "table", table)
+	table := testenv.TableName(t)
+	raw := testurl.With(t, serverURL(t), "table", table)
 	t.Cleanup(func() { dropTable(t, table) })
 	linearize.Run(t, func(t *testing.T) store.Store {
 		s, err := Open(t.Context(), raw)

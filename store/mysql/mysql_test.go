@@ -1,12 +1,13 @@
 package mysql
 
 import (
-	"context"
-	"errors"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/leasehold/leasehold/internal/cuttest"
+	"github.com/leasehold/leasehold/internal/sqltest"
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -25,8 +26,8 @@ func TestConformance(t *testing.T) {
 // TestOpenThroughRegistry: store.Open knows the mysql scheme (T4).
 func TestOpenThroughRegistry(t *testing.T) {
 	t.Parallel()
-	table := tableName(t)
-	st, err := store.Open(t.Context(), withParams(t, serverURL(t), "table", table))
+	table := testenv.TableName(t)
+	st, err := store.Open(t.Context(), testurl.With(t, serverURL(t), "table", table))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,59 +47,17 @@ func TestOpenThroughRegistry(t *testing.T) {
 // TestConcurrentTableCreation: several stores opening a missing table at once all succeed.
 func TestConcurrentTableCreation(t *testing.T) {
 	t.Parallel()
-	table := tableName(t)
-	raw := withParams(t, serverURL(t), "table", table)
+	table := testenv.TableName(t)
+	raw := testurl.With(t, serverURL(t), "table", table)
 	t.Cleanup(func() { dropTable(t, table) })
-	const n = 8
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			s, err := Open(t.Context(), raw)
-			if err == nil {
-				err = s.Create(t.Context(), "k", map[string]any{"i": i})
-				if errors.Is(err, store.ErrExists) {
-					err = nil
-				}
-				s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("store #%d: %v", i, err)
-		}
-	}
+	sqltest.ConcurrentOpen(t, 8, func() (store.Store, error) { return Open(t.Context(), raw) })
 }
 
 // TestFieldNamesNeedingEscapes: conditions and patches on field names that are not identifiers
 // (JSON paths quote them).
 func TestFieldNamesNeedingEscapes(t *testing.T) {
 	t.Parallel()
-	s := openTest(t)
-	ctx := t.Context()
-	for i, field := range []string{"a.b", `q"uote`, `back\slash`, "[0]", "*", "$", "é", "<&>", "nul\x00"} {
-		key := "k" + string(rune('0'+i))
-		if err := s.Create(ctx, key, map[string]any{field: "v", "other": 1}); err != nil {
-			t.Fatalf("field %q: Create: %v", field, err)
-		}
-		cond := &store.Condition{Field: field, Value: "v"}
-		if err := s.Patch(ctx, key, map[string]any{field: "w"}, cond); err != nil {
-			t.Fatalf("field %q: Patch: %v", field, err)
-		}
-		if err := s.Patch(ctx, key, map[string]any{field: "x"}, cond); !errors.Is(err, store.ErrConditionFailed) {
-			t.Fatalf("field %q: second Patch: %v, want ErrConditionFailed", field, err)
-		}
-		doc, err := s.Get(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(doc) != 2 || doc[field] != "w" || doc["other"] != 1.0 {
-			t.Errorf("field %q: got %#v", field, doc)
-		}
-	}
+	sqltest.FieldNames(t, openTest(t), "v", "a.b", `q"uote`, `back\slash`, "[0]", "*", "$", "é", "<&>", "nul\x00")
 }
 
 // commandCounter counts the commands clients send in the MySQL protocol: each starts a packet
@@ -143,10 +102,10 @@ func (c *commandCounter) take() []byte {
 // write and no separate prepare (one statement, one round trip).
 func TestOneStatementPerCall(t *testing.T) {
 	t.Parallel()
-	raw := withParams(t, serverURL(t), "table", tableName(t), "max_open_conns", "1")
+	raw := testurl.With(t, serverURL(t), "table", testenv.TableName(t), "max_open_conns", "1")
 	cc := &commandCounter{}
-	p := newProxy(t, mustParse(t, raw).Host, cc.inspect)
-	s, err := Open(t.Context(), withHost(t, raw, p.Addr()))
+	p := newProxy(t, testurl.Parse(t, raw).Host, cc.inspect)
+	s, err := Open(t.Context(), testurl.Host(t, raw, p.Addr()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,62 +137,14 @@ func TestOneStatementPerCall(t *testing.T) {
 // operation whose context has a deadline returns soon after it, instead of waiting for TCP.
 func TestCutConnection(t *testing.T) {
 	t.Parallel()
-	raw := withParams(t, serverURL(t), "table", tableName(t), "timeout", "2s")
-	p := newProxy(t, mustParse(t, raw).Host)
-	s, err := Open(t.Context(), withHost(t, raw, p.Addr()))
+	raw := testurl.With(t, serverURL(t), "table", testenv.TableName(t), "timeout", "2s")
+	p := newProxy(t, testurl.Parse(t, raw).Host)
+	s, err := Open(t.Context(), testurl.Host(t, raw, p.Addr()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close(); dropTable(t, s.Table()) })
-	if err := s.Create(t.Context(), "k", map[string]any{"rev": 1}); err != nil {
-		t.Fatal(err)
-	}
-	p.Cut()
-	for _, op := range []struct {
-		name string
-		do   func(ctx context.Context) error
-	}{
-		{"conditional Patch", func(ctx context.Context) error {
-			return s.Patch(ctx, "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1})
-		}},
-		{"Get", func(ctx context.Context) error { _, err := s.Get(ctx, "k"); return err }},
-	} {
-		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-		start := time.Now()
-		err := op.do(ctx)
-		elapsed := time.Since(start)
-		cancel()
-		if err == nil {
-			t.Fatalf("%s through a cut connection succeeded", op.name)
-		}
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("%s: error %v, want one wrapping context.DeadlineExceeded", op.name, err)
-		}
-		// Generous for -race on a loaded machine: without the deadline it would hang for minutes.
-		if elapsed > 5*time.Second {
-			t.Errorf("%s returned after %v, want soon after its 300ms deadline", op.name, elapsed)
-		}
-	}
-	// Once the network heals, the same store works again: the pool replaces the connections
-	// the cut broke.
-	p.Heal()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := s.Patch(ctx, "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1}); err != nil {
-		t.Fatalf("conditional Patch after the network healed: %v", err)
-	}
-	// Cut again, so that Close meets a connection interrupted by its context.
-	p.Cut()
-	cutCtx, cancelCut := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	defer cancelCut()
-	if _, err := s.Get(cutCtx, "k"); err == nil {
-		t.Fatal("Get through the cut connection succeeded")
-	}
-	start := time.Now()
-	s.Close()
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
-		t.Errorf("Close after the cut took %v", elapsed)
-	}
+	cuttest.Run(t, s, p)
 	var doc string
 	if err := rawDB(t).QueryRowContext(t.Context(), "SELECT doc FROM `"+s.Table()+"` WHERE id = 'k'").Scan(&doc); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package mysql
 import (
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/servicetest"
 )
 
@@ -15,7 +16,7 @@ func TestServiceType(t *testing.T) {
 	servicetest.Run(t, servicetest.Case[*Store]{
 		Type: ServiceType,
 		Setup: func(t *testing.T) (map[string]any, func(*testing.T, *Store, string)) {
-			table := tableName(t)
+			table := testenv.TableName(t)
 			return map[string]any{"url": serverURL(t), "table": table}, func(t *testing.T, st *Store, _ string) {
 				t.Cleanup(func() { st.Close(); dropTable(t, st.Table()) })
 				if got := st.Table(); got != table {

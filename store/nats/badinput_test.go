@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/leasehold/leasehold/internal/foreigndoc"
+	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -24,23 +26,7 @@ func TestNotJSON(t *testing.T) {
 		if _, err := s.Bucket().Put(t.Context(), EncodeKey(key), []byte(raw)); err != nil {
 			t.Fatal(err)
 		}
-		cond := &store.Condition{Field: "a", Value: 1}
-		for op, err := range map[string]error{
-			"get":                func() error { _, err := s.Get(t.Context(), key); return err }(),
-			"patch":              s.Patch(t.Context(), key, map[string]any{"a": 2}, nil),
-			"conditional patch":  s.Patch(t.Context(), key, map[string]any{"a": 2}, cond),
-			"delete":             s.Delete(t.Context(), key, nil),
-			"conditional delete": s.Delete(t.Context(), key, cond),
-			"create":             s.Create(t.Context(), key, map[string]any{"a": 2}),
-		} {
-			want := ErrNotJSON
-			if op == "create" {
-				want = store.ErrExists
-			}
-			if !errors.Is(err, want) || !strings.Contains(err.Error(), key) {
-				t.Errorf("%s of %q holding %q: %v, want %v naming the key", op, key, raw, err, want)
-			}
-		}
+		foreigndoc.Value(t, s, key, raw, ErrNotJSON)
 		e, err := s.Bucket().Get(t.Context(), EncodeKey(key))
 		if err != nil || string(e.Value()) != raw {
 			t.Errorf("%q holding %q changed: %v", key, raw, err)
@@ -66,7 +52,7 @@ func TestNoJetStream(t *testing.T) {
 // password or token (T4).
 func TestUnreachable(t *testing.T) {
 	t.Parallel()
-	addr := closedPort(t)
+	addr := testenv.ClosedPort(t)
 	start := time.Now()
 	_, err := store.Open(t.Context(), "nats://user:hunter2secret@"+addr)
 	if err == nil {

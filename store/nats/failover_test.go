@@ -2,9 +2,7 @@ package nats
 
 import (
 	"context"
-	"net/url"
 	"testing"
-	"time"
 
 	"github.com/leasehold/leasehold/internal/failovertest"
 	"github.com/leasehold/leasehold/store"
@@ -16,29 +14,9 @@ import (
 // leader; a clean stop hands over within R (E7). See internal/failovertest.
 func TestFailover(t *testing.T) {
 	raw, bucket := serverURL(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := Open(t.Context(), raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := direct.JetStream().DeleteKeyValue(ctx, bucket); err != nil {
-			t.Errorf("deleting bucket %s: %v", bucket, err)
-		}
-		direct.Close()
-	})
-	failovertest.Run(t, u.Host, func(t *testing.T, addr string) store.Store {
-		v := *u
-		v.Host = addr
-		s, err := Open(t.Context(), v.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	openCleaned(t, raw, bucket)
+	failovertest.RunURL(t, raw, openStore)
 }
+
+// openStore is Open as the shared test helpers take it (failovertest, tlstest).
+func openStore(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"net"
 	"net/url"
 	"testing"
 	"time"
@@ -36,6 +35,13 @@ func serverURL(t testing.TB) (string, string) {
 func openTest(t testing.TB) *Store {
 	t.Helper()
 	raw, bucket := serverURL(t)
+	return openCleaned(t, raw, bucket)
+}
+
+// openCleaned opens the store of raw, whose bucket is bucket, and when the test ends deletes it and
+// closes the store: the one cleanup of openTest, TestFailover and TestLinearizable.
+func openCleaned(t testing.TB, raw, bucket string) *Store {
+	t.Helper()
 	s, err := Open(t.Context(), raw)
 	if err != nil {
 		t.Fatal(err)
@@ -75,16 +81,4 @@ func startServer(t *testing.T, opts *server.Options) *server.Server {
 		t.Fatal("the embedded NATS server did not start")
 	}
 	return s
-}
-
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }

@@ -1,9 +1,7 @@
 package nats
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest/linearize"
@@ -15,24 +13,13 @@ import (
 func TestLinearizable(t *testing.T) {
 	t.Parallel()
 	raw, bucket := serverURL(t)
-	opened := 0
+	openCleaned(t, raw, bucket) // for the cleanup, when the test ends
 	linearize.Run(t, func(t *testing.T) store.Store {
 		s, err := Open(t.Context(), raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if opened++; opened > 1 {
-			t.Cleanup(func() { s.Close() })
-			return s
-		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := s.JetStream().DeleteKeyValue(ctx, bucket); err != nil {
-				t.Errorf("deleting bucket %s: %v", bucket, err)
-			}
-			s.Close()
-		})
+		t.Cleanup(func() { s.Close() })
 		return s
 	})
 }

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/cuttest"
 	"github.com/leasehold/leasehold/servicetest"
-	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/storetest"
 )
 
 // TestServiceType: Webda/NatsStore is registered, decodes its parameters strictly (A2), opens the
@@ -50,19 +49,7 @@ func TestServiceType(t *testing.T) {
 func TestCutConnection(t *testing.T) {
 	t.Parallel()
 	raw, _ := serverURL(t)
-	u, _ := url.Parse(raw)
-	storetest.CutConnection(t, u.Host, func(t *testing.T, addr string) store.Store {
-		c := *u
-		c.Host = addr
-		q := c.Query()
-		q.Set("ping_interval", "1m")
-		c.RawQuery = q.Encode()
-		s, err := Open(t.Context(), c.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	cuttest.URL(t, raw, openStore, "ping_interval", "1m")
 }
 
 // deleteBucket deletes the bucket of the store at raw, through a connection of its own (the

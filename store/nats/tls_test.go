@@ -1,10 +1,7 @@
 package nats
 
 import (
-	"bufio"
-	"context"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,11 +14,9 @@ import (
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
-	"github.com/leasehold/leasehold/internal/failovertest"
 	"github.com/leasehold/leasehold/internal/testcerts"
 	"github.com/leasehold/leasehold/internal/testenv"
-	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/storetest"
+	"github.com/leasehold/leasehold/internal/tlstest"
 )
 
 const natsServerBin = "/usr/sbin/nats-server"
@@ -33,6 +28,7 @@ type tlsNATS struct {
 	addr     string
 	certs    *testcerts.Set
 	nkeyFile string // the nkey user's private key file
+	nkeySeed string // what it holds: a secret
 }
 
 const natsAppPassword = "nats-app-pw-93f2"
@@ -71,7 +67,7 @@ authorization {
   ]
 }
 `, filepath.Join(dir, "js"), certs.ServerCert, certs.ServerKey, certs.CA, pub, natsAppPassword)
-	return &tlsNATS{addr: runNATSServer(t, bin, dir, conf), certs: certs, nkeyFile: nkeyFile}
+	return &tlsNATS{addr: runNATSServer(t, bin, dir, conf), certs: certs, nkeyFile: nkeyFile, nkeySeed: string(priv)}
 }
 
 // runNATSServer starts bin with the configuration conf, written in dir, stopped when the test
@@ -93,31 +89,15 @@ func runNATSServer(t *testing.T, bin, dir, conf string) string {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	// Wait for the line naming the client port, then for "Server is ready".
 	listening := regexp.MustCompile(`Listening for client connections on (127\.0\.0\.1:\d+)`)
-	addr, ready := "", make(chan error, 1)
-	var logs strings.Builder
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			logs.WriteString(line + "\n")
-			if m := listening.FindStringSubmatch(line); m != nil {
-				addr = m[1]
-			}
-			if strings.Contains(line, "Server is ready") {
-				ready <- nil
-				io.Copy(io.Discard, stderr)
-				return
-			}
+	addr := ""
+	log, err := tlstest.AwaitReady(stderr, "nats-server", 30*time.Second, func(line string) bool {
+		if m := listening.FindStringSubmatch(line); m != nil {
+			addr = m[1]
 		}
-		ready <- fmt.Errorf("nats-server exited before it was ready: %v", sc.Err())
-	}()
-	select {
-	case err := <-ready:
-		if err != nil {
-			t.Fatalf("%v\n%s", err, logs.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("nats-server not ready after 30s")
+		return strings.Contains(line, "Server is ready")
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log)
 	}
 	if addr == "" {
 		t.Fatal("nats-server did not say its client port")
@@ -126,19 +106,7 @@ func runNATSServer(t *testing.T, bin, dir, conf string) string {
 }
 
 func (s *tlsNATS) url(user string, kv ...string) string {
-	u := url.URL{Scheme: "nats", Host: s.addr}
-	if user != "" {
-		u.User = url.User(user)
-		if name, pw, ok := strings.Cut(user, ":"); ok {
-			u.User = url.UserPassword(name, pw)
-		}
-	}
-	q := url.Values{"storage": {"memory"}, "dial_timeout": {"10s"}}
-	for i := 0; i+1 < len(kv); i += 2 {
-		q.Set(kv[i], kv[i+1])
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
+	return tlstest.URL(url.URL{Scheme: "nats", Host: s.addr}, user, url.Values{"storage": {"memory"}, "dial_timeout": {"10s"}}, kv...)
 }
 
 // TestTLS runs, on one nats-server requiring TLS with client certificates and nkey or password
@@ -146,9 +114,9 @@ func (s *tlsNATS) url(user string, kv ...string) string {
 // suite and the failover test over TLS.
 func TestTLS(t *testing.T) {
 	srv := startTLSNATS(t)
-	t.Run("Open", func(t *testing.T) { testTLSOpen(t, srv) })
-	t.Run("Conformance", func(t *testing.T) { testTLSConformance(t, srv) })
-	t.Run("Failover", func(t *testing.T) { testTLSFailover(t, srv) })
+	tlstest.Run(t, openStore, func(t *testing.T) { testTLSOpen(t, srv) }, func(t *testing.T, name string) string {
+		return srv.suiteURL(t, "tls_"+name).String()
+	})
 }
 
 // suiteURL returns the URL of the stores of the conformance suite and the failover test, on
@@ -163,23 +131,6 @@ func (s *tlsNATS) suiteURL(t *testing.T, bucket string) *url.URL {
 	return u
 }
 
-// testTLSConformance runs the conformance suite on a store connected over TLS.
-func testTLSConformance(t *testing.T, srv *tlsNATS) {
-	s, err := Open(t.Context(), srv.suiteURL(t, "tls_conformance").String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	storetest.Run(t, func(*testing.T) store.Store { return s })
-}
-
-// testTLSFailover runs the failover test with every elector's store connected over TLS: the
-// test's proxies forward the TLS connections as they are, and the server's certificate holds
-// 127.0.0.1, their address.
-func testTLSFailover(t *testing.T, srv *tlsNATS) {
-	failovertest.RunURL(t, srv.suiteURL(t, "tls_failover").String(), func(ctx context.Context, u string) (store.Store, error) { return Open(ctx, u) })
-}
-
 // testTLSOpen opens stores over TLS with the right parameters and does a round trip with each,
 // and checks that Open fails without them, quoting no secret.
 func testTLSOpen(t *testing.T, srv *tlsNATS) {
@@ -188,62 +139,29 @@ func testTLSOpen(t *testing.T, srv *tlsNATS) {
 	wrongPW := c.Write(t, "wrong-password", []byte("not-the-nats-pw-5120\n"))
 	tlsParams := []string{"ca", c.CA, "cert", c.ClientCert, "key", c.ClientKey}
 
-	for i, raw := range []string{
+	tlstest.RoundTrips(t, openStore,
 		srv.url("", append(tlsParams, "nkey", srv.nkeyFile, "bucket", "tls_nkey")...),
 		srv.url("app", append(tlsParams, "password_file", pwFile, "bucket", "tls_pwfile")...),
 		srv.url("app:"+natsAppPassword, append(tlsParams, "bucket", "tls_pw")...),
 		srv.url("", append(tlsParams, "nkey", srv.nkeyFile, "bucket", "tls_name", "servername", "localhost")...),
-	} {
-		s, err := Open(t.Context(), raw)
-		if err != nil {
-			t.Fatalf("%d: Open: %v", i, err)
-		}
-		if err := s.Create(t.Context(), "k", map[string]any{"v": float64(i)}); err != nil {
-			t.Fatal(err)
-		}
-		if doc, err := s.Get(t.Context(), "k"); err != nil || doc["v"] != float64(i) {
-			t.Fatalf("Get = %v, %v", doc, err)
-		}
-		s.Close()
-	}
+	)
 
-	for _, bad := range []struct {
-		name  string
-		raw   string
-		wants []string
-	}{
-		{"no client certificate", srv.url("", "ca", c.CA, "nkey", srv.nkeyFile), []string{`"cert" and "key"`}},
-		{"client certificate of another authority", srv.url("", "ca", c.CA, "cert", c.OtherCert, "key", c.OtherKey, "nkey", srv.nkeyFile), []string{`"cert" and "key"`}},
-		{"server of another authority", srv.url("", "ca", c.OtherCA, "cert", c.ClientCert, "key", c.ClientKey, "nkey", srv.nkeyFile), []string{"unknown authority", `URL parameter "ca"`}},
-		{"wrong server name", srv.url("", append(tlsParams, "nkey", srv.nkeyFile, "servername", "nats.example")...), []string{"nats.example", `"servername"`}},
-		{"no TLS parameters", srv.url("", "nkey", srv.nkeyFile), []string{"certificate"}},
-		{"wrong password", srv.url("app", append(tlsParams, "password_file", wrongPW)...), []string{"Authorization Violation"}},
-		{"no credentials", srv.url("", tlsParams...), []string{"Authorization Violation"}},
-		{"password twice", srv.url("app:x", append(tlsParams, "password_file", pwFile)...), []string{`"password_file"`}},
-		{"nkey and password", srv.url("app", append(tlsParams, "password_file", pwFile, "nkey", srv.nkeyFile)...), []string{"credentials given twice"}},
-		{"nkey file missing", srv.url("", append(tlsParams, "nkey", filepath.Join(c.Dir, "none.nk"))...), []string{`"nkey"`, "none.nk", "no such file"}},
-		{"nkey file of another kind", srv.url("", append(tlsParams, "nkey", c.ClientKey)...), []string{`"nkey"`, c.ClientKey}},
-		{"creds file missing", srv.url("", append(tlsParams, "creds", filepath.Join(c.Dir, "none.creds"))...), []string{`"creds"`, "none.creds"}},
-		{"creds file of another kind", srv.url("", append(tlsParams, "creds", c.CA)...), []string{`"creds"`, c.CA, "not a NATS credentials file"}},
-		{"password file missing", srv.url("app", append(tlsParams, "password_file", filepath.Join(c.Dir, "none"))...), []string{`"password_file"`, "none"}},
-	} {
-		t.Run(bad.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
-			s, err := Open(ctx, bad.raw)
-			if err == nil {
-				s.Close()
-				t.Fatal("Open succeeded")
-			}
-			msg := err.Error()
-			for _, w := range bad.wants {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error %q does not say %q", msg, w)
-				}
-			}
-			assertNoSecret(t, msg, c, srv.nkeyFile, natsAppPassword, "not-the-nats-pw-5120")
-		})
-	}
+	tlstest.Refusals(t, openStore, c, []string{srv.nkeySeed, natsAppPassword, "not-the-nats-pw-5120"}, []tlstest.Refusal{
+		tlstest.Refused("no client certificate", srv.url("", "ca", c.CA, "nkey", srv.nkeyFile), `"cert" and "key"`),
+		tlstest.Refused("client certificate of another authority", srv.url("", "ca", c.CA, "cert", c.OtherCert, "key", c.OtherKey, "nkey", srv.nkeyFile), `"cert" and "key"`),
+		tlstest.Refused("server of another authority", srv.url("", "ca", c.OtherCA, "cert", c.ClientCert, "key", c.ClientKey, "nkey", srv.nkeyFile), "unknown authority", `URL parameter "ca"`),
+		tlstest.Refused("wrong server name", srv.url("", append(tlsParams, "nkey", srv.nkeyFile, "servername", "nats.example")...), "nats.example", `"servername"`),
+		tlstest.Refused("no TLS parameters", srv.url("", "nkey", srv.nkeyFile), "certificate"),
+		tlstest.Refused("wrong password", srv.url("app", append(tlsParams, "password_file", wrongPW)...), "Authorization Violation"),
+		tlstest.Refused("no credentials", srv.url("", tlsParams...), "Authorization Violation"),
+		tlstest.Refused("password twice", srv.url("app:x", append(tlsParams, "password_file", pwFile)...), `"password_file"`),
+		tlstest.Refused("nkey and password", srv.url("app", append(tlsParams, "password_file", pwFile, "nkey", srv.nkeyFile)...), "credentials given twice"),
+		tlstest.Refused("nkey file missing", srv.url("", append(tlsParams, "nkey", filepath.Join(c.Dir, "none.nk"))...), `"nkey"`, "none.nk", "no such file"),
+		tlstest.Refused("nkey file of another kind", srv.url("", append(tlsParams, "nkey", c.ClientKey)...), `"nkey"`, c.ClientKey),
+		tlstest.Refused("creds file missing", srv.url("", append(tlsParams, "creds", filepath.Join(c.Dir, "none.creds"))...), `"creds"`, "none.creds"),
+		tlstest.Refused("creds file of another kind", srv.url("", append(tlsParams, "creds", c.CA)...), `"creds"`, c.CA, "not a NATS credentials file"),
+		tlstest.Refused("password file missing", srv.url("app", append(tlsParams, "password_file", filepath.Join(c.Dir, "none"))...), `"password_file"`, "none"),
+	})
 }
 
 // credsNATS is a nats-server process in operator mode, requiring TLS with a client certificate
@@ -356,68 +274,12 @@ func TestTLSCreds(t *testing.T) {
 	tlsParams := []string{"ca", c.CA, "cert", c.ClientCert, "key", c.ClientKey}
 	natsURL := (&tlsNATS{addr: srv.addr}).url
 
-	s, err := Open(t.Context(), natsURL("", append(tlsParams, "creds", srv.creds, "bucket", "tls_creds")...))
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	if err := s.Create(t.Context(), "k", map[string]any{"v": "creds"}); err != nil {
-		t.Fatal(err)
-	}
-	if doc, err := s.Get(t.Context(), "k"); err != nil || doc["v"] != "creds" {
-		t.Fatalf("Get = %v, %v", doc, err)
-	}
-	s.Close()
+	tlstest.RoundTrips(t, openStore, natsURL("", append(tlsParams, "creds", srv.creds, "bucket", "tls_creds")...))
 
-	for _, bad := range []struct {
-		name  string
-		raw   string
-		wants []string
-	}{
-		{"account unknown to the server", natsURL("", append(tlsParams, "creds", srv.unknownCreds)...), []string{"Authorization Violation"}},
-		{"no credentials", natsURL("", tlsParams...), []string{"Authorization Violation"}},
-		{"password instead", natsURL("app:"+natsAppPassword, tlsParams...), []string{"Authorization Violation"}},
-		{"creds without TLS", natsURL("", "creds", srv.creds), []string{"unknown authority"}},
-	} {
-		t.Run(bad.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
-			s, err := Open(ctx, bad.raw)
-			if err == nil {
-				s.Close()
-				t.Fatal("Open succeeded")
-			}
-			msg := err.Error()
-			for _, w := range bad.wants {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error %q does not say %q", msg, w)
-				}
-			}
-			assertNoSecret(t, msg, c, "", append(srv.userKeys, natsAppPassword, "PRIVATE KEY", "USER NKEY")...)
-		})
-	}
-}
-
-// assertNoSecret fails when out holds one of the secrets, a line of a private key, or the
-// private nkey of nkeyFile (when not "").
-func assertNoSecret(t *testing.T, out string, c *testcerts.Set, nkeyFile string, secrets ...string) {
-	t.Helper()
-	if nkeyFile != "" {
-		nk, err := os.ReadFile(nkeyFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		secrets = append(secrets, strings.TrimSpace(string(nk)))
-	}
-	for _, s := range secrets {
-		if strings.Contains(out, s) {
-			t.Errorf("output quotes the secret %q: %s", s, out)
-		}
-	}
-	for _, f := range []string{c.ClientKey, c.OtherKey, c.ServerKey} {
-		for _, line := range testcerts.KeyMaterial(t, f) {
-			if strings.Contains(out, line) {
-				t.Errorf("output quotes the key %s: %s", f, out)
-			}
-		}
-	}
+	tlstest.Refusals(t, openStore, c, append(srv.userKeys, natsAppPassword, "PRIVATE KEY", "USER NKEY"), []tlstest.Refusal{
+		tlstest.Refused("account unknown to the server", natsURL("", append(tlsParams, "creds", srv.unknownCreds)...), "Authorization Violation"),
+		tlstest.Refused("no credentials", natsURL("", tlsParams...), "Authorization Violation"),
+		tlstest.Refused("password instead", natsURL("app:"+natsAppPassword, tlsParams...), "Authorization Violation"),
+		tlstest.Refused("creds without TLS", natsURL("", "creds", srv.creds), "unknown authority"),
+	})
 }

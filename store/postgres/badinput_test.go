@@ -2,53 +2,24 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"net"
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/foreigndoc"
+	"github.com/leasehold/leasehold/internal/sqltest"
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
 
 const secret = "s3cr3t-Passw0rd"
 
-// closedPort returns a local address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
-
 // TestUnreachableServer: Open fails with an error naming the address and not the password (T4).
 func TestUnreachableServer(t *testing.T) {
 	t.Parallel()
-	addr := closedPort(t)
-	for _, open := range []struct {
-		name string
-		do   func(raw string) error
-	}{
-		{"Open", func(raw string) error { _, err := Open(t.Context(), raw); return err }},
-		{"store.Open", func(raw string) error { _, err := store.Open(t.Context(), raw); return err }},
-	} {
-		err := open.do("postgres://leasehold:" + secret + "@" + addr + "/test?sslmode=disable")
-		if err == nil {
-			t.Fatalf("%s with nothing listening at %s succeeded", open.name, addr)
-		}
-		msg := err.Error()
-		t.Logf("%s: %v", open.name, err)
-		if strings.Contains(msg, secret) {
-			t.Errorf("%s: error reveals the password: %s", open.name, msg)
-		}
-		if !strings.Contains(msg, addr) {
-			t.Errorf("%s: error does not name the address %s: %s", open.name, addr, msg)
-		}
-	}
+	addr := testenv.ClosedPort(t)
+	sqltest.Unreachable(t, "postgres://leasehold:"+secret+"@"+addr+"/test?sslmode=disable", addr, secret, openStore)
 }
 
 // TestWrongCredentials: a user the server does not know (the test server trusts every password
@@ -56,7 +27,7 @@ func TestUnreachableServer(t *testing.T) {
 // names the user and not the password.
 func TestWrongCredentials(t *testing.T) {
 	t.Parallel()
-	u := mustParse(t, serverURL(t))
+	u := testurl.Parse(t, serverURL(t))
 	raw := "postgres://no_such_user_lh:" + secret + "@" + u.Host + u.Path + "?sslmode=disable"
 	_, err := Open(t.Context(), raw)
 	if err == nil {
@@ -103,25 +74,7 @@ func TestRowNotAnObject(t *testing.T) {
 		}
 	}
 	for key, raw := range rows {
-		errs := map[string]error{}
-		_, errs["get"] = s.Get(ctx, key)
-		errs["patch"] = s.Patch(ctx, key, map[string]any{"a": 1}, nil)
-		errs["conditional patch"] = s.Patch(ctx, key, map[string]any{"a": 1}, &store.Condition{Field: "a", Value: nil})
-		errs["conditional delete"] = s.Delete(ctx, key, &store.Condition{Field: "a", Value: nil})
-		errs["create"] = s.Create(ctx, key, map[string]any{"a": 1})
-		for op, err := range errs {
-			if err == nil {
-				t.Errorf("%s of the %s row succeeded", op, key)
-				continue
-			}
-			t.Logf("%s of the %s row: %v", op, key, err)
-			if !strings.Contains(err.Error(), `"`+key+`"`) {
-				t.Errorf("%s of the %s row: error does not name the key: %v", op, key, err)
-			}
-			if op != "create" && (errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConditionFailed)) {
-				t.Errorf("%s of the %s row: %v, want an error saying the row is not a JSON object", op, key, err)
-			}
-		}
+		foreigndoc.Row(t, s, key, nil)
 		var got string
 		if err := s.rawPool().QueryRow(ctx, `SELECT doc::text FROM `+s.Table()+` WHERE id = $1`, key).Scan(&got); err != nil {
 			t.Fatal(err)

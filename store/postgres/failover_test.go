@@ -1,9 +1,12 @@
 package postgres
 
 import (
+	"context"
 	"testing"
 
 	"github.com/leasehold/leasehold/internal/failovertest"
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -12,17 +15,14 @@ import (
 // another takes over within L + R (E6); healed → it follows; connections reset → still one
 // leader; a clean stop hands over within R (E7). See internal/failovertest.
 func TestFailover(t *testing.T) {
-	raw := withParams(t, serverURL(t), "table", tableName(t))
+	raw := testurl.With(t, serverURL(t), "table", testenv.TableName(t))
 	direct, err := Open(t.Context(), raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dropTable(t, direct) })
-	failovertest.Run(t, mustParse(t, raw).Host, func(t *testing.T, addr string) store.Store {
-		s, err := Open(t.Context(), withHost(t, raw, addr))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	failovertest.RunURL(t, raw, openStore)
 }
+
+// openStore is Open as the shared test helpers take it (failovertest, tlstest).
+func openStore(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) }

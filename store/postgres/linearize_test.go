@@ -3,6 +3,8 @@ package postgres
 import (
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest/linearize"
 )
@@ -12,7 +14,7 @@ import (
 // store/storetest/linearize.
 func TestLinearizable(t *testing.T) {
 	t.Parallel()
-	raw := withParams(t, serverURL(t), "table", tableName(t))
+	raw := testurl.With(t, serverURL(t), "table", testenv.TableName(t))
 	opened := 0
 	linearize.Run(t, func(t *testing.T) store.Store {
 		s, err := Open(t.Context(), raw)

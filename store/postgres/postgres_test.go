@@ -2,15 +2,17 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/leasehold/leasehold/internal/cuttest"
+	"github.com/leasehold/leasehold/internal/sqltest"
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -27,8 +29,8 @@ func TestConformance(t *testing.T) {
 func TestOpenThroughRegistry(t *testing.T) {
 	t.Parallel()
 	for _, scheme := range []string{"postgres", "postgresql"} {
-		table := tableName(t)
-		raw := withParams(t, serverURL(t), "table", table)
+		table := testenv.TableName(t)
+		raw := testurl.With(t, serverURL(t), "table", table)
 		raw = scheme + strings.TrimPrefix(raw, raw[:strings.Index(raw, ":")])
 		st, err := store.Open(t.Context(), raw)
 		if err != nil {
@@ -52,7 +54,7 @@ func TestOpenThroughRegistry(t *testing.T) {
 // (PostgreSQL's CREATE TABLE IF NOT EXISTS races on its catalog).
 func TestConcurrentTableCreation(t *testing.T) {
 	t.Parallel()
-	raw := withParams(t, serverURL(t), "table", tableName(t))
+	raw := testurl.With(t, serverURL(t), "table", testenv.TableName(t))
 	const n = 8
 	stores := make([]*Store, n)
 	errs := make([]error, n)
@@ -78,28 +80,7 @@ func TestConcurrentTableCreation(t *testing.T) {
 // including the characters the jsonb escape uses.
 func TestFieldNamesNeedingEscapes(t *testing.T) {
 	t.Parallel()
-	s := openTest(t)
-	ctx := t.Context()
-	for i, field := range []string{"a.b", `q"uote`, "nul\x00", "esc\uE000", "esc\uE0000", "é"} {
-		key := "k" + string(rune('0'+i))
-		if err := s.Create(ctx, key, map[string]any{field: "v\x00\uE000", "other": 1}); err != nil {
-			t.Fatalf("field %q: Create: %v", field, err)
-		}
-		cond := &store.Condition{Field: field, Value: "v\x00\uE000"}
-		if err := s.Patch(ctx, key, map[string]any{field: "w"}, cond); err != nil {
-			t.Fatalf("field %q: Patch: %v", field, err)
-		}
-		if err := s.Patch(ctx, key, map[string]any{field: "x"}, cond); !errors.Is(err, store.ErrConditionFailed) {
-			t.Fatalf("field %q: second Patch: %v, want ErrConditionFailed", field, err)
-		}
-		doc, err := s.Get(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(doc) != 2 || doc[field] != "w" || doc["other"] != 1.0 {
-			t.Errorf("field %q: got %#v", field, doc)
-		}
-	}
+	sqltest.FieldNames(t, openTest(t), "v\x00\uE000", "a.b", `q"uote`, "nul\x00", "esc\uE000", "esc\uE0000", "é")
 }
 
 // countingTracer counts the statements a connection sends.
@@ -129,7 +110,7 @@ func (c *countingTracer) take() []string {
 // statement, with no read before the write (no read-modify-write in the client).
 func TestOneStatementPerCall(t *testing.T) {
 	t.Parallel()
-	cfg, table, err := parseURL(mustParse(t, withParams(t, serverURL(t), "table", tableName(t))))
+	cfg, table, err := parseURL(testurl.Parse(t, testurl.With(t, serverURL(t), "table", testenv.TableName(t))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +148,10 @@ func TestOneStatementPerCall(t *testing.T) {
 // operation whose context has a deadline returns soon after it, instead of waiting for TCP.
 func TestCutConnection(t *testing.T) {
 	t.Parallel()
-	raw := withParams(t, serverURL(t), "table", tableName(t), "connect_timeout", "2")
-	u := mustParse(t, raw)
+	raw := testurl.With(t, serverURL(t), "table", testenv.TableName(t), "connect_timeout", "2")
+	u := testurl.Parse(t, raw)
 	p := newProxy(t, u.Host)
-	s, err := Open(t.Context(), withHost(t, raw, p.Addr()))
+	s, err := Open(t.Context(), testurl.Host(t, raw, p.Addr()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,57 +161,7 @@ func TestCutConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dropTable(t, direct) })
-	if err := s.Create(t.Context(), "k", map[string]any{"rev": 1}); err != nil {
-		t.Fatal(err)
-	}
-	p.Cut()
-	for _, op := range []struct {
-		name string
-		do   func(ctx context.Context) error
-	}{
-		{"conditional Patch", func(ctx context.Context) error {
-			return s.Patch(ctx, "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1})
-		}},
-		{"Get", func(ctx context.Context) error { _, err := s.Get(ctx, "k"); return err }},
-	} {
-		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-		start := time.Now()
-		err := op.do(ctx)
-		elapsed := time.Since(start)
-		cancel()
-		if err == nil {
-			t.Fatalf("%s through a cut connection succeeded", op.name)
-		}
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("%s: error %v, want one wrapping context.DeadlineExceeded", op.name, err)
-		}
-		// Generous for -race on a loaded machine: without the deadline it would hang for minutes.
-		if elapsed > 5*time.Second {
-			t.Errorf("%s returned after %v, want soon after its 300ms deadline", op.name, elapsed)
-		}
-	}
-	// Once the network heals, the same store works again: the pool replaces the connections
-	// the cut broke.
-	p.Heal()
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	if err := s.Patch(ctx, "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1}); err != nil {
-		t.Fatalf("conditional Patch after the network healed: %v", err)
-	}
-	// Cut again, so that Close meets a connection interrupted by its context.
-	p.Cut()
-	cutCtx, cancelCut := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	defer cancelCut()
-	if _, err := s.Get(cutCtx, "k"); err == nil {
-		t.Fatal("Get through the cut connection succeeded")
-	}
-	// pgx lingers 15s on a connection whose operation was interrupted (a cancel request, then a
-	// drain); Close must not.
-	start := time.Now()
-	s.Close()
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
-		t.Errorf("Close after the cut took %v", elapsed)
-	}
+	cuttest.Run(t, s, p)
 	doc, err := direct.Get(t.Context(), "k")
 	if err != nil {
 		t.Fatal(err)

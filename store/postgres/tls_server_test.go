@@ -4,7 +4,6 @@ package postgres
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -18,11 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/failovertest"
 	"github.com/leasehold/leasehold/internal/testcerts"
 	"github.com/leasehold/leasehold/internal/testenv"
-	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/storetest"
+	"github.com/leasehold/leasehold/internal/tlstest"
 )
 
 const (
@@ -206,18 +203,7 @@ func stopPostgres(t *testing.T, cmd *exec.Cmd, logDone <-chan struct{}) {
 // url returns the URL of the server's database db as user (user:password for one in the URL),
 // with the parameters kv.
 func (s *tlsPostgres) url(user, db string, kv ...string) string {
-	u := url.URL{Scheme: "postgres", Host: s.addr, Path: "/" + db}
-	if name, pw, ok := strings.Cut(user, ":"); ok {
-		u.User = url.UserPassword(name, pw)
-	} else {
-		u.User = url.User(user)
-	}
-	q := url.Values{"connect_timeout": {"10"}}
-	for i := 0; i+1 < len(kv); i += 2 {
-		q.Set(kv[i], kv[i+1])
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
+	return tlstest.URL(url.URL{Scheme: "postgres", Host: s.addr, Path: "/" + db}, user, url.Values{"connect_timeout": {"10"}}, kv...)
 }
 
 // TestTLSServer runs, on one PostgreSQL accepting TLS connections only, with a user logging in
@@ -225,9 +211,9 @@ func (s *tlsPostgres) url(user, db string, kv ...string) string {
 // testTLSOpen, then the conformance suite and the failover test over TLS.
 func TestTLSServer(t *testing.T) {
 	srv := startTLSPostgres(t)
-	t.Run("Open", func(t *testing.T) { testTLSOpen(t, srv) })
-	t.Run("Conformance", func(t *testing.T) { testTLSConformance(t, srv) })
-	t.Run("Failover", func(t *testing.T) { testTLSFailover(t, srv) })
+	tlstest.Run(t, openStore, func(t *testing.T) { testTLSOpen(t, srv) }, func(_ *testing.T, name string) string {
+		return srv.suiteURL("tls_" + name)
+	})
 }
 
 // suiteURL returns the URL of the stores of the conformance suite and the failover test, on
@@ -236,23 +222,6 @@ func (s *tlsPostgres) suiteURL(table string) string {
 	c := s.certs
 	return s.url(pgCertUser, "client", "sslmode", "verify-full", "sslrootcert", c.CA,
 		"sslcert", c.ClientCert, "sslkey", c.ClientKey, "table", table)
-}
-
-// testTLSConformance runs the conformance suite on a store connected over TLS.
-func testTLSConformance(t *testing.T, srv *tlsPostgres) {
-	s, err := Open(t.Context(), srv.suiteURL("tls_conformance"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	storetest.Run(t, func(*testing.T) store.Store { return s })
-}
-
-// testTLSFailover runs the failover test with every elector's store connected over TLS: the
-// test's proxies forward the TLS connections as they are, and the server's certificate holds
-// 127.0.0.1, their address, which verify-full checks.
-func testTLSFailover(t *testing.T, srv *tlsPostgres) {
-	failovertest.RunURL(t, srv.suiteURL("tls_failover"), func(ctx context.Context, u string) (store.Store, error) { return Open(ctx, u) })
 }
 
 // testTLSOpen opens stores over TLS with the right parameters and does a round trip with each,
@@ -264,70 +233,23 @@ func testTLSOpen(t *testing.T, srv *tlsPostgres) {
 	verified := []string{"sslmode", "verify-full", "sslrootcert", c.CA}
 	clientCert := append(verified, "sslcert", c.ClientCert, "sslkey", c.ClientKey)
 
-	for i, raw := range []string{
+	tlstest.RoundTrips(t, openStore,
 		srv.url(pgCertUser, "client", append(clientCert, "table", "tls_cert")...),
 		srv.url(pgCertUser, "client", "sslmode", "verify-ca", "sslrootcert", c.CA, "sslcert", c.ClientCert, "sslkey", c.ClientKey, "table", "tls_verify_ca"),
 		srv.url("app", "app", append(verified, "password_file", pwFile, "table", "tls_pwfile")...),
 		srv.url("app:"+pgAppPassword, "app", append(verified, "table", "tls_pw")...),
-	} {
-		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-		s, err := Open(ctx, raw)
-		if err != nil {
-			cancel()
-			t.Fatalf("%d: Open: %v", i, err)
-		}
-		if err := s.Create(ctx, "k", map[string]any{"v": float64(i)}); err != nil {
-			t.Fatalf("%d: Create: %v", i, err)
-		}
-		if doc, err := s.Get(ctx, "k"); err != nil || doc["v"] != float64(i) {
-			t.Fatalf("%d: Get = %v, %v", i, doc, err)
-		}
-		s.Close()
-		cancel()
-	}
+	)
 
-	for _, bad := range []struct {
-		name  string
-		raw   string
-		wants []string
-	}{
-		{"no client certificate", srv.url(pgCertUser, "client", verified...), []string{"requires a valid client certificate"}},
-		{"client certificate of another authority", srv.url(pgCertUser, "client", append(verified, "sslcert", c.OtherCert, "sslkey", c.OtherKey)...), []string{"requires a valid client certificate"}},
-		{"client certificate of another user", srv.url(pgOtherUser, "client", clientCert...), []string{"certificate authentication failed", pgOtherUser}},
-		{"server of another authority", srv.url(pgCertUser, "client", "sslmode", "verify-full", "sslrootcert", c.OtherCA, "sslcert", c.ClientCert, "sslkey", c.ClientKey), []string{"unknown authority"}},
-		{"system authorities only", srv.url(pgCertUser, "client", "sslmode", "verify-full", "sslcert", c.ClientCert, "sslkey", c.ClientKey), []string{"unknown authority"}},
-		{"no TLS", srv.url(pgCertUser, "client", "sslmode", "disable"), []string{"no pg_hba.conf entry", "no encryption"}},
-		{"no TLS, with a password", srv.url("app", "app", "sslmode", "disable", "password_file", pwFile), []string{"no pg_hba.conf entry", "no encryption"}},
-		{"wrong password", srv.url("app", "app", append(verified, "password_file", wrongPW)...), []string{"password authentication failed", "app"}},
-		{"wrong password in the URL", srv.url("app:not-the-pg-pw-8d27", "app", verified...), []string{"password authentication failed", "app"}},
-		{"no password", srv.url("app", "app", verified...), []string{"password authentication failed", "app"}},
-	} {
-		t.Run(bad.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-			defer cancel()
-			s, err := Open(ctx, bad.raw)
-			if err == nil {
-				s.Close()
-				t.Fatal("Open succeeded")
-			}
-			msg := err.Error()
-			for _, w := range bad.wants {
-				if !strings.Contains(msg, w) {
-					t.Errorf("error %q does not say %q", msg, w)
-				}
-			}
-			for _, s := range []string{pgAppPassword, "not-the-pg-pw-8d27", "PRIVATE KEY"} {
-				if strings.Contains(msg, s) {
-					t.Errorf("error quotes %q: %s", s, msg)
-				}
-			}
-			for _, f := range []string{c.ClientKey, c.OtherKey, c.ServerKey} {
-				for _, line := range testcerts.KeyMaterial(t, f) {
-					if strings.Contains(msg, line) {
-						t.Errorf("error quotes the key %s: %s", f, msg)
-					}
-				}
-			}
-		})
-	}
+	tlstest.Refusals(t, openStore, c, []string{pgAppPassword, "not-the-pg-pw-8d27", "PRIVATE KEY"}, []tlstest.Refusal{
+		tlstest.Refused("no client certificate", srv.url(pgCertUser, "client", verified...), "requires a valid client certificate"),
+		tlstest.Refused("client certificate of another authority", srv.url(pgCertUser, "client", append(verified, "sslcert", c.OtherCert, "sslkey", c.OtherKey)...), "requires a valid client certificate"),
+		tlstest.Refused("client certificate of another user", srv.url(pgOtherUser, "client", clientCert...), "certificate authentication failed", pgOtherUser),
+		tlstest.Refused("server of another authority", srv.url(pgCertUser, "client", "sslmode", "verify-full", "sslrootcert", c.OtherCA, "sslcert", c.ClientCert, "sslkey", c.ClientKey), "unknown authority"),
+		tlstest.Refused("system authorities only", srv.url(pgCertUser, "client", "sslmode", "verify-full", "sslcert", c.ClientCert, "sslkey", c.ClientKey), "unknown authority"),
+		tlstest.Refused("no TLS", srv.url(pgCertUser, "client", "sslmode", "disable"), "no pg_hba.conf entry", "no encryption"),
+		tlstest.Refused("no TLS, with a password", srv.url("app", "app", "sslmode", "disable", "password_file", pwFile), "no pg_hba.conf entry", "no encryption"),
+		tlstest.Refused("wrong password", srv.url("app", "app", append(verified, "password_file", wrongPW)...), "password authentication failed", "app"),
+		tlstest.Refused("wrong password in the URL", srv.url("app:not-the-pg-pw-8d27", "app", verified...), "password authentication failed", "app"),
+		tlstest.Refused("no password", srv.url("app", "app", verified...), "password authentication failed", "app"),
+	})
 }

@@ -8,8 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/internal/watchtest"
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 // T8: the listening connection killed by the server ends every watch with an error; a watch
@@ -55,9 +57,9 @@ func TestWatchListenerTerminated(t *testing.T) {
 // watches by the listener's heartbeat, with an error.
 func TestWatchListenerCut(t *testing.T) {
 	t.Parallel()
-	p := newProxy(t, mustParse(t, serverURL(t)).Host)
+	p := newProxy(t, testurl.Parse(t, serverURL(t)).Host)
 	s := openTest(t)
-	cut, err := Open(t.Context(), withParams(t, withHost(t, serverURL(t), p.Addr()), "table", s.Table()))
+	cut, err := Open(t.Context(), testurl.With(t, testurl.Host(t, serverURL(t), p.Addr()), "table", s.Table()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +84,7 @@ func TestWatchListenerCut(t *testing.T) {
 func TestWatchNotifyOff(t *testing.T) {
 	t.Parallel()
 	on := openTest(t)
-	off, err := Open(t.Context(), withParams(t, serverURL(t), "table", on.Table(), "notify", "false"))
+	off, err := Open(t.Context(), testurl.With(t, serverURL(t), "table", on.Table(), "notify", "false"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +125,7 @@ func TestWatchNotifyOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, raw := range []string{"notify=maybe", "notify="} {
-		_, err := Open(ctx, withParams(t, serverURL(t), "table", on.Table())+"&"+raw)
+		_, err := Open(ctx, testurl.With(t, serverURL(t), "table", on.Table())+"&"+raw)
 		if err == nil || !strings.Contains(err.Error(), "notify") {
 			t.Errorf("Open with %s: %v, want an error naming the parameter", raw, err)
 		}
@@ -135,7 +137,7 @@ func TestWatchNotifyOff(t *testing.T) {
 func TestWatchManyKeys(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
-	watchtest.ManyKeys(t, s, 200, 3)
+	storetest.WatchMany(t, s, 200)
 }
 
 // T8: a document too large for a notification's payload is read, and so is one whose key is
@@ -166,7 +168,7 @@ func TestWatchLargeDocument(t *testing.T) {
 func TestWatchEndsOnClose(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
-	watchtest.EndsOnClose(t, s, 3, s.Close)
+	storetest.WatchClosed(t, s)
 }
 
 // BenchmarkWatchLatency: how long a Patch takes to reach a watch of its key through
@@ -174,5 +176,5 @@ func TestWatchEndsOnClose(t *testing.T) {
 //
 //	go test -run '^$' -bench WatchLatency ./store/postgres
 func BenchmarkWatchLatency(b *testing.B) {
-	watchtest.Latency(b, openTest(b))
+	storetest.BenchmarkWatchLatency(b, func(b *testing.B) store.Store { return openTest(b) })
 }

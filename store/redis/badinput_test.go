@@ -2,15 +2,14 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/leasehold/leasehold"
+	"github.com/leasehold/leasehold/internal/foreigndoc"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
@@ -26,23 +25,7 @@ func TestNotJSON(t *testing.T) {
 		if err := s.Client().Set(t.Context(), s.Prefix()+key, raw, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		cond := &store.Condition{Field: "a", Value: 1}
-		for op, err := range map[string]error{
-			"get":                func() error { _, err := s.Get(t.Context(), key); return err }(),
-			"patch":              s.Patch(t.Context(), key, map[string]any{"a": 2}, nil),
-			"conditional patch":  s.Patch(t.Context(), key, map[string]any{"a": 2}, cond),
-			"delete":             s.Delete(t.Context(), key, nil),
-			"conditional delete": s.Delete(t.Context(), key, cond),
-			"create":             s.Create(t.Context(), key, map[string]any{"a": 2}),
-		} {
-			want := ErrNotJSON
-			if op == "create" {
-				want = store.ErrExists
-			}
-			if !errors.Is(err, want) || !strings.Contains(err.Error(), key) {
-				t.Errorf("%s of %q holding %q: %v, want %v naming the key", op, key, raw, err, want)
-			}
-		}
+		foreigndoc.Value(t, s, key, raw, ErrNotJSON)
 		if got, err := s.Client().Get(t.Context(), s.Prefix()+key).Result(); err != nil || got != raw {
 			t.Errorf("%q holding %q now holds %q (%v)", key, raw, got, err)
 		}
@@ -64,18 +47,6 @@ func TestWrongType(t *testing.T) {
 	}
 }
 
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 // TestUnreachable checks that Open fails promptly on a closed port, naming the URL without its
 // password (T4).
 func TestUnreachable(t *testing.T) {
@@ -83,7 +54,7 @@ func TestUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err := store.Open(ctx, "redis://user:hunter2secret@"+closedPort(t)+"/0")
+	_, err := store.Open(ctx, "redis://user:hunter2secret@"+testenv.ClosedPort(t)+"/0")
 	if err == nil {
 		t.Fatal("Open on a closed port succeeded")
 	}

@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"context"
 	"testing"
 
 	"github.com/leasehold/leasehold/store"
@@ -14,27 +13,13 @@ import (
 func TestLinearizable(t *testing.T) {
 	t.Parallel()
 	raw, prefix := serverURL(t)
-	opened := 0
+	openCleaned(t, raw, prefix) // for the cleanup, when the test ends
 	linearize.Run(t, func(t *testing.T) store.Store {
 		s, err := Open(t.Context(), raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if opened++; opened > 1 {
-			t.Cleanup(func() { s.Close() })
-			return s
-		}
-		t.Cleanup(func() {
-			ctx := context.Background()
-			iter := s.Client().Scan(ctx, 0, prefix+"*", 1000).Iterator()
-			for iter.Next(ctx) {
-				s.Client().Del(ctx, iter.Val())
-			}
-			if err := iter.Err(); err != nil {
-				t.Errorf("cleaning up %s*: %v", prefix, err)
-			}
-			s.Close()
-		})
+		t.Cleanup(func() { s.Close() })
 		return s
 	})
 }

@@ -4,9 +4,8 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/cuttest"
 	"github.com/leasehold/leasehold/servicetest"
-	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/storetest"
 )
 
 // TestServiceType: Webda/RedisStore is registered, decodes its parameters strictly (A2), opens the
@@ -45,18 +44,5 @@ func TestServiceType(t *testing.T) {
 func TestCutConnection(t *testing.T) {
 	t.Parallel()
 	raw, _ := serverURL(t)
-	u, _ := url.Parse(raw)
-	storetest.CutConnection(t, u.Host, func(t *testing.T, addr string) store.Store {
-		c := *u
-		c.Host = addr
-		q := c.Query()
-		q.Set("read_timeout", "30s")
-		q.Set("write_timeout", "30s")
-		c.RawQuery = q.Encode()
-		s, err := Open(t.Context(), c.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	})
+	cuttest.URL(t, raw, openStore, "read_timeout", "30s", "write_timeout", "30s")
 }

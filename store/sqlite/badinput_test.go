@@ -2,11 +2,11 @@ package sqlite
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/foreigndoc"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -62,25 +62,7 @@ func TestRowNotAnObject(t *testing.T) {
 		}
 	}
 	for key, raw := range rows {
-		errs := map[string]error{}
-		_, errs["get"] = s.Get(ctx, key)
-		errs["patch"] = s.Patch(ctx, key, map[string]any{"a": 1}, nil)
-		errs["conditional patch"] = s.Patch(ctx, key, map[string]any{"a": 1}, &store.Condition{Field: "a", Value: 1})
-		errs["conditional delete"] = s.Delete(ctx, key, &store.Condition{Field: "a", Value: 1})
-		errs["create"] = s.Create(ctx, key, map[string]any{"a": 1})
-		for op, err := range errs {
-			if err == nil {
-				t.Errorf("%s of the %s row succeeded", op, key)
-				continue
-			}
-			t.Logf("%s of the %s row: %v", op, key, err)
-			if !strings.Contains(err.Error(), `"`+key+`"`) {
-				t.Errorf("%s of the %s row: error does not name the key: %v", op, key, err)
-			}
-			if op != "create" && (errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConditionFailed)) {
-				t.Errorf("%s of the %s row: %v, want an error saying the row is not a JSON object", op, key, err)
-			}
-		}
+		foreigndoc.Row(t, s, key, 1)
 		var got string
 		if err := db.QueryRowContext(ctx, `SELECT doc FROM "`+s.Table()+`" WHERE id = ?`, key).Scan(&got); err != nil {
 			t.Fatal(err)

@@ -3,10 +3,10 @@ package sqlite
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/sqltest"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -55,28 +55,7 @@ func TestOpenThroughRegistry(t *testing.T) {
 func TestConcurrentOpen(t *testing.T) {
 	t.Parallel()
 	raw := fileURL(t, "")
-	const n = 8
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			s, err := Open(t.Context(), raw)
-			if err == nil {
-				err = s.Create(t.Context(), "k", map[string]any{"i": i})
-				if errors.Is(err, store.ErrExists) {
-					err = nil
-				}
-				s.Close()
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Errorf("store #%d: %v", i, err)
-		}
-	}
+	sqltest.ConcurrentOpen(t, 8, func() (store.Store, error) { return Open(t.Context(), raw) })
 }
 
 // TestLockedFile: an operation waiting for a write lock another connection holds (another

@@ -9,6 +9,7 @@ import (
 	"github.com/leasehold/leasehold/internal/leakcheck"
 	"github.com/leasehold/leasehold/internal/watchtest"
 	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
 )
 
 const childWriteEnv = "LEASEHOLD_SQLITE_CHILD_WRITE"
@@ -61,7 +62,7 @@ func TestWatchOtherProcessChild(t *testing.T) {
 // T8: 200 watches on one store (one inotify instance) each deliver their own key's final state.
 func TestWatchManyKeys(t *testing.T) {
 	t.Parallel()
-	watchtest.ManyKeys(t, openTest(t, ""), 200, 3)
+	storetest.WatchMany(t, openTest(t, ""), 200)
 }
 
 // Close ends the store's watches with an error, and leaves no goroutine behind.
@@ -73,7 +74,7 @@ func TestWatchEndsOnClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		watchtest.EndsOnClose(t, s, 3, s.Close)
+		storetest.WatchClosed(t, s)
 		r := watchtest.Start(t, s, "k")
 		if err := r.Ended(t); !errors.Is(err, errClosed) {
 			t.Errorf("watch of a closed store returned %v, want errClosed", err)
@@ -87,5 +88,5 @@ func TestWatchEndsOnClose(t *testing.T) {
 //
 //	go test -run '^$' -bench WatchLatency ./store/sqlite
 func BenchmarkWatchLatency(b *testing.B) {
-	watchtest.Latency(b, openTest(b, ""))
+	storetest.BenchmarkWatchLatency(b, func(b *testing.B) store.Store { return openTest(b, "") })
 }
