@@ -134,9 +134,10 @@ func (s *backend) createTable(ctx context.Context) error {
 	return fmt.Errorf("create table %s: %w", s.table, err)
 }
 
-// Close closes the store's connections. It waits for the operations in progress for a second,
-// then closes their connections under them (they fail), so that it returns promptly even when
-// the network to the server is cut.
+// Close closes the store's connections. The writes queued for a batch fail at once (store
+// closed); Close waits for the operations in progress for a second, then closes their
+// connections under them (they fail), so that it returns promptly even when the network to the
+// server is cut, and returns once the goroutines sending batches have.
 func (s *backend) Close() error {
 	s.closeWatches()
 	s.batch.close()
