@@ -25,7 +25,9 @@
 //     per transaction (PgBouncer's transaction mode), where LISTEN does not work: writes then
 //     send nothing and Watch answers store.ErrWatchUnsupported, so the Elector polls.
 //     Notifying writes take PostgreSQL's database-wide notification lock at commit, which
-//     serializes their commits.
+//     serializes their commits: the store sends a write that arrives while others are in
+//     flight in one transaction with the other writes queued then (see Storage), so that the
+//     lock is taken once per batch.
 //
 // TLS is libpq's parameters, which pgx reads: sslmode (verify-full to check the server's
 // certificate and name), sslrootcert (the authority, a PEM file), sslcert and sslkey (a client
@@ -52,6 +54,12 @@
 // character, so strings (and field names) containing U+0000 or U+E000 are stored with U+0000
 // written as U+E000 '0' and U+E000 as U+E000 U+E000, and decoded on the way back; equality is
 // preserved, as the encoding is one-to-one.
+//
+// A write that arrives while others are in flight (two lone writes or batches; one with a pool
+// of fewer than four connections) waits, and the writes waiting then go together, ordered by
+// key, in one transaction of one round trip (group commit: one commit for all). The statements
+// are the same, each caller gets its own answer, and the statements of a batch the server
+// refuses are run again one at a time (batch.go).
 //
 // When a conditional Patch or Delete affects no row, the store reads the row to tell
 // ErrNotFound from ErrConditionFailed (see [Store.Patch]).

@@ -43,6 +43,7 @@ type backend struct {
 	conns *connTracker
 	table string // as given, for messages
 	q     queries
+	batch *batcher // the writes (batch.go)
 
 	// Notifications (watch.go); channel is empty with notify=false.
 	channel     string
@@ -96,7 +97,7 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config, table string, notify b
 	if err != nil {
 		return nil, err
 	}
-	s := &backend{pool: pool, conns: conns, table: table, q: newQueries(table)}
+	s := &backend{pool: pool, conns: conns, table: table, q: newQueries(table), batch: newBatcher(pool)}
 	// pgxpool connects lazily: Ping makes a server that cannot be reached fail here, with pgx's
 	// "failed to connect" error rather than under the table's creation.
 	if err := pool.Ping(ctx); err != nil {
@@ -133,11 +134,14 @@ func (s *backend) createTable(ctx context.Context) error {
 	return fmt.Errorf("create table %s: %w", s.table, err)
 }
 
-// Close closes the store's connections. It waits for the operations in progress for a second,
-// then closes their connections under them (they fail), so that it returns promptly even when
-// the network to the server is cut.
+// Close closes the store's connections. The writes queued for a batch fail at once (store
+// closed); Close waits for the operations in progress for a second, then closes their
+// connections under them (they fail), so that it returns promptly even when the network to the
+// server is cut, and returns once the goroutines sending batches have.
 func (s *backend) Close() error {
 	s.closeWatches()
+	s.batch.close()
+	defer s.batch.wait()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -186,8 +190,8 @@ func (s *backend) Create(ctx context.Context, key string, doc map[string]any) er
 	if err != nil {
 		return err
 	}
-	tag, err := s.pool.Exec(ctx, s.q.create, key, b)
-	return driver.Inserted(tag.RowsAffected(), s.explain(ctx, err))
+	n, err := s.batch.exec(ctx, key, s.q.create, key, b)
+	return driver.Inserted(n, s.explain(ctx, err))
 }
 
 // Patch is one UPDATE whose WHERE clause carries the condition, so the check and the write are
@@ -225,8 +229,7 @@ func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition
 func (s *backend) write(ctx context.Context, key string, cond *driver.Condition, stmt string, args ...any) error {
 	return driver.WriteOrExplain(cond,
 		func() (int64, error) {
-			tag, err := s.pool.Exec(ctx, stmt, args...)
-			return tag.RowsAffected(), err
+			return s.batch.exec(ctx, key, stmt, args...)
 		},
 		func() (map[string]any, error) { return s.get(ctx, key) },
 		func(err error) error { return s.explain(ctx, err) })
