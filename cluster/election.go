@@ -180,7 +180,7 @@ func (e *Elector) run(startCtx context.Context) {
 				}
 			}
 		case ctx := <-e.stopReq:
-			e.stopErr <- e.shutdown(ctx, pending)
+			e.stopErr <- e.shutdown(ctx, pending, s.known)
 			return
 		case <-startCtx.Done():
 			// Nothing waits for this shutdown, so it is bounded by L-R. A Stop called now or
@@ -189,7 +189,9 @@ func (e *Elector) run(startCtx context.Context) {
 			close(e.ending)
 			ctx, cancel := context.WithTimeout(base, e.l-e.r)
 			e.stopLeading(ReasonStop, nil)
+			known := s.known
 			if pending != nil {
+				known = nil // the outcome drained below is not looked at: read before releasing
 				pending.cancel()
 				select {
 				case <-pending.done:
@@ -201,7 +203,7 @@ func (e *Elector) run(startCtx context.Context) {
 			if pending != nil {
 				err = fmt.Errorf("cluster: lease %q: stop: an attempt is still waiting for the lock, lease not released: %w", e.name, ctx.Err())
 			} else {
-				err = e.shutdown(ctx, nil)
+				err = e.shutdown(ctx, nil, known)
 			}
 			cancel()
 			if err != nil {
@@ -349,13 +351,18 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record) outco
 }
 
 // shutdown ends the election (E7): stop leading, wait for the attempt in flight and for the
-// callbacks, then release the lease if this instance holds it.
-func (e *Elector) shutdown(ctx context.Context, pending *attempt) error {
+// callbacks, then release the lease if this instance holds it. known is the record the last
+// attempt left this instance holding (nil if none, or if that is not known).
+func (e *Elector) shutdown(ctx context.Context, pending *attempt, known *Record) error {
 	e.stopLeading(ReasonStop, nil)
 	if pending != nil {
 		pending.cancel()
 		select {
-		case <-pending.done:
+		case out := <-pending.done:
+			known = nil
+			if !pending.failed && out.kind == held {
+				known = &out.rec
+			}
 		case <-ctx.Done():
 			return fmt.Errorf("cluster: lease %q: stop: an attempt is still waiting for the lock, lease not released: %w", e.name, ctx.Err())
 		}
@@ -365,17 +372,28 @@ func (e *Elector) shutdown(ctx context.Context, pending *attempt) error {
 	}
 	rctx, cancel := context.WithTimeout(ctx, e.l-e.r)
 	defer cancel()
-	return e.release(rctx)
+	return e.release(rctx, known)
 }
 
-// release empties the holder of the record if this instance holds it. It reads the record
-// rather than trusting the last answer it got: a write whose answer was lost (a cancelled
-// attempt, a cut connection) may have landed. It reads again after a lost race. When the read
-// fails, an instance that ever wrote the record cannot tell whether it holds it: that is an
-// error (the lease then expires by itself), not a silent success.
-func (e *Elector) release(ctx context.Context) error {
+// release empties the holder of the record if this instance holds it. Given the record its
+// last attempt left it holding, it writes on that revision without reading (E10): the
+// compare-and-swap lands only if the record is still the one it wrote, and the followers,
+// whose watch reports the release, wait for no read on the critical path of a handover.
+// Otherwise, and after that write conflicts, it reads the record rather than trusting the
+// last answer it got: a write whose answer was lost (a cancelled attempt, a cut connection)
+// may have landed. It reads again after a lost race. When the read fails, an instance that
+// ever wrote the record cannot tell whether it holds it: that is an error (the lease then
+// expires by itself), not a silent success.
+func (e *Elector) release(ctx context.Context, known *Record) error {
 	for {
-		rec, err := e.lock.Get(ctx, e.name)
+		var rec Record
+		var err error
+		if known != nil && known.Holder == e.id {
+			rec = *known
+		} else {
+			rec, err = e.lock.Get(ctx, e.name)
+		}
+		known = nil
 		switch {
 		case errors.Is(err, ErrNotFound):
 			return nil

@@ -257,7 +257,7 @@ func (e *Elector) stop(ctx context.Context, started bool) error {
 		return nil
 	}
 	// The election goroutine is gone: finishing its shutdown here races with nothing.
-	return e.shutdown(ctx, e.leftover.pending)
+	return e.shutdown(ctx, e.leftover.pending, nil)
 }
 
 // Done returns a channel closed once the election has ended, by Stop or by the cancellation

@@ -175,6 +175,43 @@ func TestE9ReleaseTakeoverWithoutPolling(t *testing.T) {
 	})
 }
 
+// E7, E10: a leader that stops releases with one write on the revision its last renewal
+// left it holding, without reading first; a record changed since makes that write conflict,
+// and it reads and releases the record it finds (a resign request keeps it the holder).
+func TestE7ReleaseWritesWithoutReading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(6)) // renewed at 5s
+		before := a.lock.counts()
+		if err := a.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if d := a.lock.counts().minus(before); d != (lockCounts{updates: 1}) {
+			t.Fatalf("a's calls for the release: %+v; want one update and no read", d)
+		}
+		if h := w.record()["holder"]; h != "" {
+			t.Fatalf("holder after the release: %v; want none", h)
+		}
+
+		b := w.watchNode("b", nil).start() // takes the released lease at 6s
+		w.at(sec(12))                      // renewed at 11s
+		if _, err := Resign(context.Background(), NewStoreLock(w.mem), "leader", ""); err != nil {
+			t.Fatal(err)
+		}
+		before = b.lock.counts()
+		if err := b.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if d := b.lock.counts().minus(before); d != (lockCounts{gets: 1, updates: 2}) {
+			t.Fatalf("b's calls for the release after a change: %+v; want a conflicting update, a read, an update", d)
+		}
+		if h := w.record()["holder"]; h != "" {
+			t.Fatalf("holder after b's release: %v; want none", h)
+		}
+	})
+}
+
 // E9, E10: in steady state the leader sends one request per R (a write on the revision it
 // holds) and a follower with a healthy watch none.
 func TestE9E10SteadyStateRequests(t *testing.T) {

@@ -5,7 +5,10 @@
 // document, checks the condition in Go (JSON values: 1 == 1.0, "1" != 1, a missing field never
 // matches) and writes in a transaction on the key's ModRevision; when another writer changed the
 // key in between, it reads the new value (returned by the same transaction) and tries again while
-// the condition still holds, until the context ends. A key whose value is not a JSON object is
+// the condition still holds, until the context ends. When the client already knows the key's
+// value with its ModRevision (it read, wrote or watched it last) and that value meets the
+// condition, the write starts from it without reading: one transaction, which fails and
+// returns the new value if the key changed since. A key whose value is not a JSON object is
 // an error naming the key ([ErrNotJSON]); it is never overwritten or deleted.
 //
 // # URL

@@ -44,6 +44,7 @@ type Store struct {
 type backend struct {
 	client *clientv3.Client
 	prefix string
+	known  knownValues
 }
 
 // Open connects to the etcd cluster named by rawURL (see the package documentation for its
@@ -98,10 +99,12 @@ func (s *Store) Prefix() string { return s.b.prefix }
 func (s *Store) Client() *clientv3.Client { return s.b.client }
 
 func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
-	resp, err := s.client.Get(ctx, s.prefix+key)
+	k := s.prefix + key
+	resp, err := s.client.Get(ctx, k)
 	if err != nil {
 		return nil, err
 	}
+	s.known.saw(k, resp.Kvs)
 	if len(resp.Kvs) == 0 {
 		return nil, store.ErrNotFound
 	}
@@ -124,6 +127,7 @@ func (s *backend) Create(ctx context.Context, key string, doc map[string]any) er
 	if !resp.Succeeded {
 		return store.ErrExists
 	}
+	s.known.wrote(k, resp.Header.Revision, b)
 	return nil
 }
 
@@ -143,6 +147,16 @@ func (s *backend) write(ctx context.Context, key string, cond *driver.Condition,
 	k := s.prefix + key
 	var kvs []*mvccpb.KeyValue
 	fresh := false // kvs holds the value a failed transaction returned: no need to ask again
+	// The first round may start from the value this client last read, wrote or was sent by a
+	// watch instead of reading it again: the transaction compares the key's revision, which
+	// names one value, so a value that changed since only makes it fail and return the new
+	// one. A value that fails cond may be stale, and so is read again before ErrConditionFailed
+	// is answered.
+	if kv, ok := s.known.get(k); ok {
+		if doc, err := decode(kv.Value); err == nil && driver.ConditionError(doc, cond) == nil {
+			kvs, fresh = []*mvccpb.KeyValue{kv}, true
+		}
+	}
 	read := func() (map[string]any, int64, error) {
 		if !fresh {
 			resp, err := s.client.Get(ctx, k)
@@ -150,6 +164,7 @@ func (s *backend) write(ctx context.Context, key string, cond *driver.Condition,
 				return nil, 0, err
 			}
 			kvs = resp.Kvs
+			s.known.saw(k, kvs)
 		}
 		fresh = false
 		if len(kvs) == 0 {
@@ -168,10 +183,20 @@ func (s *backend) write(ctx context.Context, key string, cond *driver.Condition,
 			Then(op).
 			Else(clientv3.OpGet(k)).
 			Commit()
-		if err != nil || tr.Succeeded {
+		if err != nil {
+			s.known.forget(k) // the write may have landed or not
 			return false, err
 		}
+		if tr.Succeeded {
+			if doc == nil {
+				s.known.forget(k)
+			} else {
+				s.known.wrote(k, tr.Header.Revision, doc)
+			}
+			return false, nil
+		}
 		kvs, fresh = tr.Responses[0].GetResponseRange().Kvs, true
+		s.known.saw(k, kvs)
 		return true, nil
 	}
 	return driver.ReadCheckWrite(ctx, cond, fields, read, write)

@@ -30,6 +30,7 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	if err != nil {
 		return fmt.Errorf("store/etcd: read for a watch: %w", err)
 	}
+	s.known.saw(k, resp.Kvs)
 	n, err := notice(resp.Kvs)
 	if err != nil {
 		return err
@@ -57,6 +58,7 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 		if ev.Type == clientv3.EventTypePut {
 			kvs = []*mvccpb.KeyValue{ev.Kv}
 		}
+		s.known.saw(k, kvs)
 		n, err := notice(kvs)
 		if err != nil {
 			return err
