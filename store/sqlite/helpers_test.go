@@ -5,16 +5,45 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
-// fileURL returns the URL of a database file in the test's temporary directory.
+// fileURL returns the URL of a database file in a new temporary directory of the test.
 func fileURL(t testing.TB, params string) string {
 	t.Helper()
-	u := "sqlite://" + filepath.ToSlash(filepath.Join(t.TempDir(), "registry.db"))
+	u := "sqlite://" + filepath.ToSlash(filepath.Join(tempDir(t), "registry.db"))
 	if params != "" {
 		u += "?" + params
 	}
 	return u
+}
+
+// tempDir is t.TempDir for a database's directory, removed once the test's cleanups have run.
+// database/sql's Close does not wait for a connection its opener goroutine is still making:
+// that connection, closed at once, creates and removes the -wal and -shm files after Close has
+// returned, and t.TempDir's single RemoveAll can then fail with "directory not empty". The
+// removal is tried again while files appear, for at most 5s.
+func tempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "leasehold-sqlite-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("removing %s: %v", dir, err)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	return dir
 }
 
 // openTest opens a store on a new file, closed when the test ends.
