@@ -23,7 +23,7 @@ type batchRecorder struct {
 
 func recordBatches(s *Store) *batchRecorder {
 	r := &batchRecorder{counts: map[string]int{}, ch: make(chan struct{}, 1)}
-	s.b.batch.hook = func(event string, n int) {
+	s.b.batch.Hook = func(event string, n int) {
 		r.mu.Lock()
 		r.counts[event]++
 		if event == "batch" {
@@ -68,7 +68,7 @@ func (r *batchRecorder) waitFor(t *testing.T, event string, n int) {
 func occupy(t *testing.T, s *Store, r *batchRecorder) (release func(check bool)) {
 	t.Helper()
 	ctx := t.Context()
-	n := s.b.batch.maxInFlight
+	n := s.b.batch.MaxInFlight
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("slot%d", i)
