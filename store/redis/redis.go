@@ -44,7 +44,8 @@ type Store struct {
 type backend struct {
 	client  *goredis.Client
 	prefix  string
-	watches watchState // watch.go
+	watches watchState                                // watch.go
+	batch   *driver.Batcher[redisWrite, *goredis.Cmd] // the writes (batch.go)
 }
 
 // Open connects to the Redis server named by rawURL (see the package documentation for its
@@ -64,7 +65,8 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &backend{client: goredis.NewClient(opts), prefix: prefix}
+	client := goredis.NewClient(opts)
+	s := &backend{client: client, prefix: prefix, batch: newBatcher(client)}
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		s.client.Close()
 		return nil, fmt.Errorf("store/redis: ping %s: %w", opts.Addr, store.RedactError(driver.ExplainTLSFailure(ctx, opts.Addr, opts.TLSConfig, err), u))
@@ -72,9 +74,13 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	return &Store{Portable: driver.New(s), b: s}, nil
 }
 
-// Close ends the store's watches and closes the connections to the server.
+// Close ends the store's watches and closes the connections to the server. The writes queued
+// for a pipeline fail at once (store closed); those in flight fail as their connections close
+// under them, and Close returns once the goroutines sending pipelines have.
 func (s *backend) Close() error {
 	s.watches.close()
+	s.batch.Close()
+	defer s.batch.Wait()
 	return s.client.Close()
 }
 

@@ -34,7 +34,7 @@ func conditionArgs(op string, cond *driver.Condition) ([]any, error) {
 }
 
 func (s *backend) run(ctx context.Context, key string, cond *driver.Condition, args []any) error {
-	res, err := writeScript.Run(ctx, s.client, []string{s.prefix + key}, args...).Text()
+	res, err := s.write(ctx, writeScript, s.prefix+key, args...).Text()
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ return 1
 
 // create writes doc under key unless it exists, and notifies its watches.
 func (s *backend) create(ctx context.Context, key string, doc []byte) error {
-	n, err := createScript.Run(ctx, s.client, []string{s.prefix + key}, doc).Int()
+	n, err := s.write(ctx, createScript, s.prefix+key, doc).Int()
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (s *backend) create(ctx context.Context, key string, doc []byte) error {
 	return nil
 }
 
-// errStoreClosed ends the watches of a closed Store.
+// errStoreClosed ends the watches of a closed Store, and fails its queued writes.
 var errStoreClosed = errors.New("store/redis: the store was closed")
 
 // watchState is the backend's hub, made on demand.

@@ -1,0 +1,115 @@
+package redis
+
+import (
+	"context"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/leasehold/leasehold/store/driver"
+)
+
+// Pipelining of writes. Every write is one script (EVALSHA), and one process renewing
+// thousands of leases every R spends its CPU on the client's per-command cost (a round trip,
+// its syscalls, a pooled connection), not on the server: at 10,000 leases one EVALSHA at a
+// time reached three quarters of the writes needed. So a Store coalesces its concurrent writes
+// into pipelines (driver.Batcher says when): a write finding a free slot and an empty queue is
+// sent alone, as before; the writes that queued meanwhile go as one pipeline, one write and
+// one read of the connection for all of them.
+//
+// A pipeline is not a transaction: Redis runs its commands one after the other, each script
+// atomically, and answers each on its own, so each caller gets its own true answer, in the
+// order of arrival (the queue's, which a pipeline keeps: two writes of one key run in their
+// order). A command refused with NOSCRIPT did not run: the script is loaded and the command
+// sent again, alone. A connection that fails, or a context that ends, leaves the outcome of
+// every command not yet answered unknown, and go-redis gives each that error.
+
+// maxPipeline bounds a pipeline's commands, so that its replies stay of a reasonable size.
+const maxPipeline = 2000
+
+// redisWrite is one write: a script on one key.
+type redisWrite struct {
+	script *goredis.Script
+	key    string // the Redis key
+	args   []any
+}
+
+func newBatcher(client *goredis.Client) *driver.Batcher[redisWrite, *goredis.Cmd] {
+	// Fewer in flight than the pool's connections, so that reads (Get, a watch's sync) always
+	// find one; few, so that under load the writes queue and go as pipelines of many.
+	n := client.Options().PoolSize / 2
+	b := &driver.Batcher[redisWrite, *goredis.Cmd]{
+		MaxInFlight: max(1, min(n, 4)),
+		MaxBatch:    maxPipeline,
+		Key:         func(w redisWrite) string { return w.key },
+		Closed:      errStoreClosed,
+		Name:        "store/redis",
+	}
+	b.Lone = func(ctx context.Context, w redisWrite) *goredis.Cmd {
+		return w.script.Run(ctx, client, []string{w.key}, w.args...)
+	}
+	b.Send = func(ctx context.Context, ws []redisWrite) []*goredis.Cmd {
+		return sendPipeline(ctx, client, ws)
+	}
+	return b
+}
+
+// write runs script on key, alone or in a pipeline, and returns its reply.
+func (s *backend) write(ctx context.Context, script *goredis.Script, key string, args ...any) *goredis.Cmd {
+	cmd, err := s.batch.Do(ctx, redisWrite{script: script, key: key, args: args})
+	if err != nil {
+		cmd = goredis.NewCmd(ctx)
+		cmd.SetErr(err)
+	}
+	return cmd
+}
+
+// sendPipeline sends ws as one pipeline; a batch of one is a lone write.
+func sendPipeline(ctx context.Context, client *goredis.Client, ws []redisWrite) []*goredis.Cmd {
+	if len(ws) == 1 {
+		return []*goredis.Cmd{ws[0].script.Run(ctx, client, []string{ws[0].key}, ws[0].args...)}
+	}
+	pipe := client.Pipeline()
+	cmds := make([]*goredis.Cmd, len(ws))
+	for i, w := range ws {
+		cmds[i] = w.script.EvalSha(ctx, pipe, []string{w.key}, w.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command holds its own reply or error
+	rerunNoScript(ctx, client, ws, cmds)
+	return cmds
+}
+
+// rerunNoScript sends again, alone and in order, the commands of a pipeline that failed with
+// NOSCRIPT (a SCRIPT FLUSH, a restarted server): they did not run. A command followed in the
+// pipeline by a write of its key that did not fail so keeps its NOSCRIPT error instead: run
+// now, it would come after that write, against the order of arrival. The error is true (the
+// write was not made); only a script cache emptied or filled in the middle of a pipeline, or
+// holding one of the two scripts and not the other, leads there.
+func rerunNoScript(ctx context.Context, client *goredis.Client, ws []redisWrite, cmds []*goredis.Cmd) {
+	noScript := func(i int) bool { return goredis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") }
+	loaded := map[*goredis.Script]error{}
+	for i := range cmds {
+		if !noScript(i) || ranLater(ws, i, noScript) {
+			continue
+		}
+		sc := ws[i].script
+		if _, ok := loaded[sc]; !ok {
+			loaded[sc] = sc.Load(ctx, client).Err()
+		}
+		if loaded[sc] != nil {
+			continue // the command did not run: its NOSCRIPT error stays true
+		}
+		// Run, not EvalSha: it sends the script whole if it is missing again.
+		cmds[i] = sc.Run(ctx, client, []string{ws[i].key}, ws[i].args...)
+	}
+}
+
+// ranLater reports whether a write after ws[i] in its pipeline, of the same key, did not fail
+// with NOSCRIPT (it ran, or may have).
+func ranLater(ws []redisWrite, i int, noScript func(int) bool) bool {
+	for j := i + 1; j < len(ws); j++ {
+		if ws[j].key == ws[i].key && !noScript(j) {
+			return true
+		}
+	}
+	return false
+}
