@@ -9,6 +9,13 @@
 // other than a JSON object is an error naming the key ([ErrNotJSON]); it is never overwritten or
 // deleted.
 //
+// Writes that arrive while a few others are in flight are sent together, as one go-redis
+// pipeline (one write and one read of a connection for hundreds of scripts), so that one
+// process renewing thousands of leases is not held back by the client's cost per command. A
+// pipeline is not a transaction: each script runs atomically on its own and answers its own
+// caller, in the order the writes arrived; a write that finds the store idle is sent at once,
+// alone, as before.
+//
 // The store watches keys (store.Watcher) without any server configuration: each write's script
 // also publishes the key's new state on the Pub/Sub channel "watch:" followed by the Redis key,
 // and all the watches of a Store share one Pub/Sub connection (watch.go says how). Writes made
