@@ -111,5 +111,6 @@ func TestBadURL(t *testing.T) {
 		"redis://:pw-hunter2secret@127.0.0.1:6379/0?bogus=1":           "bogus",
 		"redis://:pw-hunter2secret@127.0.0.1:6379/notanumber":          "database",
 		"redis://:pw-hunter2secret@127.0.0.1:6379/0?dial_timeout=soon": "dial_timeout",
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?max_retries=3":     "max_retries",
 	}, func(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) })
 }

@@ -39,7 +39,9 @@
 //
 // Every other parameter goes to go-redis (github.com/redis/go-redis/v9, ParseURL), among them
 // dial_timeout, read_timeout and write_timeout (Go durations such as "2s", or seconds),
-// max_retries, pool_size, protocol, client_name and skip_verify.
+// pool_size, protocol, client_name and skip_verify. The store never sends a command twice: a
+// write whose connection failed may have run, and sent again it would answer falsely that its
+// condition failed, so max_retries may only be 0 or -1 (none), and is refused otherwise.
 //
 //	rediss://leasehold@redis:6380/0?ca=/etc/leasehold/ca.pem&cert=/etc/leasehold/client.pem&key=/etc/leasehold/client-key.pem&password_file=/run/secrets/redis-password
 //

@@ -26,6 +26,9 @@ func parseOptions(u *url.URL) (*goredis.Options, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if err := takeRetries(q); err != nil {
+		return nil, "", err
+	}
 	c := *u
 	c.Scheme = scheme
 	c.RawQuery = q.Encode()
@@ -39,8 +42,26 @@ func parseOptions(u *url.URL) (*goredis.Options, string, error) {
 	// The handshake for maintenance notifications fails on servers without them and go-redis
 	// logs that; nothing here uses them.
 	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	// go-redis sends a command again after its connection failed, even one the server ran: a
+	// conditional write would then answer that its condition failed, false (T7). The Elector
+	// retries every R itself.
+	opts.MaxRetries = -1
 	if opts.DialTimeout == 0 {
 		opts.DialTimeout = 5 * time.Second
 	}
 	return opts, prefix, nil
+}
+
+// takeRetries removes max_retries, which may only say what the store does anyway: no retries
+// (0 is go-redis's default of 3 once parsed, but a user writing it means none).
+func takeRetries(q url.Values) error {
+	if !q.Has("max_retries") {
+		return nil
+	}
+	v := q.Get("max_retries")
+	q.Del("max_retries")
+	if v != "0" && v != "-1" {
+		return fmt.Errorf("store/redis: URL parameter \"max_retries\" is %q: a write sent again after its connection failed may have run already, and its second answer would be false; the store never retries (leave the parameter out), the election tries again every renew interval", v)
+	}
+	return nil
 }
