@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -46,6 +47,7 @@ type options struct {
 	Window           time.Duration
 	L, R             time.Duration
 	Out              string
+	Trace            string // directory of the leasehold workers' traces, "" for none
 	Seed             uint64
 	CI               bool
 	Command          string // the command line, for the report
@@ -65,6 +67,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	window := fs.Duration("window", 20*time.Second, "measurement window of the steady-state and many-elections figures")
 	lease := fs.Duration("lease", 2*time.Second, "lease duration L (whole seconds: client-go's Lease and etcd's TTL hold seconds)")
 	renew := fs.Duration("renew", 500*time.Millisecond, "renew interval R (client-go's RetryPeriod)")
+	trace := fs.String("trace", "", "directory where each leasehold worker of the takeover trials writes its lock calls, watch deliveries and events (to explain a slow trial)")
 	out := fs.String("out", "", "directory for results.md, results.json and latency.svg (default: the table on stdout only)")
 	seed := fs.Uint64("seed", 0, "seed of the signal timing (0: random, reported)")
 	ci := fs.Bool("ci", false, "CI mode: 2 trials, 3 instances, 100 lease names, 1s windows, L=1s, R=250ms")
@@ -76,6 +79,16 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	o := options{Trials: *trials, LatencyInstances: *latInst, Window: *window, L: *lease, R: *renew, Out: *out, Seed: *seed, CI: *ci,
 		Command: commandLine(args)}
+	if *trace != "" {
+		dir, err := filepath.Abs(*trace)
+		if err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			return o, fmt.Errorf("--trace %s: %w", *trace, err)
+		}
+		o.Trace = dir
+	}
 	if *ci {
 		o.Trials, *instances, *many, o.Window, o.L, o.R = 2, "3", "100", time.Second, time.Second, 250*time.Millisecond
 	}

@@ -39,10 +39,10 @@ func TestCI(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the bench signals processes and reads /proc and CLOCK_MONOTONIC on Linux")
 	}
-	dir := t.TempDir()
+	dir, traces := t.TempDir(), t.TempDir()
 	var stdout bytes.Buffer
 	stderr := &testWriter{t: t}
-	if code := run(t.Context(), []string{"--ci", "--out", dir}, []string{"-test.run=^$"}, &stdout, stderr); code != 0 {
+	if code := run(t.Context(), []string{"--ci", "--out", dir, "--trace", traces}, []string{"-test.run=^$"}, &stdout, stderr); code != 0 {
 		t.Fatalf("bench --ci exited %d", code)
 	}
 	js, err := os.ReadFile(filepath.Join(dir, "results.json"))
@@ -66,6 +66,9 @@ func TestCI(t *testing.T) {
 	}
 	for _, s := range rep.Systems {
 		name := s.System.Name
+		if !s.System.Anchor {
+			checkTraces(t, traces, s.System.Backend)
+		}
 		if s.Crash.N != o.Trials || s.Handover.N != o.Trials {
 			t.Errorf("%s: %d crash and %d handover trials, want %d each", name, s.Crash.N, s.Handover.N, o.Trials)
 		}
@@ -153,4 +156,24 @@ type testWriter struct{ t *testing.T }
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
+}
+
+// checkTraces checks that the takeover trials' workers of backend traced (--trace) their lock
+// calls and the Elector's events, among them a leadership.
+func checkTraces(t *testing.T, dir, backend string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*-"+backend+"-lat-*.log"))
+	var all strings.Builder
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all.Write(b)
+	}
+	for _, want := range []string{" update holder=", " update: holder=", " event became_leader "} {
+		if !strings.Contains(all.String(), want) {
+			t.Errorf("%s: the traces of %d workers hold no %q line", backend, len(files), strings.TrimSpace(want))
+		}
+	}
 }

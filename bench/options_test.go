@@ -65,3 +65,27 @@ func TestStatsLineRoundTrip(t *testing.T) {
 		t.Errorf("a short stats line parses")
 	}
 }
+
+func TestParsePressure(t *testing.T) {
+	in := "some avg10=9.68 avg60=17.02 avg300=23.93 total=470489880\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
+	if d, ok := parsePressure([]byte(in)); !ok || d != 470489880*time.Microsecond {
+		t.Errorf("parsePressure: %v, %v; want 470.48988s, true", d, ok)
+	}
+	for _, bad := range []string{"", "full avg10=0 total=5\n", "some avg10=1 total=x\n"} {
+		if d, ok := parsePressure([]byte(bad)); ok {
+			t.Errorf("parsePressure(%q) = %v, true; want false", bad, d)
+		}
+	}
+}
+
+// A handover above the target is listed under the takeover tables, with its CPU pressure.
+func TestSlowHandoversListed(t *testing.T) {
+	rep := &report{Systems: []sysResult{{System: system{Name: "leasehold/file"}, SlowHandovers: []string{"handover a → b took 349ms"}}}}
+	var b strings.Builder
+	if err := writeMarkdown(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "- leasehold/file: handover a → b took 349ms\n") {
+		t.Errorf("the slow handover is not listed:\n%s", b.String())
+	}
+}

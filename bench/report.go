@@ -68,6 +68,8 @@ func writeSystems(b *strings.Builder, rep *report) {
 			msf(s.HandoverSinceUnlead.P50), msf(s.HandoverSinceUnlead.P99), yes(s.HandoverSinceUnlead.P99 <= o.R))
 	}
 
+	writeSlow(b, rep)
+
 	b.WriteString("\n### Steady state (one lease, nothing happening)\n\n")
 	fmt.Fprintf(b, "Backend requests: lock operations for leasehold (a get, create or update: one query, command or HTTP request), HTTP requests for client-go, gRPC calls and stream messages sent for etcd. "+
 		"RSS above idle subtracts what an idle worker of the same binary holds (%s: every worker links every client and the embedded etcd server).\n\n", mib(rep.Baseline.RSS))
@@ -194,4 +196,21 @@ func writeFiles(dir string, rep *report) error {
 		return nil // no latency measured: no plot
 	}
 	return os.WriteFile(filepath.Join(dir, "latency.svg"), []byte(latencySVG(rep)), 0o644)
+}
+
+// writeSlow lists the handover trials above slowHandover, with the CPU pressure during each.
+func writeSlow(b *strings.Builder, rep *report) {
+	var lines []string
+	for _, s := range rep.Systems {
+		for _, n := range s.SlowHandovers {
+			lines = append(lines, fmt.Sprintf("- %s: %s\n", s.System.Name, n))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nHandover trials above %v, each with the time during which runnable tasks waited for a CPU meanwhile (Linux CPU pressure: near the trial's length, the machine, not the election, held it up):\n\n", slowHandover)
+	for _, l := range lines {
+		b.WriteString(l)
+	}
 }

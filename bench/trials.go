@@ -19,7 +19,15 @@ type latencyResult struct {
 	// leader's last renewal (E6: within L + R), handover from its unlead line (E7: within R).
 	CrashSinceRenewal, HandoverSinceUnlead []time.Duration
 	Overlaps                               string // leasehold: proctest.CheckExclusive on the shared log
+	// Slow: the handover trials that took longer than slowHandover, each with what the machine
+	// was doing meanwhile.
+	Slow []string
 }
+
+// slowHandover is the handover target of a backend that notifies: a trial above it is
+// reported one by one, with the CPU pressure during it and the instant of its SIGTERM (to
+// find it in the workers' traces, --trace).
+const slowHandover = 20 * time.Millisecond
 
 // latencyTrials runs trials crash rounds and trials handover rounds, alternating, with
 // `instances` workers electing on one lease; each signalled leader is replaced by a new
@@ -51,6 +59,7 @@ func latencyTrials(f *fleet, rng *rand.Rand, instances, trials int, logf func(st
 		if crash {
 			sig, what = syscall.SIGKILL, "crash"
 		}
+		waitedBefore, pressure := cpuWaited()
 		at := proctest.Now()
 		if err := f.signal(old, sig); err != nil {
 			return res, err
@@ -59,6 +68,7 @@ func latencyTrials(f *fleet, rng *rand.Rand, instances, trials int, logf func(st
 		if err != nil {
 			return res, err
 		}
+		waitedAfter, _ := cpuWaited() // read as the lead line arrives: the trial's window
 		if err := f.waitExit(old); err != nil {
 			return res, err
 		}
@@ -73,6 +83,13 @@ func latencyTrials(f *fleet, rng *rand.Rand, instances, trials int, logf func(st
 				return res, fmt.Errorf("bench: %s after SIGTERM: %v%s", old.ID, old.err, old.StderrTail(2<<10))
 			}
 			res.Handover = append(res.Handover, took)
+			if took > slowHandover {
+				note := fmt.Sprintf("handover %s → %s took %v (SIGTERM at %d ns)", old.ID, next.p.ID, took.Round(time.Millisecond/10), at)
+				if pressure {
+					note += fmt.Sprintf("; meanwhile, tasks waited for a CPU during %v (/proc/pressure/cpu)", (waitedAfter - waitedBefore).Round(time.Millisecond/10))
+				}
+				res.Slow = append(res.Slow, note)
+			}
 			if f.kind == kindLeasehold && old.unlead != nil {
 				res.HandoverSinceUnlead = append(res.HandoverSinceUnlead, time.Duration(next.t-old.unlead.T))
 			}

@@ -126,14 +126,23 @@ func runLeasehold(w *proctest.Worker) int {
 		return w.Fail("%v", err)
 	}
 	defer closeLock()
+	tr, err := openTracer(w)
+	if err != nil {
+		return w.Fail("%v", err)
+	}
+	defer tr.close()
+	var counted cluster.Lock = countingLock{lock}
+	if tr != nil {
+		counted = tracingLock{countingLock{lock}, tr}
+	}
 	el, err := cluster.NewElector(cluster.ElectorConfig{
-		Lock:          countingLock{lock},
+		Lock:          counted,
 		LeaseName:     w.Lease,
 		LeaseDuration: w.LeaseDuration,
 		RenewInterval: w.RenewInterval,
 		InstanceID:    w.ID,
 		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Observer:      observer(w),
+		Observer:      tr.tracing(observer(w)),
 	})
 	if err != nil {
 		return w.Fail("%v", err)
