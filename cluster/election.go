@@ -178,6 +178,11 @@ func (e *Elector) run(startCtx context.Context) {
 				if e.leading.Load() != nil {
 					e.stopLeading(reason, out.err) // E4
 				}
+				if reason == ReasonResign {
+					// R2: release without waiting R: the next attempt waits for the
+					// callbacks that stopLeading just ended, then releases.
+					s.soon = true
+				}
 			}
 		case ctx := <-e.stopReq:
 			e.stopErr <- e.shutdown(ctx, pending, s.known)

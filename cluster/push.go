@@ -158,7 +158,7 @@ type pushState struct {
 	up    bool      // a watch is established
 	heard time.Time // its establishment or its last accepted change
 	// The newest record known, by a read or an accepted change: a change not newer than it,
-	// by (Term, RenewedAt), is stale. Reset by a read and by a missing record.
+	// by (Term, RenewedAt, ResignRequested), is stale. Reset by a read and by a missing record.
 	order   Record
 	ordered bool
 }
@@ -173,12 +173,17 @@ func (s *pushState) healthy(now time.Time, w time.Duration) bool {
 func (s *pushState) read(rec Record) { s.order, s.ordered = rec, true }
 
 // newer says whether a was written after b, by the lease's own order: its term, then its
-// renewal time (which every writer makes strictly increase across its writes, E9).
+// renewal time (which every writer makes strictly increase across its writes, E9), then the
+// time of a resign request, which is written on the holder's record as it is (R1), renewal
+// time included.
 func newer(a, b Record) bool {
 	if a.Term != b.Term {
 		return a.Term > b.Term
 	}
-	return a.RenewedAt.After(b.RenewedAt)
+	if !a.RenewedAt.Equal(b.RenewedAt) {
+		return a.RenewedAt.After(b.RenewedAt)
+	}
+	return a.ResignRequested.After(b.ResignRequested)
 }
 
 // sched is the election goroutine's plan for its next attempt.
@@ -256,6 +261,10 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 	s.push.heard = p.at
 	e.emit(Event{Kind: WatchedChange, Holder: rec.Holder, Term: rec.Term, Time: p.at})
 	switch {
+	case lead && rec.Holder == e.id && ResignPending(rec):
+		// A resign request written on its record (its own writes never carry one): attempt
+		// at once, which sees it and steps down (R2), rather than at the next renewal.
+		s.soon = true
 	case lead && rec.Holder == e.id:
 		// Its own write, whose answer it has not handled yet.
 	case lead:

@@ -30,10 +30,11 @@ const ReasonResign = "resign"
 // lost race, until ctx ends. to, when not empty, names the instance that should lead next.
 //
 // Resign returns once the request is in the record, not once the holder has stepped down:
-// the holder sees it at its next attempt (a write of the request changes the revision, so a
-// renewal that does not read first conflicts, reads, and sees it), stops leading, waits for
-// its callbacks, then releases the lease naming to as the next holder (R2). Follow it with
-// Observe to see the handover.
+// the holder sees it at its next attempt, within R (a write of the request changes the
+// revision, so a renewal that does not read first conflicts, reads, and sees it; a holder
+// whose watch reports the write attempts at once), stops leading, waits for its callbacks,
+// then releases the lease naming to as the next holder (R2). Follow it with Observe to see
+// the handover.
 //
 // A lease that nobody holds (no record, or released) is an error wrapping ErrNotHeld; naming
 // the holder itself as to is an error wrapping ErrResignToHolder; neither writes anything. A
@@ -86,8 +87,9 @@ func ResignPending(rec Record) bool { return rec.Holder != "" && !rec.ResignRequ
 // onRead is the hook of try (R2–R4, H2): it runs on what an attempt read, before try decides
 // by E2, and returns done when it answered the attempt itself:
 //   - this instance holds the record and a resign is pending: a leader fails the attempt
-//     (ErrResignRequested), which makes it stop leading; once it does not lead, the next
-//     attempt waits for its callbacks, then releases the record naming the next holder (R2);
+//     (ErrResignRequested), which makes it stop leading and attempt again at once; that
+//     attempt, not leading, waits for its callbacks, then releases the record naming the next
+//     holder (R2);
 //   - a released record reserved for another instance (NextHolder), or the one this instance
 //     released when it resigned without naming anyone, that has not expired for this
 //     instance (E6's D, from when it first saw it): follow (R3);
@@ -145,7 +147,7 @@ func (e *Elector) stepDown(ctx context.Context, rec Record) outcome {
 	fail := func(err error) outcome { return outcome{kind: failed, err: err, at: time.Now()} }
 	if e.leading.Load() != nil {
 		// The election goroutine stops leading on this failure (E4): the callbacks end
-		// there, and the next attempt releases.
+		// there, and the next attempt, at once, releases.
 		if rec.NextHolder != "" {
 			return fail(fmt.Errorf("%w: handing the lease over to %q", ErrResignRequested, rec.NextHolder))
 		}

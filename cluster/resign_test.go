@@ -35,9 +35,10 @@ func oneLeader(t *testing.T, nodes ...*node) {
 }
 
 // R2, R3: a leader asked at 3s to hand over to c stops leading at its next attempt (5s: the
-// attempt fails with ReasonResign, its fn's context ends and deregistered runs), releases at
-// the attempt after (10s) with nextHolder c, once its callbacks have returned; b, whose
-// attempt comes first (11s), follows the reserved record; c takes it at its own (12s), term 2.
+// attempt fails with ReasonResign, its fn's context ends and deregistered runs), and releases
+// at once, from the attempt that follows, with nextHolder c, once its callbacks have
+// returned; b, whose attempt comes first (6s), follows the reserved record; c takes it at its
+// own (7s), term 2.
 func TestR2ResignHandsOverToNamed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -62,27 +63,23 @@ func TestR2ResignHandsOverToNamed(t *testing.T) {
 		if got := a.deTimes(); len(got) != 1 || w.rel(got[0]) != sec(5) {
 			t.Fatalf("a's deregistered ran at %v; want 5s", got)
 		}
-		if rec := w.record(); rec["holder"] != "a" {
-			t.Fatalf("record at 5s: %v; want still a's: the release waits for the next attempt", rec)
-		}
 		oneLeader(t, a, b, c)
-		w.at(sec(10))
 		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "c" || rec["resignRequestedAt"] != "" || rec["term"] != 1.0 {
-			t.Fatalf("record at 10s: %v; want released, next holder c, no request pending, term 1", rec)
+			t.Fatalf("record at 5s: %v; want released at once, next holder c, no request pending, term 1", rec)
 		}
-		w.at(sec(11))
+		w.at(sec(6))
 		if b.e.IsLeader() || len(b.eventsOf(BecameLeader)) > 0 {
 			t.Fatal("b took a lease reserved for c")
 		}
-		w.at(sec(12))
-		if got := w.times(c, BecameLeader); !reflect.DeepEqual(got, ds(sec(12))) {
-			t.Fatalf("c became leader at %v; want 12s", got)
+		w.at(sec(7))
+		if got := w.times(c, BecameLeader); !reflect.DeepEqual(got, ds(sec(7))) {
+			t.Fatalf("c became leader at %v; want 7s", got)
 		}
 		if term, _ := c.e.Term(); term != 2 {
 			t.Fatalf("c's term %d; want 2", term)
 		}
 		if rec := w.record(); rec["holder"] != "c" || rec["nextHolder"] != "" {
-			t.Fatalf("record at 12s: %v; want c's, the reservation cleared", rec)
+			t.Fatalf("record at 7s: %v; want c's, the reservation cleared", rec)
 		}
 		w.at(sec(40))
 		oneLeader(t, a, b, c)
@@ -93,7 +90,7 @@ func TestR2ResignHandsOverToNamed(t *testing.T) {
 }
 
 // R2: the release waits for the callbacks: a leader whose deregistered takes 7s (5s to 12s)
-// releases at 12s, from the attempt that began at 10s, not before.
+// releases at 12s, from the attempt that began at 5s, as soon as they returned, not before.
 func TestR2ReleaseAfterCallbacks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -124,7 +121,7 @@ func TestR2ReleaseAfterCallbacks(t *testing.T) {
 
 // R3: a next holder that never comes: the lease stays released (reserved) for L after the
 // release; then the first instance whose clock says so takes it: the resigner, which saw its
-// own release first (10s + 15s), before b (first saw it at 11s: 26s).
+// own release first (5s + 15s), before b (first saw it at 6s: 21s).
 func TestR3NamedAbsent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -133,7 +130,7 @@ func TestR3NamedAbsent(t *testing.T) {
 		b := w.node("b", 0, 0).start()
 		w.at(sec(3))
 		w.resign("ghost")
-		w.at(sec(25) - time.Nanosecond)
+		w.at(sec(20) - time.Nanosecond)
 		oneLeader(t, a, b)
 		if a.e.IsLeader() || b.e.IsLeader() {
 			t.Fatal("someone leads a lease reserved for an absent instance, within its bound")
@@ -141,9 +138,9 @@ func TestR3NamedAbsent(t *testing.T) {
 		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "ghost" {
 			t.Fatalf("record: %v; want released to ghost", rec)
 		}
-		w.at(sec(25))
-		if got := w.times(a, BecameLeader); !reflect.DeepEqual(got, ds(0, sec(25))) {
-			t.Fatalf("a became leader at %v; want 0s and 25s", got)
+		w.at(sec(20))
+		if got := w.times(a, BecameLeader); !reflect.DeepEqual(got, ds(0, sec(20))) {
+			t.Fatalf("a became leader at %v; want 0s and 20s", got)
 		}
 		if term, _ := a.e.Term(); term != 2 {
 			t.Fatalf("term %d after the bound; want 2", term)
@@ -156,8 +153,8 @@ func TestR3NamedAbsent(t *testing.T) {
 	})
 }
 
-// R4: without a next holder, the resigner sits out for L after its release: b takes the
-// lease at its next attempt (11s); alone, the resigner takes it back at 25s.
+// R4: without a next holder, the resigner sits out for L after its release (at 5s): b takes
+// the lease at its next attempt (6s); alone, the resigner takes it back at 20s.
 func TestR4ResignWithoutNextHolder(t *testing.T) {
 	t.Run("another takes it", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -167,9 +164,9 @@ func TestR4ResignWithoutNextHolder(t *testing.T) {
 			b := w.node("b", 0, 0).start()
 			w.at(sec(3))
 			w.resign("")
-			w.at(sec(11))
-			if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(11))) {
-				t.Fatalf("b became leader at %v; want 11s", got)
+			w.at(sec(6))
+			if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(6))) {
+				t.Fatalf("b became leader at %v; want 6s", got)
 			}
 			w.at(sec(60))
 			oneLeader(t, a, b)
@@ -184,13 +181,13 @@ func TestR4ResignWithoutNextHolder(t *testing.T) {
 			a := w.node("a", 0, 0).start()
 			w.at(sec(3))
 			w.resign("")
-			w.at(sec(25) - time.Nanosecond)
+			w.at(sec(20) - time.Nanosecond)
 			if a.e.IsLeader() {
 				t.Fatal("the resigner took its lease back within L of its release")
 			}
-			w.at(sec(25))
-			if got := w.times(a, BecameLeader); !reflect.DeepEqual(got, ds(0, sec(25))) {
-				t.Fatalf("a became leader at %v; want 0s and 25s", got)
+			w.at(sec(20))
+			if got := w.times(a, BecameLeader); !reflect.DeepEqual(got, ds(0, sec(20))) {
+				t.Fatalf("a became leader at %v; want 0s and 20s", got)
 			}
 		})
 	})
@@ -198,7 +195,8 @@ func TestR4ResignWithoutNextHolder(t *testing.T) {
 
 // R2: a request that lands just before the leader's renewal makes that compare-and-swap
 // conflict; the attempt reads once (E10), finds the request, and the leader stops leading at
-// once for it; its next attempt releases to the next holder.
+// once for it; its next attempt, at once, releases to the next holder, and b takes it at its
+// own (6s).
 func TestR2RequestDuringRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -219,13 +217,12 @@ func TestR2RequestDuringRenewal(t *testing.T) {
 		if len(stops) != 1 || w.rel(stops[0].Time) != sec(5) || stops[0].Reason != ReasonResign {
 			t.Fatalf("a's stops: %+v; want one at 5s, for the resign its renewal's conflict read", stops)
 		}
-		w.at(sec(10))
 		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "b" {
-			t.Fatalf("record at 10s: %v; want released to b", rec)
+			t.Fatalf("record at 5s: %v; want released to b", rec)
 		}
-		w.at(sec(11))
-		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(11))) {
-			t.Fatalf("b became leader at %v; want 11s", got)
+		w.at(sec(6))
+		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(6))) {
+			t.Fatalf("b became leader at %v; want 6s", got)
 		}
 		oneLeader(t, a, b)
 	})
@@ -284,4 +281,44 @@ func TestR1StoreRecordFields(t *testing.T) {
 	if _, err := DecodeStoreRecord("cluster:jobs", bad); err == nil || !strings.Contains(err.Error(), `field "nextHolder"`) {
 		t.Fatalf("a numeric nextHolder: %v; want an error naming the field", err)
 	}
+}
+
+// R2, E9: a leader whose watch reports the request steps down at that instant, and releases
+// at once; the named follower, told of the release by its own watch, takes it at once too.
+// Without the watch's help it would wait for its next renewal (within R).
+func TestR2WatchingLeaderResignsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		b := w.watchNode("b", nil).start() // leads from the start: no watch
+		w.at(sec(1))
+		a := w.watchNode("a", nil).start() // follows, so watches
+		c := w.watchNode("c", nil).start()
+		w.at(sec(2))
+		if err := b.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		leader, next := a, c
+		if c.e.IsLeader() {
+			leader, next = c, a
+		}
+		if !leader.e.IsLeader() {
+			t.Fatal("nobody leads after b's release")
+		}
+		w.at(sec(4)) // between the leader's renewals (2s, 7s)
+		w.resign(next.e.InstanceID())
+		synctest.Wait()
+		stops := leader.eventsOf(StoppedLeading)
+		if len(stops) != 1 || w.rel(stops[0].Time) != sec(4) || stops[0].Reason != ReasonResign {
+			t.Fatalf("the leader's stops: %+v; want one at 4s, reason resign", stops)
+		}
+		if got := w.times(next.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(4))) {
+			t.Fatalf("the named instance became leader at %v; want 4s", got)
+		}
+		if term, _ := next.e.Term(); term != 3 {
+			t.Fatalf("term %d; want 3", term)
+		}
+		w.at(sec(30))
+		oneLeader(t, a.node, b.node, c.node)
+	})
 }

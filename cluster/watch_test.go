@@ -127,7 +127,7 @@ func TestO1ObserveResign(t *testing.T) {
 			{"a", 1, sec(1), ""},
 			{"a", 1, sec(12), "b"},
 			{"a", 1, sec(14), "any"},
-			{"", 1, sec(21), ""}, // a steps down at 15.5s, releases at its next attempt (R2)
+			{"", 1, sec(16), ""}, // a steps down at 15.5s and releases at once (R2)
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("delivered %+v\nwant      %+v", got, want)
