@@ -10,62 +10,21 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/leasehold/leasehold/internal/batchtest"
 	"github.com/leasehold/leasehold/store"
 )
 
-// batchRecorder counts the batcher's events (its hook), and lets a test wait for them.
-type batchRecorder struct {
-	mu     sync.Mutex
-	counts map[string]int
-	sizes  []int // of the batches, in order
-	ch     chan struct{}
-}
-
-func recordBatches(s *Store) *batchRecorder {
-	r := &batchRecorder{counts: map[string]int{}, ch: make(chan struct{}, 1)}
-	s.b.batch.Hook = func(event string, n int) {
-		r.mu.Lock()
-		r.counts[event]++
-		if event == "batch" {
-			r.sizes = append(r.sizes, n)
-		}
-		r.mu.Unlock()
-		select {
-		case r.ch <- struct{}{}:
-		default:
-		}
-	}
+// recordBatches records the events of s's batcher.
+func recordBatches(s *Store) *batchtest.Recorder {
+	r := batchtest.New()
+	s.b.batch.Hook = r.Hook
 	return r
-}
-
-func (r *batchRecorder) count(event string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.counts[event]
-}
-
-func (r *batchRecorder) batchSizes() []int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]int(nil), r.sizes...)
-}
-
-// waitFor waits until event happened n times.
-func (r *batchRecorder) waitFor(t *testing.T, event string, n int) {
-	t.Helper()
-	for r.count(event) < n {
-		select {
-		case <-r.ch:
-		case <-t.Context().Done():
-			t.Fatalf("waiting for %d %q events: %d", n, event, r.count(event))
-		}
-	}
 }
 
 // occupy fills the batcher's in-flight slots with lone writes that wait for row locks held by
 // another connection, so that the next writes queue. release lets them go; the lone writes'
 // errors are checked then (unless check is false).
-func occupy(t *testing.T, s *Store, r *batchRecorder) (release func(check bool)) {
+func occupy(t *testing.T, s *Store, r *batchtest.Recorder) (release func(check bool)) {
 	t.Helper()
 	ctx := t.Context()
 	n := s.b.batch.MaxInFlight
@@ -87,12 +46,12 @@ func occupy(t *testing.T, s *Store, r *batchRecorder) (release func(check bool))
 	if _, err := tx.Exec(ctx, `SELECT id FROM `+pgx.Identifier{s.Table()}.Sanitize()+` WHERE id = ANY($1) FOR UPDATE`, keys); err != nil {
 		t.Fatal(err)
 	}
-	before := r.count("alone")
+	before := r.Count("alone")
 	errs := make(chan error, n)
 	for _, k := range keys {
 		go func() { errs <- s.Patch(ctx, k, map[string]any{"n": 1}, nil) }()
 	}
-	r.waitFor(t, "alone", before+n)
+	r.WaitFor(t, "alone", before+n)
 	return func(check bool) {
 		t.Helper()
 		if err := tx.Rollback(ctx); err != nil {
@@ -146,7 +105,7 @@ func TestBatchCoalescesQueuedWrites(t *testing.T) {
 	for i, o := range ops {
 		wg.Go(func() { errs[i] = o.do() })
 	}
-	r.waitFor(t, "queued", len(ops))
+	r.WaitFor(t, "queued", len(ops))
 	release(true)
 	wg.Wait()
 	for i, o := range ops {
@@ -154,7 +113,7 @@ func TestBatchCoalescesQueuedWrites(t *testing.T) {
 			t.Errorf("%s: got %v, want %v", o.name, errs[i], o.want)
 		}
 	}
-	sizes := r.batchSizes()
+	sizes := r.BatchSizes()
 	total := 0
 	for _, n := range sizes {
 		total += n
@@ -190,7 +149,7 @@ func TestBatchSameKeyInOrder(t *testing.T) {
 	for i, do := range ops {
 		// One at a time into the queue, so that their order is known.
 		wg.Go(func() { errs[i] = do() })
-		r.waitFor(t, "queued", i+1)
+		r.WaitFor(t, "queued", i+1)
 	}
 	release(true)
 	wg.Wait()
@@ -202,7 +161,7 @@ func TestBatchSameKeyInOrder(t *testing.T) {
 	if doc, err := s.Get(ctx, "k"); err != nil || doc["v"] != float64(2) {
 		t.Errorf("Get(k) = %v, %v, want v 2", doc, err)
 	}
-	if sizes := r.batchSizes(); len(sizes) != 1 || sizes[0] != 2 {
+	if sizes := r.BatchSizes(); len(sizes) != 1 || sizes[0] != 2 {
 		t.Errorf("batches %v, want one of 2", sizes)
 	}
 }
@@ -217,7 +176,7 @@ func TestBatchQueuedCallerCancelled(t *testing.T) {
 	cctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Create(cctx, "gone", map[string]any{"v": 1}) }()
-	r.waitFor(t, "queued", 1)
+	r.WaitFor(t, "queued", 1)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled queued Create: %v, want context.Canceled", err)
@@ -226,7 +185,7 @@ func TestBatchQueuedCallerCancelled(t *testing.T) {
 	if _, err := s.Get(t.Context(), "gone"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Get of the cancelled Create's key: %v, want ErrNotFound", err)
 	}
-	if sizes := r.batchSizes(); len(sizes) != 0 {
+	if sizes := r.BatchSizes(); len(sizes) != 0 {
 		t.Errorf("batches %v sent, want none", sizes)
 	}
 }
@@ -254,7 +213,7 @@ func TestBatchFailedStatement(t *testing.T) {
 	for i, k := range keys {
 		wg.Go(func() { errs[i] = s.Create(ctx, k, map[string]any{"v": 1}) })
 	}
-	r.waitFor(t, "queued", len(keys))
+	r.WaitFor(t, "queued", len(keys))
 	release(true)
 	wg.Wait()
 	for i, k := range keys {
@@ -272,7 +231,7 @@ func TestBatchFailedStatement(t *testing.T) {
 			t.Errorf("Get(%s): %v", k, err)
 		}
 	}
-	if sizes := r.batchSizes(); len(sizes) != 1 || sizes[0] != len(keys) {
+	if sizes := r.BatchSizes(); len(sizes) != 1 || sizes[0] != len(keys) {
 		t.Errorf("batches %v, want one of %d", sizes, len(keys))
 	}
 }
@@ -284,7 +243,7 @@ func TestBatchCloseFailsQueued(t *testing.T) {
 	release := occupy(t, s, r)
 	done := make(chan error, 1)
 	go func() { done <- s.Create(t.Context(), "late", map[string]any{"v": 1}) }()
-	r.waitFor(t, "queued", 1)
+	r.WaitFor(t, "queued", 1)
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
@@ -313,7 +272,7 @@ func TestBatchAtMostTwoWritesOfAKey(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, v := range []int{1, 2, 1} {
 		wg.Go(func() { errs[i] = s.Patch(ctx, "k", map[string]any{"v": v}, nil) })
-		r.waitFor(t, "queued", i+1)
+		r.WaitFor(t, "queued", i+1)
 	}
 	release(true)
 	wg.Wait()
@@ -322,7 +281,7 @@ func TestBatchAtMostTwoWritesOfAKey(t *testing.T) {
 			t.Errorf("write %d: %v", i, err)
 		}
 	}
-	if sizes := r.batchSizes(); len(sizes) != 2 || sizes[0] != 2 || sizes[1] != 1 {
+	if sizes := r.BatchSizes(); len(sizes) != 2 || sizes[0] != 2 || sizes[1] != 1 {
 		t.Errorf("batches %v, want [2 1]", sizes)
 	}
 }

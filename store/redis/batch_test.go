@@ -11,65 +11,24 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/leasehold/leasehold/internal/batchtest"
 	"github.com/leasehold/leasehold/store"
 )
 
 // These tests are not parallel: TestPipelineNoScript empties the server's script cache, and
 // the others replace the store's lone writes, which must happen before any write.
 
-// batchRecorder counts the batcher's events (its hook), and lets a test wait for them.
-type batchRecorder struct {
-	mu     sync.Mutex
-	counts map[string]int
-	sizes  []int // of the batches, in order
-	ch     chan struct{}
-}
-
-func recordBatches(s *Store) *batchRecorder {
-	r := &batchRecorder{counts: map[string]int{}, ch: make(chan struct{}, 1)}
-	s.b.batch.Hook = func(event string, n int) {
-		r.mu.Lock()
-		r.counts[event]++
-		if event == "batch" {
-			r.sizes = append(r.sizes, n)
-		}
-		r.mu.Unlock()
-		select {
-		case r.ch <- struct{}{}:
-		default:
-		}
-	}
+// recordBatches records the events of s's batcher.
+func recordBatches(s *Store) *batchtest.Recorder {
+	r := batchtest.New()
+	s.b.batch.Hook = r.Hook
 	return r
-}
-
-func (r *batchRecorder) count(event string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.counts[event]
-}
-
-func (r *batchRecorder) batchSizes() []int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]int(nil), r.sizes...)
-}
-
-// waitFor waits until event happened n times.
-func (r *batchRecorder) waitFor(t *testing.T, event string, n int) {
-	t.Helper()
-	for r.count(event) < n {
-		select {
-		case <-r.ch:
-		case <-t.Context().Done():
-			t.Fatalf("waiting for %d %q events: %d", n, event, r.count(event))
-		}
-	}
 }
 
 // occupy fills the batcher's in-flight slots with lone writes held back before they are sent,
 // so that the next writes queue. release lets them go (each then runs on the server, and then
 // after runs, before the slot frees) and returns their errors.
-func occupy(t *testing.T, s *Store, r *batchRecorder, after func()) (release func() []error) {
+func occupy(t *testing.T, s *Store, r *batchtest.Recorder, after func()) (release func() []error) {
 	t.Helper()
 	gate := make(chan struct{})
 	lone := s.b.batch.Lone
@@ -89,7 +48,7 @@ func occupy(t *testing.T, s *Store, r *batchRecorder, after func()) (release fun
 	for i := range n {
 		go func() { errs <- s.Create(t.Context(), fmt.Sprintf("slot%d", i), map[string]any{"n": 0}) }()
 	}
-	r.waitFor(t, "alone", n)
+	r.WaitFor(t, "alone", n)
 	return func() []error {
 		close(gate)
 		var out []error
@@ -108,14 +67,14 @@ type pipeOp struct {
 
 // runQueued starts ops one at a time into the queue (so that their order is known) behind the
 // occupied slots, releases them and checks each answer.
-func runQueued(t *testing.T, s *Store, r *batchRecorder, release func() []error, ops []pipeOp) {
+func runQueued(t *testing.T, s *Store, r *batchtest.Recorder, release func() []error, ops []pipeOp) {
 	t.Helper()
 	errs := make([]error, len(ops))
 	var wg sync.WaitGroup
-	before := r.count("queued")
+	before := r.Count("queued")
 	for i, o := range ops {
 		wg.Go(func() { errs[i] = o.do(t.Context()) })
-		r.waitFor(t, "queued", before+i+1)
+		r.WaitFor(t, "queued", before+i+1)
 	}
 	for _, err := range release() {
 		if err != nil {
@@ -196,7 +155,7 @@ func TestPipelineCoalescesQueuedWrites(t *testing.T) {
 	ops := mixedOps(t, s)
 	r := recordBatches(s)
 	runQueued(t, s, r, occupy(t, s, r, nil), ops)
-	if sizes := r.batchSizes(); len(sizes) != 1 || sizes[0] != len(ops) {
+	if sizes := r.BatchSizes(); len(sizes) != 1 || sizes[0] != len(ops) {
 		t.Errorf("pipelines %v, want one of %d", sizes, len(ops))
 	}
 	checkMixed(t, s)
@@ -223,7 +182,7 @@ func TestPipelineSameKeyInOrder(t *testing.T) {
 	if doc, err := s.Get(t.Context(), "k"); err != nil || doc["v"] != float64(6) {
 		t.Errorf("Get(k) = %v, %v, want v 6", doc, err)
 	}
-	if sizes := r.batchSizes(); len(sizes) != 1 || sizes[0] != 7 {
+	if sizes := r.BatchSizes(); len(sizes) != 1 || sizes[0] != 7 {
 		t.Errorf("pipelines %v, want one of 7", sizes)
 	}
 }
@@ -242,7 +201,7 @@ func TestPipelineNoScript(t *testing.T) {
 	// The cache is emptied after the lone writes ran (loading the scripts again) and before
 	// their slots free, so just before the pipeline is sent.
 	runQueued(t, s, r, occupy(t, s, r, flush), ops)
-	if sizes := r.batchSizes(); len(sizes) != 1 || sizes[0] != len(ops) {
+	if sizes := r.BatchSizes(); len(sizes) != 1 || sizes[0] != len(ops) {
 		t.Errorf("pipelines %v, want one of %d", sizes, len(ops))
 	}
 	checkMixed(t, s)
@@ -257,7 +216,7 @@ func TestPipelineQueuedCallerCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Create(ctx, "gone", map[string]any{"v": 1}) }()
-	r.waitFor(t, "queued", 1)
+	r.WaitFor(t, "queued", 1)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled queued Create: %v, want context.Canceled", err)
@@ -270,7 +229,7 @@ func TestPipelineQueuedCallerCancelled(t *testing.T) {
 	if _, err := s.Get(t.Context(), "gone"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Get of the cancelled Create's key: %v, want ErrNotFound", err)
 	}
-	if sizes := r.batchSizes(); len(sizes) != 0 {
+	if sizes := r.BatchSizes(); len(sizes) != 0 {
 		t.Errorf("pipelines %v sent, want none", sizes)
 	}
 }
@@ -290,7 +249,7 @@ func TestPipelineCloseFailsQueued(t *testing.T) {
 	for i := range n {
 		go func() { errs <- s.Create(t.Context(), fmt.Sprintf("late%d", i), map[string]any{"v": 1}) }()
 	}
-	r.waitFor(t, "queued", n)
+	r.WaitFor(t, "queued", n)
 	if err := s.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
@@ -300,7 +259,7 @@ func TestPipelineCloseFailsQueued(t *testing.T) {
 		}
 	}
 	release() // the lone writes fail on the closed client
-	if sizes := r.batchSizes(); len(sizes) != 0 {
+	if sizes := r.BatchSizes(); len(sizes) != 0 {
 		t.Errorf("pipelines %v sent after Close, want none", sizes)
 	}
 	buf := make([]byte, 1<<20)
