@@ -148,8 +148,8 @@ func (l *electionLog) observe(ev cluster.Event) {
 	l.attempts = l.attempts || ev.Kind == cluster.AttemptSucceeded || ev.Kind == cluster.AttemptFailed
 	switch ev.Kind {
 	case cluster.AttemptFailed:
-		if ev.Reason == cluster.ReasonConflict {
-			return // a race lost to another instance: the store works
+		if ev.Reason == cluster.ReasonConflict || ev.Reason == cluster.ReasonResign {
+			return // a race lost to another instance, or a step-down asked for: the store works
 		}
 		if l.failures == 0 {
 			l.since = ev.Time

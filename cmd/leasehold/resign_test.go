@@ -18,7 +18,7 @@ func resignArgs(w *world, extra ...string) []string {
 func TestResignHandsOver(t *testing.T) {
 	w := newWorld(t)
 	env := []string{"LEASEHOLD_TEST_CMD=record"}
-	w.start("a", env, runArgs(w, "a")...)
+	a := w.start("a", env, runArgs(w, "a")...)
 	w.waitCmd(30*time.Second, "CMD-START", func(ev cmdEvent) bool { return ev.id == "a" })
 	for _, id := range []string{"b", "c"} {
 		p := w.start(id, env, runArgs(w, id)...)
@@ -38,12 +38,31 @@ func TestResignHandsOver(t *testing.T) {
 	if stop.id != "a" {
 		t.Fatalf("CMD-STOP of %s; want a's", stop.id)
 	}
-	start, _ := w.waitCmd(30*time.Second, "CMD-START", nil)
+	// c's CMD starts, and a logs its release, then sees c lead (in whichever order the lines
+	// of the two processes arrive).
+	var start cmdEvent
+	var started, released, observed bool
+	w.waitLine(30*time.Second, "c's CMD-START, a's release and a observing c", func(l line) bool {
+		if e, ok := parseCmdEvent(l.text); ok && e.kind == "CMD-START" && !started {
+			start, started = e, true
+		}
+		if m, ok := jsonLog(l.text); ok && l.proc == a {
+			released = released || m["msg"] == "leasehold: resigned: released the lease to the next holder"
+			observed = observed || released && m["msg"] == "leasehold: observed leader" && m["holder"] == "c"
+		}
+		return started && observed
+	})
 	if start.id != "c" || start.term != 2 {
 		t.Fatalf("next CMD-START: %+v; want c's, term 2", start)
 	}
 	if !start.at.After(stop.at) {
 		t.Fatalf("c's CMD started at %v, before a's stopped at %v", start.at, stop.at)
+	}
+	// The step-down is no failure of the store: a logs no recovery from it.
+	for _, m := range a.jsonLines() {
+		if m["msg"] == "leasehold: attempts succeed again" {
+			t.Errorf("a logged %s after stepping down: a resign is not a failed attempt of the store", mustJSON(m))
+		}
 	}
 }
 
