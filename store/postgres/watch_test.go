@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/internal/testurl"
 	"github.com/leasehold/leasehold/internal/watchtest"
 	"github.com/leasehold/leasehold/store"
@@ -177,4 +179,59 @@ func TestWatchEndsOnClose(t *testing.T) {
 //	go test -run '^$' -bench WatchLatency ./store/postgres
 func BenchmarkWatchLatency(b *testing.B) {
 	storetest.BenchmarkWatchLatency(b, func(b *testing.B) store.Store { return openTest(b) })
+}
+
+// T8: tables of one name in two schemas share a notification channel (its name is a digest of
+// the table's): a watch delivers the writes of its own table only.
+func TestWatchIgnoresSameNameInOtherSchema(t *testing.T) {
+	t.Parallel()
+	table := testenv.TableName(t)
+	conn, err := pgx.Connect(t.Context(), serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var stores []*Store
+	for _, schema := range []string{table + "_a", table + "_b"} {
+		id := pgx.Identifier{schema}.Sanitize()
+		if _, err := conn.Exec(t.Context(), `CREATE SCHEMA `+id); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := pgx.Connect(ctx, serverURL(t))
+			if err != nil {
+				t.Errorf("drop schema %s: %v", schema, err)
+				return
+			}
+			defer c.Close(ctx)
+			if _, err := c.Exec(ctx, `DROP SCHEMA `+id+` CASCADE`); err != nil {
+				t.Errorf("drop schema %s: %v", schema, err)
+			}
+		})
+		s, err := Open(t.Context(), testurl.With(t, serverURL(t), "table", table, "search_path", schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores = append(stores, s)
+	}
+	mine, other := stores[0], stores[1]
+	rec := watchtest.Start(t, mine, "k")
+	if c := rec.Next(t); c.Found {
+		t.Fatalf("first state %v; want the key missing", c.Doc)
+	}
+	if err := other.Create(t.Context(), "k", map[string]any{"from": "other"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Patch(t.Context(), "k", map[string]any{"from": "other, again"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := mine.Create(t.Context(), "k", map[string]any{"from": "mine"}); err != nil {
+		t.Fatal(err)
+	}
+	if c := rec.Next(t); !c.Found || c.Doc["from"] != "mine" {
+		t.Fatalf("next state %+v; want this table's document, not the other schema's", c)
+	}
 }
