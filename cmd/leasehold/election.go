@@ -95,29 +95,15 @@ func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.E
 	if err != nil {
 		return nil, err
 	}
-	l, r, err := ac.es.Timing()
-	if err == nil {
-		err = checkFloors(l, r, configTiming)
-	}
+	l, r, err := ac.timing(usage)
 	if err != nil {
-		return nil, badInput(usage, "--config %s: cluster service %q: %v", f.config, ac.name, err)
+		return nil, err
 	}
 	ac.app.SetLogger(log)
 	elog := &electionLog{log: log, id: ac.es.InstanceID()}
 	ac.es.AddObserver(cluster.Observers(observer, elog.observe))
-	// The Registry's parameters were checked by loadAppConfig: a urlEnv among them is that of
-	// a store service type (leasehold.URLStore).
-	var urlEnv string
-	for _, sc := range ac.registry.Services {
-		var p struct {
-			URLEnv string `json:"urlEnv"`
-		}
-		if json.Unmarshal(sc.Params, &p) == nil {
-			urlEnv = p.URLEnv
-		}
-	}
 	return &election{
-		lease: ac.lease(), id: ac.es.InstanceID(), l: l, r: r, where: f.config, urlEnv: urlEnv,
+		lease: ac.lease(), id: ac.es.InstanceID(), l: l, r: r, where: f.config, urlEnv: ac.urlEnv(),
 		Cluster: ac.svc,
 		start:   ac.app.Start,
 		elector: ac.es.Elector,
@@ -262,6 +248,35 @@ func loadAppConfig(f *commonFlags, usage string) (*appConfig, error) {
 // lease is the cluster service's lease name, the default applied as the Elector does.
 func (ac *appConfig) lease() string { return ac.es.Lease() }
 
+// timing returns the cluster service's L and R, the flags applied, or a usage error naming the
+// parameter at fault.
+func (ac *appConfig) timing(usage string) (l, r time.Duration, err error) {
+	l, r, err = ac.es.Timing()
+	if err == nil {
+		err = checkFloors(l, r, configTiming)
+	}
+	if err != nil {
+		return 0, 0, badInput(usage, "--config %s: cluster service %q: %v", ac.path, ac.name, err)
+	}
+	return l, r, nil
+}
+
+// urlEnv is the environment variable the Registry reads its URL from, if any. The Registry's
+// parameters were checked by loadAppConfig: a urlEnv among them is that of a store service
+// type (leasehold.URLStore).
+func (ac *appConfig) urlEnv() string {
+	var urlEnv string
+	for _, sc := range ac.registry.Services {
+		var p struct {
+			URLEnv string `json:"urlEnv"`
+		}
+		if json.Unmarshal(sc.Params, &p) == nil {
+			urlEnv = p.URLEnv
+		}
+	}
+	return urlEnv
+}
+
 // startRegistry starts an application of the configuration's Registry alone: the lease can be
 // reached through it without the cluster service joining the election.
 func (ac *appConfig) startRegistry(ctx context.Context) (*leasehold.Application, error) {
@@ -332,28 +347,38 @@ func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 	if err != nil {
 		return nil, err
 	}
-	opener, ok := ac.svc.(leasehold.LockOpener)
-	if !ok {
-		return nil, badInput(usage, "--config %s: cluster service %q (%T) cannot open its lease without joining the election",
-			f.config, ac.name, ac.svc)
-	}
-	reg, err := ac.startRegistry(ctx)
+	lock, closeAll, err := ac.openLock(ctx, usage)
 	if err != nil {
 		return nil, err
 	}
-	lock, err := opener.OpenLock(ctx, reg)
+	return &leaseReader{lease: ac.lease(), where: f.config, lock: lock, close: closeAll}, nil
+}
+
+// openLock opens the Lock of the cluster service's lease (leasehold.LockOpener) over the
+// configuration's Registry, which it starts; the cluster service's own election is not
+// started. closeAll releases both.
+func (ac *appConfig) openLock(ctx context.Context, usage string) (lock cluster.Lock, closeAll func(context.Context) error, err error) {
+	opener, ok := ac.svc.(leasehold.LockOpener)
+	if !ok {
+		return nil, nil, badInput(usage, "--config %s: cluster service %q (%T) cannot open its lease without joining the election",
+			ac.path, ac.name, ac.svc)
+	}
+	reg, err := ac.startRegistry(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	lock, err = opener.OpenLock(ctx, reg)
 	if err != nil {
 		_ = reg.Stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("--config %s: %w", f.config, err)
+		return nil, nil, fmt.Errorf("--config %s: %w", ac.path, err)
 	}
-	closeAll := func(ctx context.Context) error {
+	return lock, func(ctx context.Context) error {
 		var errs []error
 		if s, ok := ac.svc.(leasehold.Stopper); ok {
 			errs = append(errs, s.Stop(ctx)) // no election to end: it releases the client only
 		}
 		return errors.Join(append(errs, reg.Stop(ctx))...)
-	}
-	return &leaseReader{lease: ac.lease(), where: f.config, lock: lock, close: closeAll}, nil
+	}, nil
 }
 
 // absentStore reports whether --store is a file or SQLite store whose file does not exist: its

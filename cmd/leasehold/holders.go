@@ -11,22 +11,55 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// newHoldersElection prepares the election of n holders of the lease of the flags (H1-H3),
-// over --store: n slots, records NAME/0 to NAME/n-1, of which this instance holds at most
-// one. observer receives the events of every slot.
+// newHoldersElection prepares the election of n holders of the lease of the flags (H1-H3):
+// n slots, records NAME/0 to NAME/n-1, of which this instance holds at most one. The slots
+// are Electors over --store, or over the Lock of the --config cluster service's lease with
+// its parameters (its Registry is started; its own single-leader election is not). observer
+// receives the events of every slot.
 func newHoldersElection(ctx context.Context, f *commonFlags, n int, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
+	if f.config != "" {
+		return newConfigHoldersElection(ctx, f, n, log, observer, usage)
+	}
 	st, elog, cfg, err := storeElectorConfig(ctx, f, log, observer)
 	if err != nil {
 		return nil, err
 	}
-	id := cfg.InstanceID
+	return holdersElection(cfg, n, elog, store.RedactString(f.store), "", func(context.Context) error { return store.Close(st) }, usage)
+}
+
+func newConfigHoldersElection(ctx context.Context, f *commonFlags, n int, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
+	ac, err := loadAppConfig(f, usage)
+	if err != nil {
+		return nil, err
+	}
+	l, r, err := ac.timing(usage)
+	if err != nil {
+		return nil, err
+	}
+	lock, closeAll, err := ac.openLock(ctx, usage)
+	if err != nil {
+		return nil, err
+	}
+	id := ac.es.InstanceID()
+	elog := &electionLog{log: log, id: id}
+	cfg := cluster.ElectorConfig{
+		Lock: lock, LeaseName: ac.lease(), LeaseDuration: l, RenewInterval: r, InstanceID: id,
+		Logger: log, Observer: cluster.Observers(observer, elog.observe),
+	}
+	return holdersElection(cfg, n, elog, f.config, ac.urlEnv(), closeAll, usage)
+}
+
+// holdersElection is the election of n holders of cfg's lease; closeAll closes what the
+// Lock runs on, once the slots have stopped.
+func holdersElection(cfg cluster.ElectorConfig, n int, elog *electionLog, where, urlEnv string, closeAll func(context.Context) error, usage string) (*election, error) {
 	h, err := cluster.NewHolders(cfg, n)
 	if err != nil {
-		store.Close(st)
+		_ = closeAll(context.Background())
 		return nil, badInput(usage, "%v", err)
 	}
 	return &election{
-		lease: f.lease, id: id, l: f.leaseDuration, r: f.renewInterval, where: store.RedactString(f.store),
+		lease: cluster.ResolveLeaseName(cfg.LeaseName), id: cfg.InstanceID, l: cfg.LeaseDuration, r: cfg.RenewInterval,
+		where: where, urlEnv: urlEnv,
 		Cluster: h,
 		start:   h.Start,
 		elector: func() *cluster.Elector {
@@ -38,7 +71,7 @@ func newHoldersElection(ctx context.Context, f *commonFlags, n int, log *slog.Lo
 		},
 		stop: elog.logStop(func(ctx context.Context) error {
 			err := h.Stop(ctx)
-			return errors.Join(err, store.Close(st))
+			return errors.Join(err, closeAll(ctx))
 		}),
 	}, nil
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,20 +21,7 @@ func TestRunHolders(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		procs[id] = w.start(id, env, runArgs(w, id, "--holders", "2")...)
 	}
-	slots := map[string]string{} // instance -> slot
-	for len(slots) < 2 {
-		ev, _ := w.waitCmd(30*time.Second, "CMD-START", nil)
-		slot := slotOf(t, ev)
-		for id, s := range slots {
-			if s == slot {
-				t.Fatalf("%s and %s both run CMD for slot %s", id, ev.id, slot)
-			}
-		}
-		if _, dup := slots[ev.id]; dup {
-			t.Fatalf("%s runs two CMDs", ev.id)
-		}
-		slots[ev.id] = slot
-	}
+	slots := waitSlots(t, w, 2, "jobs")
 	var leader, idle string
 	for _, id := range []string{"a", "b", "c"} {
 		if _, ok := slots[id]; !ok {
@@ -51,6 +39,52 @@ func TestRunHolders(t *testing.T) {
 	}
 	if code := w.waitExit(procs[leader], 30*time.Second); code != 0 {
 		t.Fatalf("%s exited %d after SIGTERM", leader, code)
+	}
+}
+
+// waitSlots waits for n CMDs of lease to start, each on a slot of its own and each of its own
+// instance, and returns the slot of each instance.
+func waitSlots(t *testing.T, w *world, n int, lease string) map[string]string {
+	t.Helper()
+	slots := map[string]string{} // instance -> slot
+	for len(slots) < n {
+		ev, _ := w.waitCmd(30*time.Second, "CMD-START", nil)
+		slot := slotOf(t, ev)
+		if ev.lease != lease {
+			t.Fatalf("CMD of %s runs under lease %q; want %q", ev.id, ev.lease, lease)
+		}
+		for id, s := range slots {
+			if s == slot {
+				t.Fatalf("%s and %s both run CMD for slot %s", id, ev.id, slot)
+			}
+		}
+		if _, dup := slots[ev.id]; dup {
+			t.Fatalf("%s runs two CMDs", ev.id)
+		}
+		slots[ev.id] = slot
+	}
+	return slots
+}
+
+// H1 with --config: the slots are the configured cluster service's lease (its name, L and R)
+// over its Registry: two of three instances run CMD, one per slot, and the records pool/0 and
+// pool/1 of the Registry name them.
+func TestRunHoldersWithConfig(t *testing.T) {
+	w := newWorld(t)
+	registry := filepath.Join(w.dir, "app-registry.json")
+	cfg := writeConfig(t, w.dir, "app.json", `
+		"Registry": {"type": "Webda/FileStore", "path": "`+registry+`"},
+		"cluster": {"type": "Webda/StoreClusterService", "leaseName": "pool", "leaseDuration": 2000, "renewInterval": 500}`)
+	env := []string{"LEASEHOLD_TEST_CMD=record-slot"}
+	for _, id := range []string{"a", "b", "c"} {
+		w.start(id, env, append([]string{"run", "--config", cfg, "--instance-id", id, "--holders", "2", "--log-format", "json", "--"}, helperCmd()...)...)
+	}
+	slots := waitSlots(t, w, 2, "pool")
+	for _, slot := range []string{"0", "1"} {
+		st := statusJSON(t, "file://"+registry, "pool/"+slot)
+		if got, ok := slots[st.Holder]; !ok || got != slot {
+			t.Errorf("record pool/%s of the Registry: holder %q; want the instance running CMD on slot %s (%v)", slot, st.Holder, slot, slots)
+		}
 	}
 }
 

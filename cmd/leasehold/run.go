@@ -55,8 +55,9 @@ process group.
 - --holders N: up to N instances lead at once, each holding one of N slots, records NAME/0 to
   NAME/N-1, each with its own term; LEASEHOLD_SLOT says which (0-based). An instance holds
   one slot at a time and takes a free one within the renew interval, an expired one as a
-  lease of its own. With 1 (the default) the record is NAME, as without it. Needs --store;
-  not with --try or --wait.
+  lease of its own. With 1 (the default) the record is NAME, as without it. With --config,
+  the slots use the cluster service's lease, parameters and Registry. Not with --try or
+  --wait.
 
 Flags:
   --grace D               time CMD has to stop after SIGTERM, before SIGKILL; at most, and by
@@ -138,10 +139,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, badInput(runUsage, "--holders %d must be at least 1", *holders)
 	}
 	if *holders > 1 {
-		switch {
-		case f.config != "":
-			return 0, badInput(runUsage, "--holders %d needs --store: the cluster service of --config elects one leader", *holders)
-		case *try || f.set["wait"]:
+		if *try || f.set["wait"] {
 			return 0, badInput(runUsage, "--holders %d cannot be used with --try or --wait", *holders)
 		}
 	}
