@@ -1,0 +1,86 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/kubernetes/kubetest"
+)
+
+// startKube starts a kube-apiserver of the test's own, with ns granted to its restricted user
+// (get, create, update and watch on Leases), and writes a kubeconfig of that user. It skips
+// when the binaries of scripts/kube-binaries are absent, unless LEASEHOLD_REQUIRE_KUBE=1.
+func startKube(t *testing.T, ns string) (kubeconfig string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	bin, err := kubetest.FindBinaries()
+	if err != nil {
+		if os.Getenv(kubetest.RequireEnv) == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	dir, err := os.MkdirTemp("", "leasehold-cmd-kube-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := kubetest.Start(dir, bin)
+	if err != nil {
+		os.RemoveAll(dir)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		env.Stop()
+		os.RemoveAll(dir)
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := env.API.Grant(ctx, ns, "get", "create", "update", "watch"); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
+	text := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: test, cluster: {server: %q, certificate-authority-data: %s}}]
+users: [{name: elector, user: {token: %q}}]
+contexts: [{name: elector, context: {cluster: test, user: elector, namespace: %s}}]
+current-context: elector
+`, env.API.Host, base64.StdEncoding.EncodeToString(env.API.CAData), env.API.UserToken, ns)
+	if err := os.WriteFile(kubeconfig, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
+}
+
+// --config with a Webda/KubernetesClusterService, end to end against a real API server as a
+// user holding only the Lease Role: run --holders 2 runs one CMD per slot (the Leases pool-0
+// and pool-1), and status --config --lease pool-N reads each slot's Lease, naming the instance
+// that runs its CMD.
+func TestConfigOverKubernetes(t *testing.T) {
+	kubeconfig := startKube(t, "cmdtest")
+	w := newWorld(t)
+	cfg := writeConfig(t, w.dir, "app.json", `
+		"cluster": {"type": "Webda/KubernetesClusterService", "namespace": "cmdtest", "config": "`+kubeconfig+`",
+			"leaseName": "pool", "leaseDuration": 2000, "renewInterval": 500}`)
+	env := []string{"LEASEHOLD_TEST_CMD=record-slot"}
+	for _, id := range []string{"a", "b", "c"} {
+		w.start(id, env, append([]string{"run", "--config", cfg, "--instance-id", id, "--holders", "2", "--log-format", "json", "--"}, helperCmd()...)...)
+	}
+	slots := waitSlots(t, w, 2, "pool")
+	for id, slot := range slots {
+		out, errOut, code := runLeasehold(t, "status", "--config", cfg, "--lease", "pool-"+slot)
+		if code != 0 || !strings.Contains(out, "holder:") || !strings.Contains(out, " "+id+"\n") {
+			t.Errorf("status --config --lease pool-%s: exit %d, want 0 naming %s\nstdout:\n%s\nstderr:\n%s", slot, code, id, out, errOut)
+		}
+	}
+}
