@@ -63,24 +63,58 @@ current-context: elector
 }
 
 // --config with a Webda/KubernetesClusterService, end to end against a real API server as a
-// user holding only the Lease Role: run --holders 2 runs one CMD per slot (the Leases pool-0
-// and pool-1), and status --config --lease pool-N reads each slot's Lease, naming the instance
-// that runs its CMD.
+// user holding only the Lease Role.
 func TestConfigOverKubernetes(t *testing.T) {
 	kubeconfig := startKube(t, "cmdtest")
-	w := newWorld(t)
-	cfg := writeConfig(t, w.dir, "app.json", `
+	config := func(w *world, lease string) string {
+		return writeConfig(t, w.dir, lease+".json", `
 		"cluster": {"type": "Webda/KubernetesClusterService", "namespace": "cmdtest", "config": "`+kubeconfig+`",
-			"leaseName": "pool", "leaseDuration": 2000, "renewInterval": 500}`)
-	env := []string{"LEASEHOLD_TEST_CMD=record-slot"}
-	for _, id := range []string{"a", "b", "c"} {
-		w.start(id, env, append([]string{"run", "--config", cfg, "--instance-id", id, "--holders", "2", "--log-format", "json", "--"}, helperCmd()...)...)
+			"leaseName": "`+lease+`", "leaseDuration": 2000, "renewInterval": 500}`)
 	}
-	slots := waitSlots(t, w, 2, "pool")
-	for id, slot := range slots {
-		out, errOut, code := runLeasehold(t, "status", "--config", cfg, "--lease", "pool-"+slot)
-		if code != 0 || !strings.Contains(out, "holder:") || !strings.Contains(out, " "+id+"\n") {
-			t.Errorf("status --config --lease pool-%s: exit %d, want 0 naming %s\nstdout:\n%s\nstderr:\n%s", slot, code, id, out, errOut)
+	runConfig := func(cfg, id string, extra ...string) []string {
+		args := append([]string{"run", "--config", cfg, "--instance-id", id, "--log-format", "json"}, extra...)
+		return append(append(args, "--"), helperCmd()...)
+	}
+
+	// run --holders 2 runs one CMD per slot (the Leases pool-0 and pool-1), and status
+	// --config --lease pool-N reads each slot's Lease, naming the instance that runs its CMD.
+	t.Run("holders", func(t *testing.T) {
+		w := newWorld(t)
+		cfg := config(w, "pool")
+		for _, id := range []string{"a", "b", "c"} {
+			w.start(id, []string{"LEASEHOLD_TEST_CMD=record-slot"}, runConfig(cfg, id, "--holders", "2")...)
 		}
-	}
+		slots := waitSlots(t, w, 2, "pool")
+		for id, slot := range slots {
+			out, errOut, code := runLeasehold(t, "status", "--config", cfg, "--lease", "pool-"+slot)
+			if code != 0 || !strings.Contains(out, "holder:") || !strings.Contains(out, " "+id+"\n") {
+				t.Errorf("status --config --lease pool-%s: exit %d, want 0 naming %s\nstdout:\n%s\nstderr:\n%s", slot, code, id, out, errOut)
+			}
+		}
+	})
+
+	// resign --config --to hands the Lease over: the leader's CMD stops, then the named
+	// instance's starts, term 2.
+	t.Run("resign", func(t *testing.T) {
+		w := newWorld(t)
+		cfg := config(w, "solo")
+		env := []string{"LEASEHOLD_TEST_CMD=record"}
+		w.start("a", env, runConfig(cfg, "a")...)
+		w.waitCmd(30*time.Second, "CMD-START", func(ev cmdEvent) bool { return ev.id == "a" })
+		p := w.start("b", env, runConfig(cfg, "b")...)
+		w.waitLine(30*time.Second, "b observing a", func(l line) bool {
+			m, ok := jsonLog(l.text)
+			return ok && l.proc == p && m["msg"] == "leasehold: observed leader" && m["holder"] == "a"
+		})
+		out, errOut, code := runLeasehold(t, "resign", "--config", cfg, "--to", "b")
+		if code != 0 || !strings.Contains(out, "asked a (term 1) to step down and hand over to b") {
+			t.Fatalf("resign --config --to b: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		if stop, _ := w.waitCmd(30*time.Second, "CMD-STOP", nil); stop.id != "a" {
+			t.Fatalf("CMD-STOP of %s; want a's", stop.id)
+		}
+		if start, _ := w.waitCmd(30*time.Second, "CMD-START", nil); start.id != "b" || start.term != 2 {
+			t.Fatalf("next CMD-START: %+v; want b's, term 2", start)
+		}
+	})
 }
