@@ -3,6 +3,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,8 @@ func TestBadInput(t *testing.T) {
 		{"no command", nil, "missing command"},
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
 		{"unknown flag", []string{"run", "--bogus", "--", "true"}, "--bogus"},
+		{"flag a word of another", []string{"run", "--id", "x", "--", "true"}, "flag provided but not defined: --id (did you mean --instance-id?)"},
+		{"misspelt flag", []string{"status", "--lease-duraton", "2s"}, "(did you mean --lease-duration?)"},
 		{"missing --", []string{"run", "--store", store, "true"}, "missing --"},
 		{"nothing after --", []string{"run", "--store", store, "--"}, "missing the command"},
 		{"no command at all", []string{"run", "--store", store}, "missing --"},
@@ -91,6 +94,19 @@ func TestHelpAndVersion(t *testing.T) {
 	for _, scheme := range []string{"file", "mem", "sqlite", "postgres", "mysql", "redis", "etcd", "nats"} {
 		if !strings.Contains(out, scheme) {
 			t.Errorf("version output lacks the store %q:\n%s", scheme, out)
+		}
+	}
+}
+
+// An unknown flag is matched to the one it most likely meant, or to none.
+func TestNearestFlag(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	for _, name := range []string{"instance-id", "store", "store-file", "lease", "lease-duration", "holders", "hold-at-least"} {
+		fs.String(name, "", "")
+	}
+	for name, want := range map[string]string{"id": "instance-id", "stor": "store", "lease-duraton": "lease-duration", "holder": "holders", "bogus": "", "x": ""} {
+		if got := nearestFlag(fs, name); got != want {
+			t.Errorf("nearestFlag(%q) = %q, want %q", name, got, want)
 		}
 	}
 }

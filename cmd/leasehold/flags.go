@@ -95,9 +95,56 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string) (help bool, err e
 		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
 		}
-		return false, badInput(usage, "%s", strings.Replace(err.Error(), " -", " --", 1))
+		msg := strings.Replace(err.Error(), " -", " --", 1)
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+			if near := nearestFlag(fs, strings.TrimPrefix(name, "-")); near != "" {
+				msg += fmt.Sprintf(" (did you mean --%s?)", near)
+			}
+		}
+		return false, badInput(usage, "%s", msg)
 	}
 	return false, nil
+}
+
+// nearestFlag returns the flag of fs that an unknown name most likely meant, or "": one whose
+// name holds it as a word (--id for --instance-id), else one within two typing errors
+// (--lease-duraton).
+func nearestFlag(fs *flag.FlagSet, name string) string {
+	if len(name) < 2 {
+		return ""
+	}
+	best, bestDist := "", 3
+	fs.VisitAll(func(f *flag.Flag) {
+		if slices.Contains(strings.Split(f.Name, "-"), name) && bestDist > 0 {
+			best, bestDist = f.Name, 0
+			return
+		}
+		if d := editDistance(name, f.Name); d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // durationFlag is a flag.Duration that also takes a bare number of milliseconds ("5000"), as
