@@ -16,14 +16,19 @@ type Watcher interface {
 	// Watch calls fn with the record named name once the watch is established, then after
 	// changes to it, until ctx ends or the watch fails; one call at a time, in the order of
 	// the record's writes, states possibly skipped or repeated (store.Watcher's rules, T8).
-	// fn's error is nil for a record, wraps ErrNotFound when there is none, and says why for
-	// a record that cannot be read (E8). fn must return quickly.
+	// fn's error is nil for a record, wraps ErrNotFound when there is none, says why for a
+	// record that cannot be read (E8), and is ErrHeartbeat, with a zero Record, when the watch
+	// only proves it is alive (asked by store.WithHeartbeat on ctx). fn must return quickly.
 	//
 	// Watch returns an error, never nil: one wrapping ctx's error when ctx ended, the failure
 	// that ended the watch, or one wrapping ErrWatchUnsupported when the Lock's backend cannot
 	// notify (or is not allowed to: a Kubernetes Role without the watch verb).
 	Watch(ctx context.Context, name string, fn func(Record, error)) error
 }
+
+// ErrHeartbeat is what a watch's fn gets, with a zero Record, when the watch proves it is
+// alive without a change: its connection answered just now. It is not a failure.
+var ErrHeartbeat = errors.New("cluster: lease watch heartbeat")
 
 // ErrWatchUnsupported means a Lock cannot watch its records; an Elector over it polls.
 var ErrWatchUnsupported = errors.New("cluster: lease watch not supported")
@@ -33,6 +38,10 @@ var _ Watcher = storeLock{}
 func (l storeLock) Watch(ctx context.Context, name string, fn func(Record, error)) error {
 	key := StoreKeyPrefix + name
 	err := store.Watch(ctx, l.s, key, func(c store.Change) {
+		if c.Heartbeat {
+			fn(Record{}, ErrHeartbeat)
+			return
+		}
 		if !c.Found {
 			fn(Record{}, fmt.Errorf("%w: %q", ErrNotFound, key))
 			return

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Watcher is implemented by a Store that can tell when a document changes (T8 of
@@ -29,10 +30,32 @@ type Watcher interface {
 	Watch(ctx context.Context, key string, fn func(Change)) error
 }
 
-// Change is the state of a watched document.
+// Change is the state of a watched document, or a heartbeat.
 type Change struct {
 	Found bool           // whether a document exists under the key
 	Doc   map[string]any // the document, in normalized form; nil when Found is false
+
+	// Heartbeat, when true, carries no state (Found and Doc are zero): the watch's connection
+	// answered the server just now, so a change written before this call's moment minus the
+	// connection's delay has been delivered. A watch asked for heartbeats (WithHeartbeat)
+	// delivers one at least every interval while its connection is alive, and none while the
+	// connection is silent: a caller that has heard nothing for longer knows not to trust it.
+	Heartbeat bool
+}
+
+type heartbeatKey struct{}
+
+// WithHeartbeat asks the watches given ctx to prove they are alive at least every d, by a
+// Change with Heartbeat set (or a change of the document). A watch that cannot is not wrong:
+// its caller then hears only changes, and treats a silence as it would without heartbeats.
+func WithHeartbeat(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, heartbeatKey{}, d)
+}
+
+// HeartbeatEvery returns the interval WithHeartbeat asked of ctx's watches, 0 for none.
+func HeartbeatEvery(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(heartbeatKey{}).(time.Duration)
+	return d
 }
 
 // ErrWatchUnsupported means the store's backend cannot notify changes; a caller polls instead.

@@ -24,11 +24,14 @@ type Watcher interface {
 }
 
 // Notice is what a driver's watch delivers: the state of the key (Found, Doc, in normalized
-// form: decoded JSON), or with Signal set, only that it changed.
+// form: decoded JSON), or with Signal set, only that it changed, or with Heartbeat set, only
+// that the watch's connection is alive (store.Change.Heartbeat; store.HeartbeatEvery(ctx) is
+// the interval asked, 0 for none).
 type Notice struct {
-	Signal bool
-	Found  bool
-	Doc    map[string]any
+	Signal    bool
+	Heartbeat bool
+	Found     bool
+	Doc       map[string]any
 }
 
 // Watch implements store.Watcher.
@@ -44,6 +47,10 @@ func (p *Portable) Watch(ctx context.Context, key string, fn func(store.Change))
 		return WrapKey("watch", key, store.ErrWatchUnsupported)
 	}
 	err := w.Watch(ctx, key, func(n Notice) error {
+		if n.Heartbeat {
+			fn(store.Change{Heartbeat: true})
+			return nil
+		}
 		if n.Signal {
 			doc, err := p.d.Get(ctx, key)
 			switch {
