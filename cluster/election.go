@@ -89,6 +89,11 @@ func (e *Elector) run(startCtx context.Context) {
 				lead = nil
 			}
 		}
+		if mb != nil {
+			// E9: the watch's latest heartbeat, which does not wake this goroutine: it only
+			// puts the next read off.
+			s.push.beat(mb.alive())
+		}
 		var due time.Time
 		if pending == nil {
 			var known *Record
