@@ -396,6 +396,31 @@ func TestE9HeartbeatsAloneKeepTheWatch(t *testing.T) {
 	})
 }
 
+// E9, E6: heartbeats put off the reads of a follower only while the revision it watches has
+// not expired: once its attempt on the expired revision failed, it attempts every R, as
+// nothing the watch could report is awaited.
+func TestE9HeartbeatsDoNotPutOffAFailedTakeover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		b := w.watchNode("b", nil).start()
+		w.at(sec(12))
+		a.crash() // last renewal at 10s: expires for b at 25s
+		w.at(sec(24))
+		b.faults.set(func(f *faultStore) { f.err = errInjected })
+		w.at(sec(26)) // the takeover at 25s failed
+		b.faults.heal()
+		if got := b.eventsOf(AttemptFailed); len(got) != 1 || w.rel(got[0].Time) != sec(25) {
+			t.Fatalf("b's failed attempts: %v; want one at 25s", got)
+		}
+		w.at(sec(31))
+		if got := w.times(b.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(30))) {
+			t.Fatalf("b became leader at %v; want 30s, R after the failed takeover, though heartbeats came", got)
+		}
+	})
+}
+
 // E9: a heartbeat neither replaces the change waiting in the mailbox nor wakes the election;
 // handed to onPush it only refreshes the proof of life: no attempt, no new observation.
 func TestE9HeartbeatIsNotAChange(t *testing.T) {
