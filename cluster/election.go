@@ -54,11 +54,13 @@ func (e *Elector) observe(rec Record, seenAt time.Time) observation {
 // run is the election goroutine: it starts attempts, keeps the leadership deadline and
 // handles Stop. All election state lives in its local variables.
 func (e *Elector) run(startCtx context.Context) {
-	defer close(e.done)
+	defer e.exit()
+	defer close(e.runDone)
 	base := context.WithoutCancel(startCtx)
 	// E9: the watch starts when the instance first follows another holder, so an instance
-	// that leads all its leases (many leases in one process) keeps no watch; it is ended and
-	// waited for before done is closed.
+	// that leads all its leases (many leases in one process) keeps no watch; it is ended as
+	// this goroutine returns, and done is closed once it has returned too (Stop waits for it
+	// within its context).
 	var mb *mailbox
 	watching, stopWatch := false, func() {}
 	defer func() { stopWatch() }()

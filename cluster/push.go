@@ -113,7 +113,8 @@ func (m *mailbox) take() (*pushed, bool) {
 }
 
 // startWatch starts the watch goroutine when the Lock can watch, and returns its mailbox (nil
-// when it cannot) and a function that ends the goroutine and waits for it.
+// when it cannot) and a function that ends the goroutine without waiting for it: it counts
+// among the election's goroutines (e.live), and the last of them to return closes done.
 func (e *Elector) startWatch(base context.Context) (*mailbox, func()) {
 	if e.watcher == nil {
 		e.log.Info("leasehold: lease watch not supported, polling every R", "renewInterval", e.r)
@@ -121,15 +122,12 @@ func (e *Elector) startWatch(base context.Context) (*mailbox, func()) {
 	}
 	mb := newMailbox()
 	ctx, cancel := context.WithCancel(base)
-	done := make(chan struct{})
+	e.live.Add(1)
 	go func() {
-		defer close(done)
+		defer e.exit()
 		e.watchLoop(ctx, mb)
 	}()
-	return mb, func() {
-		cancel()
-		<-done
-	}
+	return mb, cancel
 }
 
 // watchLoop keeps a watch open until ctx ends: after a failure it watches again R later, or

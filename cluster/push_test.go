@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -38,7 +39,9 @@ type countLock struct {
 	silent      bool
 	noHeartbeat bool
 	unsupported bool
-	cancel      context.CancelCauseFunc // ends the watch under way
+	lateReturn  time.Duration // Watch returns this long after its context ends
+
+	cancel context.CancelCauseFunc // ends the watch under way
 	// updateHook, when set, runs instead of the inner Update (it may call it).
 	updateHook func(ctx context.Context, name string, r Record) (Record, error)
 }
@@ -126,6 +129,10 @@ func (l *countLock) Watch(ctx context.Context, name string, fn func(Record, erro
 	})
 	cancel(nil)
 	beats.Wait()
+	l.mu.Lock()
+	late := l.lateReturn
+	l.mu.Unlock()
+	time.Sleep(late) // a Lock that ignores its context for a while
 	if c := context.Cause(ctx); errors.Is(c, errStreamCut) {
 		return c
 	}
@@ -712,4 +719,89 @@ func TestE9StampsIncrease(t *testing.T) {
 	if got := stamp(now, Record{RenewedAt: now.Add(time.Hour)}); !got.After(now.Add(time.Hour)) {
 		t.Fatalf("stamp after a record from a clock ahead: %v", got)
 	}
+}
+
+// E7, E9: Stop returns by its context even when the Lock's Watch returns long after its
+// context ended: the lease is released first, the error wraps the context's and names the
+// watch, and Done is closed (a later Stop returns nil) once the Watch has returned.
+func TestE7StopReturnsByItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		b := w.watchNode("b", func(l *countLock) { l.lateReturn = 60 * time.Second }).start()
+		w.at(sec(2))
+		if err := a.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(3))
+		if !b.e.IsLeader() {
+			t.Fatal("b does not lead after a's release")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		err := b.e.Stop(ctx)
+		if got := w.since(); got != sec(5) {
+			t.Fatalf("Stop returned at %v; want 5s, when its 2s context ended", got)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "lease watch has not returned") {
+			t.Fatalf("Stop: %v; want an error naming the watch, wrapping context.DeadlineExceeded", err)
+		}
+		if h := w.record()["holder"]; h != "" {
+			t.Fatalf("holder after Stop: %v; want none (released before waiting for the watch)", h)
+		}
+		select {
+		case <-b.e.Done():
+			t.Fatal("Done closed while the Lock's Watch has not returned")
+		default:
+		}
+		if err := b.e.Stop(context.Background()); err != nil {
+			t.Fatalf("a later Stop, once the watch returned: %v; want nil", err)
+		}
+		if got := w.since(); got != sec(63) {
+			t.Fatalf("the later Stop returned at %v; want 63s, when the Watch returned", got)
+		}
+		<-b.e.Done()
+	})
+}
+
+// E7, E9: after the cancellation of Start's context, Stop returns by its own context too when
+// the Lock's Watch is late, and says that the watch, not the release, is what it waited for.
+func TestE7StopAfterStartContextReturnsByItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		b := w.watchNode("b", func(l *countLock) { l.lateReturn = 60 * time.Second })
+		startCtx, cancelStart := context.WithCancel(context.Background())
+		if err := b.e.Start(startCtx); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(2))
+		if err := a.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(3))
+		if !b.e.IsLeader() {
+			t.Fatal("b does not lead after a's release")
+		}
+		cancelStart()
+		synctest.Wait()
+		if h := w.record()["holder"]; h != "" {
+			t.Fatalf("holder after the end of Start's context: %v; want none", h)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		err := b.e.Stop(ctx)
+		if got := w.since(); got != sec(5) {
+			t.Fatalf("Stop returned at %v; want 5s, when its 2s context ended", got)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "lease watch has not returned") || strings.Contains(err.Error(), "not released") {
+			t.Fatalf("Stop: %v; want an error naming the watch (the lease was released), wrapping context.DeadlineExceeded", err)
+		}
+		<-b.e.Done()
+		if got := w.since(); got != sec(63) {
+			t.Fatalf("Done closed at %v; want 63s, when the Watch returned", got)
+		}
+	})
 }
