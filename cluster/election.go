@@ -54,12 +54,12 @@ func (e *Elector) observe(rec Record, seenAt time.Time) observation {
 // run is the election goroutine: it starts attempts, keeps the leadership deadline and
 // handles Stop. All election state lives in its local variables.
 func (e *Elector) run(startCtx context.Context) {
-	defer e.exit()
 	defer close(e.runDone)
+	defer e.exit() // before runDone: a Stop that sees runDone sees done too, unless the watch is late
 	base := context.WithoutCancel(startCtx)
 	// E9: the watch starts when the instance first follows another holder, so an instance
 	// that leads all its leases (many leases in one process) keeps no watch; it is ended as
-	// this goroutine returns, and done is closed once it has returned too (Stop waits for it
+	// the shutdown begins, and done is closed once it has returned too (Stop waits for it
 	// within its context).
 	var mb *mailbox
 	watching, stopWatch := false, func() {}
@@ -192,6 +192,7 @@ func (e *Elector) run(startCtx context.Context) {
 				}
 			}
 		case ctx := <-e.stopReq:
+			stopWatch() // it returns while the shutdown goes on
 			e.stopErr <- e.shutdown(ctx, pending, s.known)
 			return
 		case <-startCtx.Done():
@@ -199,6 +200,7 @@ func (e *Elector) run(startCtx context.Context) {
 			// later waits for it, then finishes what it left undone: whether the attempt in
 			// flight was drained is recorded, as its outcome can be read only once.
 			close(e.ending)
+			stopWatch()
 			ctx, cancel := context.WithTimeout(base, e.l-e.r)
 			e.stopLeading(ReasonStop, nil)
 			known := s.known

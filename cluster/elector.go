@@ -262,12 +262,17 @@ func (e *Elector) Stop(ctx context.Context) error {
 	e.stopCore = e.stop(ctx, started)
 	e.stopRes = e.stopCore
 	select {
-	case <-e.done:
-	case <-ctx.Done():
-		// The election is over and the lease released, when it could be; only the watch's
-		// goroutine is still inside the Lock's Watch. It ends when that call returns.
-		e.watchLate = true
-		e.stopRes = e.watchError(e.stopCore, ctx)
+	case <-e.done: // the watch, ended as the shutdown began, has returned already
+	default:
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			// The election is over and the lease released, when it could be; only the
+			// watch's goroutine is still inside the Lock's Watch. It ends when that call
+			// returns.
+			e.watchLate = true
+			e.stopRes = e.watchError(e.stopCore, ctx)
+		}
 	}
 	close(e.stopDone)
 	return e.stopRes
