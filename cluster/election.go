@@ -29,6 +29,10 @@ type outcome struct {
 	rec  Record    // the record held (held) or seen (followed)
 	at   time.Time // when the answer came
 	err  error     // for failed
+	// stale, for failed: a release written on a record not read just before (known, or read
+	// before waiting for the callbacks) found it changed or gone; the attempt reads once more
+	// and decides again (E10, R2, H2).
+	stale bool
 }
 
 // observation is the last revision of another holder's record seen by this instance, and when
@@ -313,27 +317,49 @@ func (e *Elector) startAttempt(base context.Context, now time.Time, obs observat
 // is a failed attempt, and the next one will follow. With a known record, it first writes on
 // it without reading, and reads only when that record changed since (E10).
 func (e *Elector) try(ctx context.Context, obs observation, known *Record) outcome {
+	reread := false // a release found its record changed, and the attempt read once more
 	if known != nil {
 		// A known record is decided on as a read one is (the hook: a reservation, a slot this
 		// instance may not take), then written without a read (E10).
 		k := *known
-		if out, done := e.onRead(ctx, &k, nil, obs, time.Now()); done {
+		out, done := e.onRead(ctx, &k, nil, obs, time.Now())
+		switch {
+		case done && out.stale:
+			// A release written on the known record conflicted (R2, H2): read once and decide
+			// again, within this attempt's deadline, as a renewal does (E10).
+			reread = true
+		case done:
 			return out
-		}
-		if out, ok := e.tryKnown(ctx, k); ok {
-			return out
+		default:
+			if out, ok := e.tryKnown(ctx, k); ok {
+				return out
+			}
 		}
 	}
 	fail := func(err error) outcome { return outcome{kind: failed, err: err, at: time.Now()} }
-	rec, err := e.lock.Get(ctx, e.name)
-	now := time.Now()
-	wall := stamp(now, Record{})
-	// Hook (resign.go): a resign request, a reserved release, a slot of N holders this
-	// instance may not hold; it may answer the attempt itself (R2-R4, H2). Keep this call on
-	// every record (or error) read or known before deciding by E2.
-	if out, done := e.onRead(ctx, &rec, err, obs, now); done {
+	var (
+		rec Record
+		err error
+		now time.Time
+	)
+	for {
+		rec, err = e.lock.Get(ctx, e.name)
+		now = time.Now()
+		// Hook (resign.go): a resign request, a reserved release, a slot of N holders this
+		// instance may not hold; it may answer the attempt itself (R2-R4, H2). Keep this call
+		// on every record (or error) read or known before deciding by E2.
+		out, done := e.onRead(ctx, &rec, err, obs, now)
+		if !done {
+			break
+		}
+		if out.stale && !reread {
+			// The release conflicted: the record changed while the callbacks were awaited.
+			reread = true
+			continue
+		}
 		return out
 	}
+	wall := stamp(now, Record{})
 	switch {
 	case errors.Is(err, ErrNotFound):
 		e.wrote.Store(true)
