@@ -151,3 +151,53 @@ func TestH2SlotReleaseConflictReadsOnce(t *testing.T) {
 		}
 	})
 }
+
+// H2, E9: a slot refused because the instance holds another is read every R even while its
+// watch proves alive by heartbeats: what makes it takeable is the end of the other slot's
+// claim, which no write to its record reports. x holds one slot; the other has no record. At
+// 2s z takes x's slot; x learns it at its renewal (5s) and follows, and its other slot takes
+// its free record at its next attempt (10s at the latest), not when the observation of the
+// missing record expires (15s).
+func TestH2RefusedSlotReadEveryRUnderHeartbeats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		cl := &countLock{inner: NewStoreLock(watchingStore{newFaultStore(w.mem)})}
+		h, err := NewHolders(ElectorConfig{
+			Lock: cl, LeaseName: "jobs", LeaseDuration: testL, RenewInterval: testR,
+			InstanceID: "x", Logger: quietLogger(),
+		}, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = h.Stop(context.Background()) })
+		w.at(sec(1))
+		held, _, ok := h.Slot()
+		if !ok {
+			t.Fatal("x holds no slot")
+		}
+		plain := NewStoreLock(w.mem)
+		name := SlotName(cl, "jobs", held, 2)
+		w.at(sec(2))
+		cur, err := plain.Get(context.Background(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Holder, cur.Term, cur.RenewedAt = "z", cur.Term+1, stamp(time.Now(), cur)
+		if _, err := plain.Update(context.Background(), name, cur); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(10))
+		cl.mu.Lock()
+		beats := cl.beats
+		cl.mu.Unlock()
+		if beats == 0 {
+			t.Fatal("no heartbeat came: the test would not test them")
+		}
+		if slot, _, ok := h.Slot(); !ok || slot != 1-held {
+			t.Fatalf("x holds slot %d (%v) at 10s; want the other slot, %d, taken at an attempt after 5s", slot, ok, 1-held)
+		}
+	})
+}
