@@ -331,8 +331,8 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 		s.soon = true
 	case rec.Holder == "" || rec.Holder == e.id:
 		// Released, or its own write whose answer was lost: write on it at once (E10). Nobody
-		// else holds it: should that attempt fail, the next comes R later, not when the
-		// watch falls quiet.
+		// else holds it: should that attempt fail, the next comes R later, whatever the
+		// watch proves.
 		s.obs, s.known, s.soon = observation{}, &rec, true
 	default:
 		// Another holder's change, observed now (E6's first sight), with no read of its own.
