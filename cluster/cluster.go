@@ -23,8 +23,9 @@
 // (E10 in docs/design.md). When the Lock is also a [Watcher], the Elector keeps a watch of the
 // lease open (E9): followers learn of a release at once and take the lease over on the
 // released revision without reading it, learn of each renewal without polling, and, while the
-// watch delivers a change at least every 1.5 R, send no periodic read at all. A watch that is
-// down, silent or unsupported costs time, never safety: the follower polls every R again.
+// watch proves it is alive (a change or a heartbeat, which the Elector asks for every R/2)
+// at least every R, send no periodic read at all. A watch that is down, silent or unsupported
+// costs time, never safety: the follower polls every R again.
 //
 // # Callbacks
 //

@@ -29,6 +29,10 @@ type outcome struct {
 	rec  Record    // the record held (held) or seen (followed)
 	at   time.Time // when the answer came
 	err  error     // for failed
+	// stale, for failed: a release written on a record not read just before (known, or read
+	// before waiting for the callbacks) found it changed or gone; the attempt reads once more
+	// and decides again (E10, R2, H2).
+	stale bool
 }
 
 // observation is the last revision of another holder's record seen by this instance, and when
@@ -54,11 +58,13 @@ func (e *Elector) observe(rec Record, seenAt time.Time) observation {
 // run is the election goroutine: it starts attempts, keeps the leadership deadline and
 // handles Stop. All election state lives in its local variables.
 func (e *Elector) run(startCtx context.Context) {
-	defer close(e.done)
+	defer close(e.runDone)
+	defer e.exit() // before runDone: a Stop that sees runDone sees done too, unless the watch is late
 	base := context.WithoutCancel(startCtx)
 	// E9: the watch starts when the instance first follows another holder, so an instance
-	// that leads all its leases (many leases in one process) keeps no watch; it is ended and
-	// waited for before done is closed.
+	// that leads all its leases (many leases in one process) keeps no watch; it is ended as
+	// the shutdown begins, and done is closed once it has returned too (Stop waits for it
+	// within its context).
 	var mb *mailbox
 	watching, stopWatch := false, func() {}
 	defer func() { stopWatch() }()
@@ -88,6 +94,11 @@ func (e *Elector) run(startCtx context.Context) {
 				e.stopLeading(ReasonTimeout, err)
 				lead = nil
 			}
+		}
+		if mb != nil {
+			// E9: the watch's latest heartbeat, which does not wake this goroutine: it only
+			// puts the next read off.
+			s.push.beat(mb.alive())
 		}
 		var due time.Time
 		if pending == nil {
@@ -185,6 +196,7 @@ func (e *Elector) run(startCtx context.Context) {
 				}
 			}
 		case ctx := <-e.stopReq:
+			stopWatch() // it returns while the shutdown goes on
 			e.stopErr <- e.shutdown(ctx, pending, s.known)
 			return
 		case <-startCtx.Done():
@@ -192,6 +204,7 @@ func (e *Elector) run(startCtx context.Context) {
 			// later waits for it, then finishes what it left undone: whether the attempt in
 			// flight was drained is recorded, as its outcome can be read only once.
 			close(e.ending)
+			stopWatch()
 			ctx, cancel := context.WithTimeout(base, e.l-e.r)
 			e.stopLeading(ReasonStop, nil)
 			known := s.known
@@ -304,27 +317,49 @@ func (e *Elector) startAttempt(base context.Context, now time.Time, obs observat
 // is a failed attempt, and the next one will follow. With a known record, it first writes on
 // it without reading, and reads only when that record changed since (E10).
 func (e *Elector) try(ctx context.Context, obs observation, known *Record) outcome {
+	reread := false // a release found its record changed, and the attempt read once more
 	if known != nil {
 		// A known record is decided on as a read one is (the hook: a reservation, a slot this
 		// instance may not take), then written without a read (E10).
 		k := *known
-		if out, done := e.onRead(ctx, &k, nil, obs, time.Now()); done {
+		out, done := e.onRead(ctx, &k, nil, obs, time.Now())
+		switch {
+		case done && out.stale:
+			// A release written on the known record conflicted (R2, H2): read once and decide
+			// again, within this attempt's deadline, as a renewal does (E10).
+			reread = true
+		case done:
 			return out
-		}
-		if out, ok := e.tryKnown(ctx, k); ok {
-			return out
+		default:
+			if out, ok := e.tryKnown(ctx, k); ok {
+				return out
+			}
 		}
 	}
 	fail := func(err error) outcome { return outcome{kind: failed, err: err, at: time.Now()} }
-	rec, err := e.lock.Get(ctx, e.name)
-	now := time.Now()
-	wall := stamp(now, Record{})
-	// Hook (resign.go): a resign request, a reserved release, a slot of N holders this
-	// instance may not hold; it may answer the attempt itself (R2-R4, H2). Keep this call on
-	// every record (or error) read or known before deciding by E2.
-	if out, done := e.onRead(ctx, &rec, err, obs, now); done {
+	var (
+		rec Record
+		err error
+		now time.Time
+	)
+	for {
+		rec, err = e.lock.Get(ctx, e.name)
+		now = time.Now()
+		// Hook (resign.go): a resign request, a reserved release, a slot of N holders this
+		// instance may not hold; it may answer the attempt itself (R2-R4, H2). Keep this call
+		// on every record (or error) read or known before deciding by E2.
+		out, done := e.onRead(ctx, &rec, err, obs, now)
+		if !done {
+			break
+		}
+		if out.stale && !reread {
+			// The release conflicted: the record changed while the callbacks were awaited.
+			reread = true
+			continue
+		}
 		return out
 	}
+	wall := stamp(now, Record{})
 	switch {
 	case errors.Is(err, ErrNotFound):
 		e.wrote.Store(true)

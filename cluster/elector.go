@@ -51,15 +51,19 @@ type Elector struct {
 	slot     int
 	claim    *slotClaim
 
-	mu       sync.Mutex
-	started  bool
-	stopped  bool                 // Stop was called
-	stopDone chan struct{}        // closed once the first Stop has finished: stopRes is its result
-	stopRes  error                // what every Stop returns
-	stopReq  chan context.Context // Stop hands its context to the election goroutine
-	stopErr  chan error           // and gets the result back
-	halt     chan struct{}        // tests: end the goroutine as a crash would
-	done     chan struct{}        // closed when the election goroutine has returned
+	mu        sync.Mutex
+	started   bool
+	stopped   bool                 // Stop was called
+	stopDone  chan struct{}        // closed once the first Stop has finished: stopRes is its result
+	stopRes   error                // what the first Stop returned
+	stopCore  error                // stopRes without the watch's lateness (watchLate)
+	watchLate bool                 // the first Stop's context ended before the watch goroutine did
+	stopReq   chan context.Context // Stop hands its context to the election goroutine
+	stopErr   chan error           // and gets the result back
+	halt      chan struct{}        // tests: end the goroutine as a crash would
+	runDone   chan struct{}        // closed when the election goroutine has returned
+	done      chan struct{}        // closed when every goroutine of the election has returned
+	live      atomic.Int32         // goroutines of the election running: done closes at zero
 
 	// When the cancellation of Start's context ends the election, the election goroutine
 	// closes ending as its shutdown begins, and records in leftover, before done is closed,
@@ -115,6 +119,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		stopReq:  make(chan context.Context),
 		stopErr:  make(chan error, 1),
 		halt:     make(chan struct{}),
+		runDone:  make(chan struct{}),
 		done:     make(chan struct{}),
 		ending:   make(chan struct{}),
 	}
@@ -196,23 +201,38 @@ func (e *Elector) Start(ctx context.Context) error {
 		return fmt.Errorf("cluster: lease %q: Start called twice", e.name)
 	}
 	e.started = true
+	e.live.Store(1)
 	go e.run(ctx)
 	return nil
+}
+
+// exit is the last call of each goroutine of the election (the election goroutine, the
+// watch's): the last to return closes done.
+func (e *Elector) exit() {
+	if e.live.Add(-1) == 0 {
+		close(e.done)
+	}
 }
 
 // Stop ends the election (E7). If this instance leads, it stops leading at once: the fn
 // contexts are cancelled and Stop waits for every deregistered callback to return, then
 // releases the lease so that another instance takes over at its next attempt. When ctx ends
 // before the callbacks have returned, Stop does not release the lease (it expires by itself,
-// so the next leader's fn never overlaps this one's) and returns an error. Stop returns when
-// the election goroutine has ended.
+// so the next leader's fn never overlaps this one's) and returns an error.
+//
+// Stop returns once every goroutine of the election has ended, or when ctx ends, whichever
+// comes first. The one that may outlive it is the watch's (E9), when the Lock's Watch does not
+// return soon after its context ends: Stop then returns, after the release, an error wrapping
+// ctx's that names the watch, and Done is closed once the Watch has returned.
 //
 // After the cancellation of Start's context ended the election, Stop waits, within ctx, for
 // that shutdown, then finishes what its bound left undone: it waits for the attempt in
 // flight and for the callbacks, then releases the lease; its result says whether it could.
 //
 // Stop happens once: a second call, concurrent or later, waits for the first and returns its
-// result, or an error if its own ctx ends first.
+// result, or an error if its own ctx ends first. When the first returned before the watch had
+// ended, a later one also waits, within its own ctx, for the watch: then it returns the
+// first's result but for the watch's lateness.
 //
 // Stop must not be called from a WhenLeader callback: it waits for every callback, so it
 // would wait for itself until ctx ends, then return an error without releasing the lease.
@@ -223,33 +243,63 @@ func (e *Elector) Stop(ctx context.Context) error {
 		e.mu.Unlock()
 		select {
 		case <-e.stopDone:
-			return e.stopRes
 		case <-ctx.Done():
 			return fmt.Errorf("cluster: lease %q: stop: the Stop under way has not finished: %w", e.name, ctx.Err())
+		}
+		if !e.watchLate {
+			return e.stopRes
+		}
+		select {
+		case <-e.done:
+			return e.stopCore
+		case <-ctx.Done():
+			return e.watchError(e.stopCore, ctx)
 		}
 	}
 	e.stopped = true
 	started := e.started
 	e.mu.Unlock()
-	e.stopRes = e.stop(ctx, started)
+	e.stopCore = e.stop(ctx, started)
+	e.stopRes = e.stopCore
+	select {
+	case <-e.done: // the watch, ended as the shutdown began, has returned already
+	default:
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			// The election is over and the lease released, when it could be; only the
+			// watch's goroutine is still inside the Lock's Watch. It ends when that call
+			// returns.
+			e.watchLate = true
+			e.stopRes = e.watchError(e.stopCore, ctx)
+		}
+	}
 	close(e.stopDone)
 	return e.stopRes
 }
 
+// watchError adds to err that the watch's goroutine had not returned when ctx ended.
+func (e *Elector) watchError(err error, ctx context.Context) error {
+	return errors.Join(err, fmt.Errorf("cluster: lease %q: stop: the lease watch has not returned (the Lock's Watch must return soon after its context ends; Done is closed once it has): %w", e.name, ctx.Err()))
+}
+
+// stop ends the election goroutine and returns the result of its shutdown (E7), without
+// waiting for the watch's goroutine.
 func (e *Elector) stop(ctx context.Context, started bool) error {
 	if !started {
+		close(e.runDone)
 		close(e.done)
 		return nil
 	}
 	select {
 	case e.stopReq <- ctx:
 		err := <-e.stopErr
-		<-e.done
+		<-e.runDone // it returns right after answering
 		return err
 	case <-e.ending:
 	}
 	select {
-	case <-e.done:
+	case <-e.runDone:
 	case <-ctx.Done():
 		return fmt.Errorf("cluster: lease %q: stop: the shutdown begun by the cancellation of Start's context has not ended, lease not released: %w", e.name, ctx.Err())
 	}
@@ -261,7 +311,8 @@ func (e *Elector) stop(ctx context.Context, started bool) error {
 }
 
 // Done returns a channel closed once the election has ended, by Stop or by the cancellation
-// of Start's context.
+// of Start's context, and every goroutine of it has returned: the watch's too, which waits
+// for the Lock's Watch to return after its context ends.
 func (e *Elector) Done() <-chan struct{} { return e.done }
 
 func (e *Elector) emit(ev Event) {

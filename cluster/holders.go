@@ -258,7 +258,10 @@ func (e *Elector) releaseSlot(ctx context.Context, rec Record) outcome {
 	rec.RenewedAt = stamp(time.Now(), rec)
 	released, err := e.lock.Update(ctx, e.name, rec)
 	if err != nil {
-		return outcome{kind: failed, err: fmt.Errorf("cluster: lease %q: release of a slot held elsewhere by this instance: %w", e.name, err), at: time.Now()}
+		// A record changed since it was known or read: the attempt reads once more and decides
+		// again (E10), rather than failing and releasing R later.
+		stale := errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound)
+		return outcome{kind: failed, err: fmt.Errorf("cluster: lease %q: release of a slot held elsewhere by this instance: %w", e.name, err), at: time.Now(), stale: stale}
 	}
 	e.log.Info("leasehold: released a slot this instance may not hold: it holds another", "term", released.Term)
 	return outcome{kind: followed, rec: released, at: time.Now()}

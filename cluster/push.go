@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/store"
 )
 
 // The watch (E9). When the Lock is a Watcher, the election has one more goroutine, which keeps
@@ -13,11 +16,17 @@ import (
 // takes it from there between attempts. Nothing that must be true rests on the watch: an
 // event only makes an attempt come sooner, or a poll later while the watch is known healthy.
 
-// quietWindow is W: a watch that has delivered no accepted change for W is no longer trusted
-// to report the next one, and the follower polls every R again. A live leader writes every R,
-// so a healthy watch under a live leader delivers something every R; W must stay within 2R
-// for a crashed leader to be replaced within L + R (see E9 in docs/design.md).
-func (e *Elector) quietWindow() time.Duration { return e.r * 3 / 2 }
+// aliveWindow is how long a proof that the watch is alive (its establishment, an accepted
+// change, a heartbeat) is trusted: a follower reads at least every R unless its watch proved
+// alive within the last R, so a silent watch delays neither a takeover after a release
+// (within R) nor one after a crash (within L + R of the last renewal): see E9 in
+// docs/design.md.
+func (e *Elector) aliveWindow() time.Duration { return e.r }
+
+// heartbeatEvery is the interval of the heartbeats the watch asks of the Lock: half the alive
+// window, so that a heartbeat may come up to R/2 late (the connection's delay, the server's
+// scheduling) before the follower reads once.
+func (e *Elector) heartbeatEvery() time.Duration { return e.r / 2 }
 
 // watchBackoffMax caps the wait between two watches that failed before their first call.
 func (e *Elector) watchBackoffMax() time.Duration { return 4 * e.r }
@@ -36,9 +45,10 @@ type mailbox struct {
 	ready chan struct{} // a value when there is something to take
 
 	mu   sync.Mutex
-	ev   *pushed // the latest call not yet taken
-	up   bool    // a watch is established and has not ended
-	gone bool    // a watch ended since the last take
+	ev   *pushed   // the latest call not yet taken (never a heartbeat)
+	beat time.Time // the latest heartbeat of the established watch, zero when down
+	up   bool      // a watch is established and has not ended
+	gone bool      // a watch ended since the last take
 }
 
 func newMailbox() *mailbox { return &mailbox{ready: make(chan struct{}, 1)} }
@@ -51,6 +61,10 @@ func (m *mailbox) signal() {
 }
 
 func (m *mailbox) put(rec Record, err error, first bool) {
+	if errors.Is(err, ErrHeartbeat) {
+		m.heartbeat()
+		return
+	}
 	m.mu.Lock()
 	if m.ev != nil && m.ev.first {
 		first = true // the establishment counts even when a later call replaced its state
@@ -63,9 +77,28 @@ func (m *mailbox) put(rec Record, err error, first bool) {
 	m.signal()
 }
 
+// heartbeat records that the established watch proved it is alive. It neither replaces the
+// call waiting to be taken nor wakes the election goroutine: a heartbeat changes nothing but
+// when the next read is due, which the election goroutine looks up (alive) before deciding.
+// A heartbeat before the watch's first call proves nothing the follower knows, and is dropped.
+func (m *mailbox) heartbeat() {
+	m.mu.Lock()
+	if m.up {
+		m.beat = time.Now()
+	}
+	m.mu.Unlock()
+}
+
+// alive returns the time of the latest heartbeat of the watch now established (zero when none).
+func (m *mailbox) alive() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.beat
+}
+
 func (m *mailbox) down() {
 	m.mu.Lock()
-	m.up, m.gone = false, true
+	m.up, m.gone, m.beat = false, true, time.Time{}
 	m.mu.Unlock()
 	m.signal()
 }
@@ -80,7 +113,8 @@ func (m *mailbox) take() (*pushed, bool) {
 }
 
 // startWatch starts the watch goroutine when the Lock can watch, and returns its mailbox (nil
-// when it cannot) and a function that ends the goroutine and waits for it.
+// when it cannot) and a function that ends the goroutine without waiting for it: it counts
+// among the election's goroutines (e.live), and the last of them to return closes done.
 func (e *Elector) startWatch(base context.Context) (*mailbox, func()) {
 	if e.watcher == nil {
 		e.log.Info("leasehold: lease watch not supported, polling every R", "renewInterval", e.r)
@@ -88,15 +122,12 @@ func (e *Elector) startWatch(base context.Context) (*mailbox, func()) {
 	}
 	mb := newMailbox()
 	ctx, cancel := context.WithCancel(base)
-	done := make(chan struct{})
+	e.live.Add(1)
 	go func() {
-		defer close(done)
+		defer e.exit()
 		e.watchLoop(ctx, mb)
 	}()
-	return mb, func() {
-		cancel()
-		<-done
-	}
+	return mb, cancel
 }
 
 // watchLoop keeps a watch open until ctx ends: after a failure it watches again R later, or
@@ -107,7 +138,11 @@ func (e *Elector) watchLoop(ctx context.Context, mb *mailbox) {
 	for {
 		var mu sync.Mutex
 		established := false
-		err := e.watchOnce(ctx, func(rec Record, err error) {
+		err := e.watchOnce(store.WithHeartbeat(ctx, e.heartbeatEvery()), func(rec Record, err error) {
+			if errors.Is(err, ErrHeartbeat) {
+				mb.heartbeat() // not a record, not an error, not a change: only a proof of life
+				return
+			}
 			mu.Lock()
 			first := !established
 			established = true
@@ -156,7 +191,7 @@ func (e *Elector) watchOnce(ctx context.Context, fn func(Record, error)) (err er
 // pushState is what the election goroutine knows of the watch.
 type pushState struct {
 	up    bool      // a watch is established
-	heard time.Time // its establishment or its last accepted change
+	heard time.Time // its last proof of life: its establishment, an accepted change, a heartbeat
 	// The newest record known, by a read or an accepted change: a change not newer than it,
 	// by (Term, RenewedAt, ResignRequested), is stale. Reset by a read and by a missing record.
 	order   Record
@@ -164,9 +199,16 @@ type pushState struct {
 }
 
 // healthy says whether the watch can be trusted to report the next change: established, and
-// not quiet for W.
+// proved alive within w (R).
 func (s *pushState) healthy(now time.Time, w time.Duration) bool {
 	return s.up && now.Before(s.heard.Add(w))
+}
+
+// beat records a heartbeat of the established watch at t: it proved alive, nothing else.
+func (s *pushState) beat(t time.Time) {
+	if s.up && t.After(s.heard) {
+		s.heard = t
+	}
 }
 
 // read resets the order to an authoritative record (an attempt's read or write).
@@ -214,9 +256,12 @@ func (e *Elector) due(s *sched, now time.Time) (time.Time, *Record) {
 		}
 		return at, nil
 	}
-	if s.push.healthy(now, e.quietWindow()) {
-		// E9: no periodic read while the watch reports changes; poll once it is quiet for W.
-		at = later(at, s.push.heard.Add(e.quietWindow()))
+	if s.push.healthy(now, e.aliveWindow()) && s.next.Before(s.obs.expires) && watchable(s.obs) {
+		// E9: no periodic read while the watch proves it is alive; read once it has not for R.
+		// Not once the revision has expired (E6) and the attempt on it failed: attempts then
+		// come every R, as nothing the watch could report is awaited; nor for a record
+		// followed because this instance may not take it (H2), which no write makes takeable.
+		at = later(at, s.push.heard.Add(e.aliveWindow()))
 	}
 	if s.obs.rev != "" && s.obs.expires.After(s.lastStart) && s.obs.expires.Before(at) {
 		at = s.obs.expires // E6: attempt the moment that revision expires
@@ -228,6 +273,13 @@ func (e *Elector) due(s *sched, now time.Time) (time.Time, *Record) {
 	return at, nil
 }
 
+// watchable says whether the record followed is one whose next change the watch reports
+// (another holder's, or a reserved release): not the marker of a missing record or of a
+// slot refused because the instance holds, or may hold, another (H2).
+func watchable(obs observation) bool {
+	return obs.rev != missingRevision && !strings.HasSuffix(obs.rev, refusedRevision)
+}
+
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -237,6 +289,12 @@ func later(a, b time.Time) time.Time {
 
 // onPush applies a call of the watch (E9).
 func (e *Elector) onPush(s *sched, p *pushed) {
+	if errors.Is(p.err, ErrHeartbeat) {
+		// Not a record: only a proof of life (the mailbox keeps heartbeats apart; this is for
+		// a caller that hands one over anyway).
+		s.push.beat(p.at)
+		return
+	}
 	if p.first {
 		s.push.heard = p.at // established: it will report the next change
 	}
@@ -273,8 +331,8 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 		s.soon = true
 	case rec.Holder == "" || rec.Holder == e.id:
 		// Released, or its own write whose answer was lost: write on it at once (E10). Nobody
-		// else holds it: should that attempt fail, the next comes R later, not when the
-		// watch falls quiet.
+		// else holds it: should that attempt fail, the next comes R later, whatever the
+		// watch proves.
 		s.obs, s.known, s.soon = observation{}, &rec, true
 	default:
 		// Another holder's change, observed now (E6's first sight), with no read of its own.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -22,7 +23,9 @@ func (s watchingStore) Watch(ctx context.Context, key string, fn func(store.Chan
 }
 
 // countLock counts the calls an Elector makes to its Lock and controls its watch: cut it with
-// an error, make it silent (cut without an error), or refuse to watch.
+// an error, make it silent (cut without an error: no change and no heartbeat comes through),
+// or refuse to watch. Its watch sends the heartbeats its caller asks for (store.WithHeartbeat,
+// E9) unless noHeartbeat says it cannot; those of the store below are not passed on.
 type countLock struct {
 	inner Lock
 
@@ -32,9 +35,13 @@ type countLock struct {
 	updates     int
 	watches     int // Watch calls: each is one request (its establishment)
 	active      int // Watch calls not yet returned
+	beats       int // heartbeats delivered
 	silent      bool
+	noHeartbeat bool
 	unsupported bool
-	cancel      context.CancelCauseFunc // ends the watch under way
+	lateReturn  time.Duration // Watch returns this long after its context ends
+
+	cancel context.CancelCauseFunc // ends the watch under way
 	// updateHook, when set, runs instead of the inner Update (it may call it).
 	updateHook func(ctx context.Context, name string, r Record) (Record, error)
 }
@@ -83,14 +90,49 @@ func (l *countLock) Watch(ctx context.Context, name string, fn func(Record, erro
 		l.mu.Unlock()
 		cancel(nil)
 	}()
-	err := l.inner.(Watcher).Watch(ctx, name, func(r Record, err error) {
+	var callMu sync.Mutex // one call of fn at a time (Watcher's contract)
+	call := func(r Record, err error) {
 		l.mu.Lock()
 		silent := l.silent
+		if !silent && errors.Is(err, ErrHeartbeat) {
+			l.beats++
+		}
 		l.mu.Unlock()
 		if !silent {
+			callMu.Lock()
 			fn(r, err)
+			callMu.Unlock()
+		}
+	}
+	l.mu.Lock()
+	beat := !l.noHeartbeat
+	l.mu.Unlock()
+	var beats sync.WaitGroup
+	if d := store.HeartbeatEvery(ctx); d > 0 && beat {
+		beats.Go(func() {
+			t := time.NewTicker(d)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					call(Record{}, ErrHeartbeat)
+				}
+			}
+		})
+	}
+	err := l.inner.(Watcher).Watch(store.WithHeartbeat(ctx, 0), name, func(r Record, err error) {
+		if !errors.Is(err, ErrHeartbeat) {
+			call(r, err)
 		}
 	})
+	cancel(nil)
+	beats.Wait()
+	l.mu.Lock()
+	late := l.lateReturn
+	l.mu.Unlock()
+	time.Sleep(late) // a Lock that ignores its context for a while
 	if c := context.Cause(ctx); errors.Is(c, errStreamCut) {
 		return c
 	}
@@ -213,7 +255,7 @@ func TestE7ReleaseWritesWithoutReading(t *testing.T) {
 }
 
 // E9, E10: in steady state the leader sends one request per R (a write on the revision it
-// holds) and a follower with a healthy watch none.
+// holds) and a follower whose watch sends heartbeats (every R/2) none.
 func TestE9E10SteadyStateRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -232,6 +274,12 @@ func TestE9E10SteadyStateRequests(t *testing.T) {
 		if d := b.lock.counts().minus(b0); d != (lockCounts{}) {
 			t.Fatalf("b's calls over 20 R: %+v; want none", d)
 		}
+		b.lock.mu.Lock()
+		beats := b.lock.beats
+		b.lock.mu.Unlock()
+		if beats < 40 {
+			t.Fatalf("b's watch delivered %d heartbeats by 102s; want at least 40, two per R", beats)
+		}
 		// Without attempts, what tells b's observers (a health check) that the store answers
 		// is a WatchedChange for each of a's renewals.
 		heard := 0
@@ -249,37 +297,182 @@ func TestE9E10SteadyStateRequests(t *testing.T) {
 	})
 }
 
-// E9, E6: a watch that goes silent without an error is trusted for W = 1.5 R after its last
-// change, then the follower polls every R; a crash is still taken over within L + R.
+// E9, E6: a watch that goes silent without an error (no change, no heartbeat) is trusted for
+// R after its last proof of life, then the follower reads every R; a crash is still taken
+// over within L + R.
 func TestE9SilentWatchFallsBackToPolling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start() // renews at 0, 5, 10, ...
 		w.at(sec(1))
-		b := w.watchNode("b", nil).start()
+		b := w.watchNode("b", nil).start() // watches from 1s: heartbeats at 3.5, 6, 8.5, 11, ...
 		w.at(sec(12))
 		b.lock.mu.Lock()
-		b.lock.silent = true // last change heard: a's renewal at 10s
+		b.lock.silent = true // last proof of life: the heartbeat of 11s
 		b.lock.mu.Unlock()
 		base := b.lock.counts()
-		w.at(sec(17.5) - time.Nanosecond)
+		w.at(sec(16) - time.Nanosecond)
 		if d := b.lock.counts().minus(base); d.gets != 0 {
-			t.Fatalf("b read %d times within W of the last change it heard; want 0", d.gets)
+			t.Fatalf("b read %d times within R of the last proof of life; want 0", d.gets)
 		}
-		w.at(sec(17.5)) // 10s + W: b polls, and sees the renewal of 15s
+		w.at(sec(16)) // 11s + R: b reads, and sees the renewal of 15s
 		if d := b.lock.counts().minus(base); d.gets != 1 {
-			t.Fatalf("b read %d times by 10s + W; want 1", d.gets)
+			t.Fatalf("b read %d times by 11s + R; want 1", d.gets)
 		}
 		w.at(sec(22))
-		a.crash()       // last renewal at 20s
-		w.at(sec(22.5)) // b's poll, R after the last: first sight of the revision of 20s
+		a.crash()     // last renewal at 20s
+		w.at(sec(22)) // b read at 21s, R after the last: first sight of the revision of 20s
 		if d := b.lock.counts().minus(base); d.gets != 2 {
-			t.Fatalf("b read %d times by 22.5s; want 2 (every R once the watch is quiet)", d.gets)
+			t.Fatalf("b read %d times by 22s; want 2 (every R once the watch is silent)", d.gets)
 		}
 		w.at(sec(40))
 		got := w.times(b.node, BecameLeader)
-		if !reflect.DeepEqual(got, ds(sec(37.5))) {
-			t.Fatalf("b became leader at %v; want 37.5s (22.5s + L, within L + R of the last renewal at 20s)", got)
+		if !reflect.DeepEqual(got, ds(sec(36))) {
+			t.Fatalf("b became leader at %v; want 36s (21s + L, within L + R of the last renewal at 20s)", got)
+		}
+	})
+}
+
+// E9: a watch that goes silent without an error right after a renewal does not delay the
+// takeover of a lease released then: the follower reads R after the watch's last proof of
+// life, so within R of the release (with a quiet window of 1.5 R after the last change, it
+// read 7 s after the release).
+func TestE9SilentWatchReleaseTakenWithinR(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start() // renews at 0, 5, 10
+		w.at(sec(1))
+		b := w.watchNode("b", nil).start() // heartbeats at 3.5, 6, 8.5
+		w.at(sec(10.2))
+		b.lock.mu.Lock()
+		b.lock.silent = true // last proof of life: a's renewal at 10s
+		b.lock.mu.Unlock()
+		w.at(sec(10.5))
+		if err := a.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(20))
+		got := w.times(b.node, BecameLeader)
+		if len(got) != 1 || got[0] > sec(10.5)+testR {
+			t.Fatalf("b became leader at %v; want one takeover within R of the release at 10.5s", got)
+		}
+		if got[0] != sec(15) {
+			t.Fatalf("b became leader at %v; want 15s, R after the last proof of life", got[0])
+		}
+	})
+}
+
+// E9: heartbeats alone keep a watch trusted: under a crashed leader (no change at all) the
+// follower sends no read, and a heartbeat is not a change: it does not move the first sight
+// of the revision (E6), so the takeover comes exactly L after the last renewal was seen, and
+// emits no WatchedChange.
+func TestE9HeartbeatsAloneKeepTheWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		b := w.watchNode("b", nil).start()
+		w.at(sec(12))
+		a.crash() // last renewal at 10s, seen by b's watch at 10s
+		base := b.lock.counts()
+		b.lock.mu.Lock()
+		beats0 := b.lock.beats
+		b.lock.mu.Unlock()
+		w.at(sec(25) - time.Nanosecond)
+		if d := b.lock.counts().minus(base); d != (lockCounts{}) {
+			t.Fatalf("b's calls from 12s to 25s under heartbeats alone: %+v; want none", d)
+		}
+		b.lock.mu.Lock()
+		beats := b.lock.beats - beats0
+		b.lock.mu.Unlock()
+		if beats != 5 { // 13.5, 16, 18.5, 21, 23.5
+			t.Fatalf("heartbeats delivered from 12s to 25s: %d; want 5", beats)
+		}
+		for _, ev := range b.eventsOf(WatchedChange) {
+			if w.rel(ev.Time) > sec(10) {
+				t.Fatalf("b emitted WatchedChange at %v; want none after the renewal of 10s (a heartbeat is no change)", w.rel(ev.Time))
+			}
+		}
+		w.at(sec(26))
+		if got := w.times(b.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(25))) {
+			t.Fatalf("b became leader at %v; want 25s, L after it saw the renewal of 10s", got)
+		}
+		if d := b.lock.counts().minus(base); d != (lockCounts{updates: 1}) {
+			t.Fatalf("b's calls for the takeover: %+v; want one write on the record it knows", d)
+		}
+	})
+}
+
+// E9, E6: heartbeats put off the reads of a follower only while the revision it watches has
+// not expired: once its attempt on the expired revision failed, it attempts every R, as
+// nothing the watch could report is awaited.
+func TestE9HeartbeatsDoNotPutOffAFailedTakeover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		b := w.watchNode("b", nil).start()
+		w.at(sec(12))
+		a.crash() // last renewal at 10s: expires for b at 25s
+		w.at(sec(24))
+		b.faults.set(func(f *faultStore) { f.err = errInjected })
+		w.at(sec(26)) // the takeover at 25s failed
+		b.faults.heal()
+		if got := b.eventsOf(AttemptFailed); len(got) != 1 || w.rel(got[0].Time) != sec(25) {
+			t.Fatalf("b's failed attempts: %v; want one at 25s", got)
+		}
+		w.at(sec(31))
+		if got := w.times(b.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(30))) {
+			t.Fatalf("b became leader at %v; want 30s, R after the failed takeover, though heartbeats came", got)
+		}
+	})
+}
+
+// E9: a heartbeat neither replaces the change waiting in the mailbox nor wakes the election;
+// handed to onPush it only refreshes the proof of life: no attempt, no new observation.
+func TestE9HeartbeatIsNotAChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mb := newMailbox()
+		rel := Record{Holder: "", Term: 2, Revision: "released"}
+		mb.put(Record{Holder: "a", Term: 2, Revision: "r1"}, nil, true)
+		mb.put(rel, nil, false)
+		<-mb.ready
+		time.Sleep(time.Second)
+		mb.put(Record{}, ErrHeartbeat, false)
+		select {
+		case <-mb.ready:
+			t.Fatal("a heartbeat woke the election goroutine")
+		default:
+		}
+		ev, up := mb.take()
+		if ev == nil || ev.rec.Revision != "released" || ev.err != nil || !ev.first || !up {
+			t.Fatalf("taken after a change and a heartbeat: %+v up %v; want the release, established", ev, up)
+		}
+		if got := mb.alive(); !got.Equal(time.Now()) {
+			t.Fatalf("heartbeat time %v; want now", got)
+		}
+		mb.down()
+		if got := mb.alive(); !got.IsZero() {
+			t.Fatalf("heartbeat time after the watch ended: %v; want none", got)
+		}
+		mb.put(Record{}, ErrHeartbeat, false)
+		if got := mb.alive(); !got.IsZero() {
+			t.Fatalf("a heartbeat before the watch is established counted: %v", got)
+		}
+
+		e, err := NewElector(ElectorConfig{Lock: NewStoreLock(nil), InstanceID: "b", Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		var s sched
+		s.push.up = true
+		e.onPush(&s, &pushed{rec: Record{Holder: "a", Term: 2, RenewedAt: t0, Revision: "r1"}, at: t0, first: true})
+		obs := s.obs
+		e.onPush(&s, &pushed{err: ErrHeartbeat, at: t0.Add(3 * time.Second)})
+		if s.obs != obs || s.soon || s.known != nil || !s.push.heard.Equal(t0.Add(3*time.Second)) {
+			t.Fatalf("after a heartbeat: obs %+v (was %+v), soon %v, known %v, heard %v; want only the proof of life moved",
+				s.obs, obs, s.soon, s.known, s.push.heard.Sub(t0))
 		}
 	})
 }
@@ -526,4 +719,89 @@ func TestE9StampsIncrease(t *testing.T) {
 	if got := stamp(now, Record{RenewedAt: now.Add(time.Hour)}); !got.After(now.Add(time.Hour)) {
 		t.Fatalf("stamp after a record from a clock ahead: %v", got)
 	}
+}
+
+// E7, E9: Stop returns by its context even when the Lock's Watch returns long after its
+// context ended: the lease is released first, the error wraps the context's and names the
+// watch, and Done is closed (a later Stop returns nil) once the Watch has returned.
+func TestE7StopReturnsByItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		b := w.watchNode("b", func(l *countLock) { l.lateReturn = 60 * time.Second }).start()
+		w.at(sec(2))
+		if err := a.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(3))
+		if !b.e.IsLeader() {
+			t.Fatal("b does not lead after a's release")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		err := b.e.Stop(ctx)
+		if got := w.since(); got != sec(5) {
+			t.Fatalf("Stop returned at %v; want 5s, when its 2s context ended", got)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "lease watch has not returned") {
+			t.Fatalf("Stop: %v; want an error naming the watch, wrapping context.DeadlineExceeded", err)
+		}
+		if h := w.record()["holder"]; h != "" {
+			t.Fatalf("holder after Stop: %v; want none (released before waiting for the watch)", h)
+		}
+		select {
+		case <-b.e.Done():
+			t.Fatal("Done closed while the Lock's Watch has not returned")
+		default:
+		}
+		if err := b.e.Stop(context.Background()); err != nil {
+			t.Fatalf("a later Stop, once the watch returned: %v; want nil", err)
+		}
+		if got := w.since(); got != sec(63) {
+			t.Fatalf("the later Stop returned at %v; want 63s, when the Watch returned", got)
+		}
+		<-b.e.Done()
+	})
+}
+
+// E7, E9: after the cancellation of Start's context, Stop returns by its own context too when
+// the Lock's Watch is late, and says that the watch, not the release, is what it waited for.
+func TestE7StopAfterStartContextReturnsByItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.watchNode("a", nil).start()
+		w.at(sec(1))
+		b := w.watchNode("b", func(l *countLock) { l.lateReturn = 60 * time.Second })
+		startCtx, cancelStart := context.WithCancel(context.Background())
+		if err := b.e.Start(startCtx); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(2))
+		if err := a.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(3))
+		if !b.e.IsLeader() {
+			t.Fatal("b does not lead after a's release")
+		}
+		cancelStart()
+		synctest.Wait()
+		if h := w.record()["holder"]; h != "" {
+			t.Fatalf("holder after the end of Start's context: %v; want none", h)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		err := b.e.Stop(ctx)
+		if got := w.since(); got != sec(5) {
+			t.Fatalf("Stop returned at %v; want 5s, when its 2s context ended", got)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "lease watch has not returned") || strings.Contains(err.Error(), "not released") {
+			t.Fatalf("Stop: %v; want an error naming the watch (the lease was released), wrapping context.DeadlineExceeded", err)
+		}
+		<-b.e.Done()
+		if got := w.since(); got != sec(63) {
+			t.Fatalf("Done closed at %v; want 63s, when the Watch returned", got)
+		}
+	})
 }

@@ -242,9 +242,8 @@ func (s *rsim) bound() (armedBound, bool) {
 		if cur.at.After(ref) {
 			ref = cur.at
 		}
-		// E9: a faulty watch may hide a write for up to its delay plus W after the last change
-		// it delivered, instead of R.
-		slack := n.streamSlack(time.Now(), s.r, n.e.quietWindow())
+		// E9: a faulty watch may hide a write for up to its delay more than R.
+		slack := n.streamSlack(time.Now())
 		b := armedBound{ref: ref, limit: s.l + s.r + slack, kind: "L+R", w: cur.at, who: n.id}
 		if !cur.exists || cur.holder == "" || cur.holder == n.id {
 			b.limit, b.kind = s.r+slack, "R"

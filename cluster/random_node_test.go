@@ -67,6 +67,7 @@ type rnode struct {
 
 	// The simulated watch (random_watch_test.go).
 	w            *writeLog
+	noBeats      bool // its watch sends no heartbeat, whatever its caller asks
 	stream       streamFaults
 	streamRng    *rand.Rand
 	streamFaulty bool

@@ -184,6 +184,7 @@ func (s *rsim) startNode(sl *rslot) {
 		n.deDelay = s.between(time.Millisecond, 2*s.l)
 	}
 	n.fnMode = s.rng.IntN(3)
+	n.noBeats = s.rng.IntN(4) == 0 // a Lock whose watch cannot send heartbeats (E9)
 	n.f = newFaultStore(recStore{n: n, w: s.wl})
 	e, err := NewElector(ElectorConfig{
 		Lock: NewStoreLock(trackStore{n}), LeaseName: "leader", LeaseDuration: s.l, RenewInterval: s.r,

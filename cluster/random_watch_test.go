@@ -12,11 +12,17 @@ import (
 )
 
 // The randomized test's simulated watch (E9): each instance's trackStore watches the lease
-// through the writeLog, which sees every write in the order the store applied it. Its faults,
-// set by the test goroutine: notifications dropped, delayed (up to a maximum), duplicated,
-// reordered (held back until after the next one), and the stream cut without an error
-// (silent). A watch is established only while the instance's store answers (an error fails
-// it, a hang holds it until ctx ends or the fault heals).
+// through the writeLog, which sees every write in the order the store applied it, and sends
+// the heartbeats its caller asks for (store.WithHeartbeat) through the same queue, unless the
+// instance's watch is one that cannot (a quarter of them). Its faults,
+// set by the test goroutine: notifications dropped, delayed (up to a maximum; heartbeats too),
+// duplicated, reordered (held back until after the next one), and the stream cut without an
+// error (silent: no notification and no heartbeat). A heartbeat vouches for the notifications
+// queued before it, as a real one does: one is sent only when the last state the watch
+// delivered is the latest written (not while a state is dropped, held back, or was delivered
+// before an older one, which then replaced it in the caller's view). A watch is established only while the
+// instance's store answers (an error fails it, a hang holds it until ctx ends or the fault
+// heals, and a store that hangs sends no heartbeat).
 
 type streamFaults struct {
 	drop, dup, reorder float64 // probabilities per notification
@@ -69,8 +75,10 @@ func (w *writeLog) publish() {
 }
 
 type delivery struct {
-	doc map[string]any
-	due time.Time
+	doc  map[string]any
+	due  time.Time
+	seq  int  // the order in which the writeLog published it
+	beat bool // a heartbeat, not a state
 }
 
 func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)) error {
@@ -114,8 +122,17 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 	}
 	var queue []delivery
 	var held map[string]any
+	// seq numbers the states the writeLog published to this watch (the first is 0); last is
+	// that of the state delivered last: the caller's view is current when they are equal.
+	seq, last, heldSeq := 0, 0, 0
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var beats <-chan time.Time
+	if d := store.HeartbeatEvery(ctx); d > 0 && !n.noBeats {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		beats = t.C
+	}
 	for {
 		now := time.Now()
 		n.mu.Lock()
@@ -124,14 +141,22 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 		for len(queue) > 0 && !queue[0].due.After(now) {
 			d := queue[0]
 			queue = queue[1:]
+			if d.beat {
+				if !sf.silent {
+					fn(store.Change{Heartbeat: true})
+				}
+				continue
+			}
 			if !sf.silent {
 				fn(change(d.doc))
+				last = d.seq
 			}
 			if held != nil {
 				h := held
 				held = nil
 				if !sf.silent {
 					fn(change(h)) // reordered: after a newer one
+					last = heldSeq
 				}
 			}
 		}
@@ -142,6 +167,23 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timer.C:
+		case <-beats:
+			n.f.mu.Lock()
+			ferr, hang := n.f.err, n.f.hang
+			n.f.mu.Unlock()
+			if ferr != nil {
+				return ferr
+			}
+			if hang || last != seq {
+				continue // a connection that does not answer, or left its caller behind, proves nothing
+			}
+			var delay time.Duration
+			if sf.delay > 0 {
+				n.mu.Lock()
+				delay = time.Duration(rng.Int64N(int64(sf.delay) + 1))
+				n.mu.Unlock()
+			}
+			queue = insertDelivery(queue, delivery{beat: true, due: time.Now().Add(delay)})
 		case <-sub.wake:
 			sub.mu.Lock()
 			docs := sub.docs
@@ -154,6 +196,7 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 				return ferr // the connection is gone with the store's
 			}
 			for _, doc := range docs {
+				seq++
 				copies := 1
 				if sf.any() {
 					n.mu.Lock()
@@ -164,7 +207,7 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 					case p() < sf.dup:
 						copies = 2
 					case held == nil && p() < sf.reorder:
-						held, copies = doc, 0
+						held, heldSeq, copies = doc, seq, 0
 					}
 					var delay time.Duration
 					if sf.delay > 0 {
@@ -172,11 +215,11 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 					}
 					n.mu.Unlock()
 					for range copies {
-						queue = insertDelivery(queue, delivery{doc: doc, due: time.Now().Add(delay)})
+						queue = insertDelivery(queue, delivery{doc: doc, due: time.Now().Add(delay), seq: seq})
 					}
 					continue
 				}
-				queue = insertDelivery(queue, delivery{doc: doc, due: time.Now()})
+				queue = insertDelivery(queue, delivery{doc: doc, due: time.Now(), seq: seq})
 			}
 		}
 	}
@@ -230,8 +273,9 @@ func (s *rsim) streamHeal(n *rnode) {
 	if n.streamFaulty {
 		n.stream = streamFaults{}
 		n.streamFaulty = false
-		// What the fault left (a stale quiet window, late notifications) is gone by then.
-		n.streamTaint = time.Now().Add(n.streamDelay + n.e.quietWindow())
+		// What the fault left (late notifications and heartbeats, a proof of life trusted for
+		// R) is gone by then.
+		n.streamTaint = time.Now().Add(n.streamDelay + n.e.aliveWindow())
 	}
 	n.mu.Unlock()
 	n.streamHealAt = time.Time{}
@@ -239,14 +283,16 @@ func (s *rsim) streamHeal(n *rnode) {
 }
 
 // streamSlack returns how much later than R an instance may first see a write because of its
-// watch's faults (E9: a follower trusts a watch for W after its last change, and a late
-// notification delays that window), and 0 when its watch is clean.
-func (n *rnode) streamSlack(now time.Time, r, w time.Duration) time.Duration {
+// watch's faults, and 0 when its watch is clean. E9: a follower trusts a proof of life for R;
+// a watch that lost the write sends no heartbeat after it, so its last proof came by the
+// write's time plus the largest delay, and the follower reads R after that; a watch that did
+// not lose it delivers it within that delay.
+func (n *rnode) streamSlack(now time.Time) time.Duration {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if !n.streamFaulty && !now.Before(n.streamTaint) {
 		n.streamDelay = 0
 		return 0
 	}
-	return max(0, n.streamDelay+w-r)
+	return n.streamDelay
 }

@@ -161,7 +161,11 @@ func (e *Elector) stepDown(ctx context.Context, rec Record) outcome {
 	e.wrote.Store(true)
 	released, err := e.lock.Update(ctx, e.name, rec)
 	if err != nil {
-		return fail(fmt.Errorf("cluster: lease %q: resign: release: %w", e.name, err))
+		out := fail(fmt.Errorf("cluster: lease %q: resign: release: %w", e.name, err))
+		// Written on a record known, or read before the callbacks were awaited: the attempt
+		// reads once more and decides again (E10).
+		out.stale = errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound)
+		return out
 	}
 	e.resigned = released.Revision
 	e.unclaim()

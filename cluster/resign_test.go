@@ -322,3 +322,35 @@ func TestR2WatchingLeaderResignsAtOnce(t *testing.T) {
 		oneLeader(t, a.node, b.node, c.node)
 	})
 }
+
+// R2, E10: the release of a resigning instance is written on the record it read before
+// waiting for its callbacks; when the record changed meanwhile (here a second request, naming
+// c), the write conflicts, and the same attempt reads once and releases the record it finds,
+// at once, instead of failing and releasing R later.
+func TestR2ReleaseConflictReadsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.node("a", 0, 0) // attempts at 0, 5, 10, ...; no watch
+		gate := make(chan struct{})
+		a.e.WhenLeader(nil, func() { <-gate })
+		a.start()
+		w.at(sec(2))
+		w.resign("")
+		w.at(sec(5)) // a steps down; its next attempt read the record, and awaits deregistered
+		if stops := a.eventsOf(StoppedLeading); len(stops) != 1 || stops[0].Reason != ReasonResign {
+			t.Fatalf("a's stops: %v; want one at 5s, resign", stops)
+		}
+		w.at(sec(6))
+		w.resign("c") // the record changes under the release to come
+		close(gate)
+		synctest.Wait()
+		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "c" {
+			t.Fatalf("record at 6s, once the callbacks returned: %v; want released, naming c", rec)
+		}
+		for _, ev := range a.eventsOf(AttemptFailed) {
+			if ev.Reason != ReasonResign {
+				t.Fatalf("a's attempt failed at %v: %v (%s); want only the step-down at 5s", w.rel(ev.Time), ev.Err, ev.Reason)
+			}
+		}
+	})
+}
