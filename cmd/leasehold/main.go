@@ -80,10 +80,12 @@ type usageError struct {
 }
 
 // helpPointer is the line after a usage error: where to read the usage of the command whose
-// usage text is usage (its first line, "Usage: leasehold run ..."), or the general one.
+// usage text is usage (its first line, "Usage: leasehold run ..."), or the general one, for a
+// command whose usage is that one line (version), which has no --help of its own.
 func helpPointer(usage string) string {
 	cmd := "leasehold"
-	if first, _, _ := strings.Cut(usage, "\n"); strings.HasPrefix(first, "Usage: leasehold ") {
+	first, rest, _ := strings.Cut(usage, "\n")
+	if strings.HasPrefix(first, "Usage: leasehold ") && strings.TrimSpace(rest) != "" {
 		if f := strings.Fields(first); len(f) >= 3 && !strings.HasPrefix(f[2], "[") {
 			cmd += " " + f[2]
 		}
