@@ -88,3 +88,25 @@ func TestRedisPlainURLOnTLSPort(t *testing.T) {
 		}
 	}
 }
+
+// A NATS server that is down: the client says it has no servers available (or, once
+// connected, that its outbound buffer is exceeded); the command says the server is unreachable,
+// on one line (exit 1).
+func TestNATSDownSaysUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	for _, args := range [][]string{
+		{"status", "--store", "nats://" + addr},
+		{"run", "--try", "--store", "nats://" + addr, "--", "true"},
+	} {
+		stdout, stderr, code := runLeasehold(t, args...)
+		lines := strings.Split(strings.TrimSpace(stderr), "\n")
+		if code != exitFailure || len(lines) != 1 || !strings.Contains(lines[0], "the NATS server is unreachable") || stdout != "" {
+			t.Errorf("%s over a NATS server that is down: exit %d, stderr:\n%s\nwant exit 1 and one line saying the server is unreachable", args[0], code, stderr)
+		}
+	}
+}
