@@ -124,10 +124,10 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, badInput(runUsage, "--grace %v must be positive", *grace)
 	}
 	if f.set["wait"] && *wait <= 0 {
-		return 0, badInput(runUsage, "--wait %v must be positive (--try gives up at once)", *wait)
+		return 0, badInput(runUsage, "--wait %v must be positive (--try gives up without a wait of its own)", *wait)
 	}
 	if *try && f.set["wait"] {
-		return 0, badInput(runUsage, "--try and --wait cannot be used together: --try gives up at once, --wait after D")
+		return 0, badInput(runUsage, "--try and --wait cannot be used together: --try gives up on a live holder, --wait after D")
 	}
 	if f.set["hold-at-least"] && *holdAtLeast <= 0 {
 		return 0, badInput(runUsage, "--hold-at-least %v must be positive", *holdAtLeast)
