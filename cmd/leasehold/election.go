@@ -95,6 +95,9 @@ func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.E
 	if err != nil {
 		return nil, err
 	}
+	if err := ac.checkSlotName(usage); err != nil {
+		return nil, err
+	}
 	l, r, err := ac.timing(usage)
 	if err != nil {
 		return nil, err
@@ -296,6 +299,15 @@ func checkRegistryURL(cfg *leasehold.Config, path string) error {
 	return nil
 }
 
+// checkSlotName refuses a configured lease name of a slot's form, as validate does --lease (H1).
+func (ac *appConfig) checkSlotName(usage string) error {
+	if lease := ac.lease(); isSlotName(lease) {
+		return badInput(usage, `--config %s: cluster service %q: parameter "leaseName" %q ends in /<digits>, the form of the record of a slot of a lease of N holders: a lease of its own by that name would share the slot's record; choose another name`,
+			ac.path, ac.name, lease)
+	}
+	return nil
+}
+
 // lease is the cluster service's lease name, the default applied as the Elector does.
 func (ac *appConfig) lease() string { return ac.es.Lease() }
 
@@ -396,6 +408,9 @@ func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 	}
 	ac, err := loadAppConfig(f, usage)
 	if err != nil {
+		return nil, err
+	}
+	if err := ac.checkSlotName(usage); err != nil {
 		return nil, err
 	}
 	lock, closeAll, err := ac.openLock(ctx, usage)

@@ -92,6 +92,21 @@ func TestSlotLikeLeaseRefused(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 2, one line naming --lease and the slot", args, code, stderr)
 		}
 	}
+	// The same name from a configuration.
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "slot.json", `"Registry": {"type": "Webda/FileStore", "path": "`+dir+`/r.json"},
+		"cluster": {"type": "StoreClusterService", "leaseName": "jobs/1"}`)
+	for _, args := range [][]string{
+		{"run", "--config", cfg, "--", "true"},
+		{"status", "--config", cfg},
+		{"resign", "--config", cfg},
+	} {
+		stdout, stderr, code := runLeasehold(t, args...)
+		first, _, _ := strings.Cut(stderr, "\n")
+		if code != exitUsage || !strings.Contains(first, `parameter "leaseName" "jobs/1"`) || !isUsageError(stderr, "leasehold "+args[0]) || stdout != "" {
+			t.Errorf("%v: exit %d, stderr:\n%s\nwant exit 2, one line naming the parameter leaseName", args, code, stderr)
+		}
+	}
 	// A name with a slash and no number after it is a name like any other.
 	if _, stderr, code := runLeasehold(t, "status", "--store", store, "--lease", "jobs/nightly"); code != exitNoLease {
 		t.Errorf("status --lease jobs/nightly: exit %d, want 3 (missing); stderr:\n%s", code, stderr)
