@@ -179,6 +179,7 @@ func (e *Elector) run(startCtx context.Context) {
 						e.emit(Event{Kind: ObservedLeader, Holder: out.rec.Holder, Term: out.rec.Term})
 					}
 					s.obs = e.observe(out.rec, out.at)
+					e.emit(Event{Kind: ObservedRevision, Holder: out.rec.Holder, Term: out.rec.Term, Time: out.at})
 				}
 				// E6: the next attempt comes the moment that revision expires, if before the
 				// next regular one (see due).

@@ -25,6 +25,15 @@ const (
 	// sends no attempts, so this, like AttemptSucceeded, says the instance is in touch with
 	// the backend.
 	WatchedChange
+	// ObservedRevision: as a follower, this instance counts a new revision of another
+	// holder's record (Event.Holder, Event.Term) as first seen now, read by an attempt or
+	// brought by the watch (E6, E9): from now, that revision expires once it has stayed the
+	// same for the holder's declared duration (at least this instance's L). The first one is
+	// the first sight of the record; each later one says the record changed meanwhile, by a
+	// renewal or another write: its holder is alive. A try-acquire that must not wait for an
+	// expiry but must not give up on a dead holder either (`leasehold run --try`, C5) gives up
+	// on the second.
+	ObservedRevision
 )
 
 func (k EventKind) String() string {
@@ -41,6 +50,8 @@ func (k EventKind) String() string {
 		return "observed_leader"
 	case WatchedChange:
 		return "watched_change"
+	case ObservedRevision:
+		return "observed_revision"
 	}
 	return "unknown"
 }
@@ -64,7 +75,7 @@ type Event struct {
 	Lease    string        // the lease name
 	Instance string        // this instance's ID
 	Term     uint64        // the lease term, when known
-	Holder   string        // the holder seen, for ObservedLeader and AttemptSucceeded
+	Holder   string        // the holder seen, for ObservedLeader, ObservedRevision and AttemptSucceeded
 	Reason   string        // for StoppedLeading and AttemptFailed
 	Err      error         // for AttemptFailed, and StoppedLeading caused by an error
 	Duration time.Duration // for AttemptSucceeded and AttemptFailed: the attempt's duration

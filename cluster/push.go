@@ -341,6 +341,7 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 			e.emit(Event{Kind: ObservedLeader, Holder: rec.Holder, Term: rec.Term, Time: p.at})
 		}
 		s.obs = e.observe(rec, p.at)
+		e.emit(Event{Kind: ObservedRevision, Holder: rec.Holder, Term: rec.Term, Time: p.at})
 		s.known, s.soon = nil, false
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"testing"
 )
 
-// Bad input exits 2 with one line naming what is wrong, then the usage; never a stack trace.
+// Bad input exits 2 with one line naming what is wrong, then a line pointing to --help, never
+// the usage after it (the line that says what is wrong would scroll out of sight) nor a stack
+// trace.
 func TestBadInput(t *testing.T) {
 	dir := t.TempDir()
 	store := "file://" + filepath.Join(dir, "r.json")
@@ -70,8 +72,8 @@ func TestBadInput(t *testing.T) {
 		if !strings.HasPrefix(first, "leasehold: ") || !strings.Contains(first, tc.want) {
 			t.Errorf("%s: first line %q, want it to contain %q", tc.name, first, tc.want)
 		}
-		if !strings.Contains(stderr, "Usage:") {
-			t.Errorf("%s: no usage after the error:\n%s", tc.name, stderr)
+		if !isUsageError(stderr, "") {
+			t.Errorf("%s: want one line, then a pointer to --help, and no usage:\n%s", tc.name, stderr)
 		}
 		if strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "secret") || stdout != "" {
 			t.Errorf("%s: stack trace, credential or stdout output:\nstdout: %s\nstderr: %s", tc.name, stdout, stderr)
@@ -109,4 +111,17 @@ func TestNearestFlag(t *testing.T) {
 			t.Errorf("nearestFlag(%q) = %q, want %q", name, got, want)
 		}
 	}
+}
+
+// isUsageError reports whether stderr is a usage error as Main writes it: one line, then one
+// pointing to the --help of cmd ("leasehold run"; any command when ""), and nothing else.
+func isUsageError(stderr, cmd string) bool {
+	lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "leasehold: ") || strings.Contains(stderr, "Usage:") {
+		return false
+	}
+	if cmd == "" {
+		return strings.HasPrefix(lines[1], "Run 'leasehold") && strings.HasSuffix(lines[1], " --help' for usage.")
+	}
+	return lines[1] == "Run '"+cmd+" --help' for usage."
 }

@@ -13,17 +13,22 @@ import (
 const exitBusy = 75
 
 // candidacy is the wait of --try and --wait (C5): until this instance first leads, the command
-// may give up. What another instance holding the lease means is what an attempt answers (E2),
-// never a judgement on the record's timestamps (E6): the record names another holder and is
-// not released, or another instance wrote it between this attempt's read and its write.
+// may give up. What another instance holding the lease means is what the election saw, never a
+// judgement on the record's timestamps (E6): the record names another holder and is not
+// released, or another instance wrote it between this attempt's read and its write. --try gives
+// up only on a live holder: one whose record changed after this instance first saw it (a
+// renewal, or any new revision of another holder's record: cluster.ObservedRevision after the
+// first), or that won a race for it. A crashed holder's record stays unchanged, and the election
+// takes it over once it has stayed so for the holder's duration (E6): --try then leads.
 type candidacy struct {
-	// answered receives a value after each attempt that ended without making this instance
-	// lead: --try gives up at the first.
-	answered chan struct{}
+	// decided receives a value when --try must give up: a live holder was seen, or an attempt
+	// ended without an answer from the store (an error, a timeout).
+	decided chan struct{}
 
 	mu    sync.Mutex
 	state candidacyState
 	last  attemptAnswer
+	seen  int // the revisions of another holder's record seen while waiting
 }
 
 type candidacyState int
@@ -51,41 +56,47 @@ const (
 	noAnswer                      // the attempt failed: the store's error, or its timeout
 )
 
-func newCandidacy() *candidacy { return &candidacy{answered: make(chan struct{}, 1)} }
+func newCandidacy() *candidacy { return &candidacy{decided: make(chan struct{}, 1)} }
 
 // observe is an election observer: it only records, on the election's goroutine.
 func (c *candidacy) observe(ev cluster.Event) {
 	var a attemptAnswer
+	decided := true
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != waiting {
+		return
+	}
 	switch ev.Kind {
 	case cluster.BecameLeader:
-		c.mu.Lock()
-		if c.state == waiting {
-			c.state = leading
-		}
-		c.mu.Unlock()
+		c.state = leading
 		return
 	case cluster.AttemptSucceeded:
 		if ev.Holder == ev.Instance {
 			return // BecameLeader follows, or an AttemptFailed if the answer came too late
 		}
-		a = attemptAnswer{kind: heldByOther, holder: ev.Holder, term: ev.Term}
+		// Held by another, maybe a crashed one: --wait gives up on it at its end, --try only
+		// once it changes.
+		a, decided = attemptAnswer{kind: heldByOther, holder: ev.Holder, term: ev.Term}, false
+	case cluster.ObservedRevision:
+		// The first is the first sight of the record; a later one is a change: a live holder.
+		c.seen++
+		a, decided = attemptAnswer{kind: heldByOther, holder: ev.Holder, term: ev.Term}, c.seen > 1
 	case cluster.AttemptFailed:
 		if ev.Reason == cluster.ReasonConflict {
-			a = attemptAnswer{kind: heldByOther, err: ev.Err}
+			a = attemptAnswer{kind: heldByOther, err: ev.Err} // a lost race: the winner is alive
 		} else {
 			a = attemptAnswer{kind: noAnswer, reason: ev.Reason, err: ev.Err}
 		}
 	default:
 		return
 	}
-	c.mu.Lock()
-	if c.state == waiting {
-		c.last = a
-	}
-	c.mu.Unlock()
-	select {
-	case c.answered <- struct{}{}:
-	default:
+	c.last = a
+	if decided {
+		select {
+		case c.decided <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -106,8 +106,8 @@ func TestZshCompletion(t *testing.T) {
 func TestCompletionBadInput(t *testing.T) {
 	for _, args := range [][]string{{"completion"}, {"completion", "fish"}, {"completion", "bash", "zsh"}} {
 		_, stderr, code := runLeasehold(t, args...)
-		if first, _, _ := strings.Cut(stderr, "\n"); code != 2 || !strings.Contains(first, "bash or zsh") || !strings.Contains(stderr, "Usage: leasehold completion") {
-			t.Errorf("%q: exit %d, want 2 saying bash or zsh, with the usage:\n%s", args, code, stderr)
+		if first, _, _ := strings.Cut(stderr, "\n"); code != 2 || !strings.Contains(first, "bash or zsh") || !isUsageError(stderr, "leasehold completion") {
+			t.Errorf("%q: exit %d, want 2 saying bash or zsh, then a pointer to --help:\n%s", args, code, stderr)
 		}
 	}
 }

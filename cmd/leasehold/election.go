@@ -95,6 +95,9 @@ func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.E
 	if err != nil {
 		return nil, err
 	}
+	if err := ac.checkSlotName(usage); err != nil {
+		return nil, err
+	}
 	l, r, err := ac.timing(usage)
 	if err != nil {
 		return nil, err
@@ -213,6 +216,9 @@ func loadAppConfig(f *commonFlags, usage string) (*appConfig, error) {
 			return nil, badInput(usage, "--config %s: service %q is a %s: %s", f.config, sc.Name, typ, b.missingText())
 		}
 	}
+	if err := checkRegistryURL(cfg, f.config); err != nil {
+		return nil, badInput(usage, "%v", err)
+	}
 	if _, err := leasehold.New(cfg.Only(leasehold.ServiceConfig.Registered)); err != nil {
 		return nil, badInput(usage, "--config %s: %v", f.config, err)
 	}
@@ -243,6 +249,63 @@ func loadAppConfig(f *commonFlags, usage string) (*appConfig, error) {
 		path: f.config, name: name, typ: typ, app: app, svc: svc, es: es,
 		registry: cfg.Only(func(sc leasehold.ServiceConfig) bool { return sc.Name == leasehold.RegistryName }),
 	}, nil
+}
+
+// checkRegistryURL refuses a Registry whose store is given empty: a "url", "urlFile" or "path"
+// parameter that is blank, a "urlFile" naming a blank file, a "urlEnv" naming a variable that
+// is unset or blank. Left to the Registry's start, that would be a failure at run time (exit
+// 1) on every host, when it is a mistake in the configuration, as an empty --store is.
+func checkRegistryURL(cfg *leasehold.Config, path string) error {
+	for _, sc := range cfg.Services {
+		if sc.Name != leasehold.RegistryName {
+			continue
+		}
+		var params map[string]json.RawMessage
+		if json.Unmarshal(sc.Params, &params) != nil {
+			return nil // the Registry's own decoding says what is wrong
+		}
+		str := func(name string) (string, bool) {
+			var v *string
+			if raw, ok := params[name]; ok && json.Unmarshal(raw, &v) == nil && v != nil {
+				return *v, true
+			}
+			return "", false
+		}
+		where := fmt.Sprintf("--config %s: service %q (%s)", path, sc.Name, sc.Type)
+		for _, name := range []string{"url", "urlFile", "path"} {
+			if v, ok := str(name); ok {
+				if strings.TrimSpace(v) == "" {
+					return fmt.Errorf("%s: parameter %q is empty: want the store's %s", where, name, map[string]string{"url": "URL", "urlFile": "URL file", "path": "file"}[name])
+				}
+			}
+		}
+		if v, ok := str("urlEnv"); ok {
+			env, set := os.LookupEnv(v)
+			switch {
+			case strings.TrimSpace(v) == "":
+				return fmt.Errorf(`%s: parameter "urlEnv" is empty: want the name of a variable holding the store's URL`, where)
+			case !set:
+				return fmt.Errorf(`%s: parameter "urlEnv": the variable %s is not set: want the store's URL`, where, v)
+			case strings.TrimSpace(env) == "":
+				return fmt.Errorf(`%s: parameter "urlEnv": the variable %s is empty: want the store's URL`, where, v)
+			}
+		}
+		if v, ok := str("urlFile"); ok {
+			if data, err := os.ReadFile(v); err == nil && strings.TrimSpace(string(data)) == "" {
+				return fmt.Errorf(`%s: parameter "urlFile": the file %s is empty: want the store's URL`, where, v)
+			}
+		}
+	}
+	return nil
+}
+
+// checkSlotName refuses a configured lease name of a slot's form, as validate does --lease (H1).
+func (ac *appConfig) checkSlotName(usage string) error {
+	if lease := ac.lease(); isSlotName(lease) {
+		return badInput(usage, `--config %s: cluster service %q: parameter "leaseName" %q ends in /<digits>, the form of the record of a slot of a lease of N holders: a lease of its own by that name would share the slot's record; choose another name`,
+			ac.path, ac.name, lease)
+	}
+	return nil
 }
 
 // lease is the cluster service's lease name, the default applied as the Elector does.
@@ -345,6 +408,9 @@ func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 	}
 	ac, err := loadAppConfig(f, usage)
 	if err != nil {
+		return nil, err
+	}
+	if err := ac.checkSlotName(usage); err != nil {
 		return nil, err
 	}
 	lock, closeAll, err := ac.openLock(ctx, usage)

@@ -200,6 +200,9 @@ func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
 	if c.lease == "" {
 		return badInput(usage, "--lease must not be empty")
 	}
+	if isSlotName(c.lease) {
+		return badInput(usage, "--lease %q ends in /<digits>, the form of the record of a slot of a lease of N holders (run --holders): a lease of its own by that name would share the slot's record; choose another name (status --lease NAME shows the slots of NAME)", c.lease)
+	}
 	if c.set["instance-id"] && strings.TrimSpace(c.instanceID) == "" {
 		return badInput(usage, "--instance-id must not be empty")
 	}
@@ -224,6 +227,21 @@ func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
 	return c.validateStore(usage)
 }
 
+// isSlotName reports whether a lease name has the form of a slot's record, NAME/<digits> (H1):
+// the record of slot i of the lease NAME run with --holders N.
+func isSlotName(lease string) bool {
+	i := strings.LastIndexByte(lease, '/')
+	if i <= 0 || i == len(lease)-1 {
+		return false
+	}
+	for _, r := range lease[i+1:] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // visit records the flags given on the command line.
 func (c *commonFlags) visit(fs *flag.FlagSet) {
 	c.set = map[string]bool{}
@@ -234,6 +252,9 @@ func (c *commonFlags) visit(fs *flag.FlagSet) {
 // file of --store-file, else $LEASEHOLD_STORE, else the default store. Its messages name where
 // the URL came from, and never show its password.
 func (c *commonFlags) validateStore(usage string) error {
+	if c.set["config"] && strings.TrimSpace(c.config) == "" {
+		return badInput(usage, "--config is empty: want the path of a configuration file")
+	}
 	if c.config != "" {
 		for _, name := range []string{"store", "store-file"} {
 			if c.set[name] {
@@ -242,10 +263,20 @@ func (c *commonFlags) validateStore(usage string) error {
 		}
 		return nil
 	}
+	// A setting given empty is a mistake (a crontab's --store "$STORE" with STORE unset), never
+	// the default: that file store is local to the host, and every host would lead.
+	env, envSet := os.LookupEnv(storeEnv)
 	c.storeFrom = "--store"
 	switch {
-	case c.store != "":
-	case c.storeFile != "":
+	case c.set["store"]:
+		c.store = strings.TrimSpace(c.store)
+		if c.store == "" {
+			return badInput(usage, "--store is empty: want the store's URL (an unset variable?); leave --store out for the default store")
+		}
+	case c.set["store-file"]:
+		if strings.TrimSpace(c.storeFile) == "" {
+			return badInput(usage, "--store-file is empty: want the path of a file holding the store's URL")
+		}
 		data, err := os.ReadFile(c.storeFile)
 		if err != nil {
 			return badInput(usage, "--store-file: %v", err)
@@ -254,8 +285,11 @@ func (c *commonFlags) validateStore(usage string) error {
 		if c.store == "" {
 			return badInput(usage, "--store-file %s is empty: want the store's URL", c.storeFile)
 		}
-	case os.Getenv(storeEnv) != "":
-		c.store, c.storeFrom = strings.TrimSpace(os.Getenv(storeEnv)), storeEnv
+	case envSet:
+		c.store, c.storeFrom = strings.TrimSpace(env), storeEnv
+		if c.store == "" {
+			return badInput(usage, "%s is set but empty: want the store's URL; unset it for the default store", storeEnv)
+		}
 	default:
 		def, err := defaultStoreURL()
 		if err != nil {

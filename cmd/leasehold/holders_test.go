@@ -80,10 +80,14 @@ func TestRunHoldersWithConfig(t *testing.T) {
 		w.start(id, env, append([]string{"run", "--config", cfg, "--instance-id", id, "--holders", "2", "--log-format", "json", "--"}, helperCmd()...)...)
 	}
 	slots := waitSlots(t, w, 2, "pool")
-	for _, slot := range []string{"0", "1"} {
-		st := statusJSON(t, "file://"+registry, "pool/"+slot)
-		if got, ok := slots[st.Holder]; !ok || got != slot {
-			t.Errorf("record pool/%s of the Registry: holder %q; want the instance running CMD on slot %s (%v)", slot, st.Holder, slot, slots)
+	st := slotsStatus(t, "file://"+registry, 0, "--lease", "pool")
+	if len(st.Slots) != 2 {
+		t.Fatalf("status of the lease pool: %+v; want its 2 slots", st)
+	}
+	for i, slot := range []string{"0", "1"} {
+		s := st.Slots[i]
+		if got, ok := slots[s.Holder]; !ok || got != slot || s.Lease != "pool/"+slot {
+			t.Errorf("record %s of the Registry: holder %q; want pool/%s, held by the instance running CMD on slot %s (%v)", s.Lease, s.Holder, slot, slot, slots)
 		}
 	}
 }

@@ -11,7 +11,7 @@
 //
 // Exit status: 0 success (status: someone holds the lease), 1 a failure at run time (one line
 // saying what failed: the store, a connection, credentials), 2 bad input (one line saying what
-// is wrong, then the usage), 3 status and resign: nobody holds the lease. run exits with CMD's status when
+// is wrong, then a line pointing to --help), 3 status and resign: nobody holds the lease. run exits with CMD's status when
 // CMD exits by itself (128+N when a signal N ended it). run --try and --wait exit 75
 // (EX_TEMPFAIL) when another instance holds the lease.
 package main
@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -65,15 +66,31 @@ Exit status:
        parameter its backend rejects), the election cannot start, repair refuses; one line
        on stderr says what failed
   2    bad input: an unknown command or flag, a bad flag value, a store URL that does not
-       parse or whose backend is not built in, a bad --config; one line, then the usage
+       parse or whose backend is not built in, a bad --config; one line, then where to
+       read the usage
   3    status, resign: nobody holds the lease
   run exits with CMD's status when CMD exits by itself (128+N when signal N ended it)
 `
 
-// usageError is bad input: Main prints it on one line, then the usage, and exits 2.
+// usageError is bad input: Main prints it on one line, then a line pointing to the command's
+// --help (not the usage itself, which would bury the line that says what is wrong), and exits 2.
 type usageError struct {
 	msg   string
 	usage string // the command's usage; the general one when empty
+}
+
+// helpPointer is the line after a usage error: where to read the usage of the command whose
+// usage text is usage (its first line, "Usage: leasehold run ..."), or the general one, for a
+// command whose usage is that one line (version), which has no --help of its own.
+func helpPointer(usage string) string {
+	cmd := "leasehold"
+	first, rest, _ := strings.Cut(usage, "\n")
+	if strings.HasPrefix(first, "Usage: leasehold ") && strings.TrimSpace(rest) != "" {
+		if f := strings.Fields(first); len(f) >= 3 && !strings.HasPrefix(f[2], "[") {
+			cmd += " " + f[2]
+		}
+	}
+	return fmt.Sprintf("Run '%s --help' for usage.", cmd)
 }
 
 func (e *usageError) Error() string { return e.msg }
@@ -85,7 +102,7 @@ func badInput(usage, format string, args ...any) error {
 // Main runs the command line args and returns the exit status.
 func Main(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, "leasehold: missing command\n\n"+usage)
+		fmt.Fprintf(stderr, "leasehold: missing command\n%s\n", helpPointer(""))
 		return exitUsage
 	}
 	var code int
@@ -116,13 +133,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
-		u := ue.usage
-		if u == "" {
-			u = usage
-		}
-		fmt.Fprintf(stderr, "leasehold: %s\n\n%s", ue.msg, u)
+		fmt.Fprintf(stderr, "leasehold: %s\n%s\n", oneLine(ue.msg), helpPointer(ue.usage))
 		return exitUsage
 	}
-	fmt.Fprintf(stderr, "leasehold: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "leasehold: %s\n", explain(oneLine(err.Error())))
 	return exitFailure
 }

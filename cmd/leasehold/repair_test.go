@@ -233,8 +233,8 @@ func TestRepairConfig(t *testing.T) {
 	} {
 		_, stderr, code := runLeasehold(t, tc.args...)
 		first, _, _ := strings.Cut(stderr, "\n")
-		if code != 2 || !strings.Contains(first, tc.want) || !strings.Contains(stderr, "Usage: leasehold repair") {
-			t.Errorf("%s: exit %d, first line %q; want 2, %q and the usage", tc.name, code, first, tc.want)
+		if code != 2 || !strings.Contains(first, tc.want) || !isUsageError(stderr, "leasehold repair") {
+			t.Errorf("%s: exit %d, first line %q; want 2, %q and a pointer to --help", tc.name, code, first, tc.want)
 		}
 	}
 }

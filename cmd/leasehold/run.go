@@ -40,14 +40,13 @@ process group.
   CMD dies with it (Linux) and leasehold kills the rest of the tree, as if CMD had exited.
 - A CMD that cannot be found or is not executable is refused at start-up (exit 2), before
   joining the election.
-- --try, --wait D: give up instead of waiting to lead. --try gives up at the first attempt
-  that does not make this instance lead, --wait at D; then leasehold exits 75 (EX_TEMPFAIL)
-  when another instance holds the lease, 1 when the store did not answer. Another instance
-  holds it when the record names another holder and is not released, or when another
-  instance wrote it first (a lost race). leasehold never judges a holder dead by the record's
-  timestamps: a lease left by a crashed holder stays held until an instance has watched it
-  unchanged for the lease duration, so --try gives up on it, and --wait longer than L+R
-  takes it over. Once this instance has led, it stays in the election as without them.
+- --try, --wait D: give up instead of waiting to lead; leasehold then exits 75 (EX_TEMPFAIL)
+  when another instance holds the lease, 1 when the store did not answer. --try gives up on a
+  live holder: once the record changes after its first read (the holder renews it every R), or
+  another instance wrote it first (a lost race): within about R. leasehold never judges a
+  holder dead by the record's timestamps: a record left unchanged for the holder's lease
+  duration is a crashed holder's, and --try takes it over and runs CMD, within L+R of its start.
+  --wait gives up at D. Once this instance has led, it stays in the election as without them.
 - --hold-at-least D: once CMD has exited by itself, the lease is kept (renewed) until D has
   passed since CMD started, then released; leasehold then exits with CMD's status. No other
   instance runs CMD, and a --try gives up, in that window. SIGINT or SIGTERM ends it early:
@@ -64,7 +63,8 @@ Flags:
                           default, the lease's safety margin (L-R)/2 minus a tenth of it
                           (4.5s with the default L and R)
   --restart               run CMD again when it exits while this instance still leads
-  --try                   give up at once (exit 75) when another instance holds the lease
+  --try                   give up (exit 75) when a live instance holds the lease; take over
+                          one left by a crashed holder
   --wait D                wait at most D to lead, then give up (exit 75) as --try does
   --hold-at-least D       keep the lease until D after CMD started, even if CMD exits sooner
                           (not with --restart)
@@ -124,10 +124,10 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, badInput(runUsage, "--grace %v must be positive", *grace)
 	}
 	if f.set["wait"] && *wait <= 0 {
-		return 0, badInput(runUsage, "--wait %v must be positive (--try gives up at once)", *wait)
+		return 0, badInput(runUsage, "--wait %v must be positive (--try gives up without a wait of its own)", *wait)
 	}
 	if *try && f.set["wait"] {
-		return 0, badInput(runUsage, "--try and --wait cannot be used together: --try gives up at once, --wait after D")
+		return 0, badInput(runUsage, "--try and --wait cannot be used together: --try gives up on a live holder, --wait after D")
 	}
 	if f.set["hold-at-least"] && *holdAtLeast <= 0 {
 		return 0, badInput(runUsage, "--hold-at-least %v must be positive", *holdAtLeast)
@@ -222,9 +222,9 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	log.Info("leasehold: joined the election", "lease", el.lease, "instance", el.id, "store", el.where,
 		"leaseDuration", el.l, "renewInterval", el.r, "grace", *grace, "holders", *holders)
 
-	var answered <-chan struct{} // --try: the first attempt's answer
+	var decided <-chan struct{} // --try: a live holder seen, or no answer from the store
 	if *try {
-		answered = cand.answered
+		decided = cand.decided
 	}
 	var waitEnd <-chan time.Time // --wait: its end
 	if *wait > 0 {
@@ -234,8 +234,8 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	for {
 		select {
-		case <-answered:
-			answered = nil
+		case <-decided:
+			decided = nil
 			if a, ok := cand.giveUp(); ok {
 				return giveUp(el, *grace, log, a, "--try"), nil
 			}
@@ -286,7 +286,11 @@ func giveUp(el *election, grace time.Duration, log *slog.Logger, a attemptAnswer
 		}
 	case noAnswer:
 		code = exitFailure
-		log.Error("leasehold: the store did not answer: giving up", "by", why, "reason", a.reason, "error", a.err, "status", code)
+		var msg string
+		if a.err != nil {
+			msg = explain(oneLine(a.err.Error()))
+		}
+		log.Error("leasehold: the store did not answer: giving up", "by", why, "reason", a.reason, "error", msg, "status", code)
 	default:
 		code = exitFailure
 		log.Error("leasehold: no attempt has ended: giving up", "by", why, "status", code)

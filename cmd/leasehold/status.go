@@ -20,6 +20,11 @@ looks expired (the last renewal is older than the lease's duration, by this host
 estimate, since the holder wrote the time with its own clock). Exit status 0 when someone holds
 the lease, 3 when nobody does (no record, released, or expired).
 
+A lease run with --holders N has no record of its own name but one per slot, NAME/0 to
+NAME/N-1: status then shows each slot and its holder, and exits 0 when any slot is held.
+Without --holders it looks for slots from 0 up until one is missing; --holders N reads the N
+slots (a slot that was never taken, then, shows as missing).
+
 With --watch, status reads the lease every --interval and prints one line each time its holder,
 its term or a pending resign changes (the first line is the lease as first read; a renewal
 prints nothing),
@@ -33,6 +38,8 @@ Flags:
   --interval D            with --watch, the time between two reads (default 1s)
   --timeout D             give up reading the lease after D (default 10s); with --watch,
                           each read
+  --holders N             the lease's number of holders (run --holders N): show its N slots
+                          (not with --watch)
 ` + commonFlagsUsage
 
 // leaseStatus is what status prints; its JSON form is the --json output and the /status
@@ -54,6 +61,10 @@ type leaseStatus struct {
 	// names (held) or the instance the release is reserved for (released).
 	ResignRequested *time.Time `json:"resignRequestedAt,omitempty"`
 	NextHolder      string     `json:"nextHolder,omitempty"`
+	// A lease of N holders (H1): its slots, each as a lease of its own (its record NAME/i); the
+	// lease is held when any slot is. Slot is the slot's number, in Slots.
+	Slots []leaseStatus `json:"slots,omitempty"`
+	Slot  *int          `json:"slot,omitempty"`
 }
 
 func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
@@ -64,6 +75,7 @@ func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	timeout := fs.Duration("timeout", 10*time.Second, "")
 	watch := fs.Bool("watch", false, "")
 	interval := fs.Duration("interval", time.Second, "")
+	holders := fs.Int("holders", 0, "")
 	if help, err := parseFlags(fs, args, statusUsage); help || err != nil {
 		if help {
 			fmt.Fprint(stdout, statusUsage)
@@ -87,6 +99,14 @@ func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	if *interval <= 0 {
 		return 0, badInput(statusUsage, "--interval %v must be positive", *interval)
 	}
+	holdersSet := false
+	fs.Visit(func(fl *flag.Flag) { holdersSet = holdersSet || fl.Name == "holders" })
+	if holdersSet && *holders < 1 {
+		return 0, badInput(statusUsage, "--holders %d must be at least 1", *holders)
+	}
+	if holdersSet && *watch {
+		return 0, badInput(statusUsage, "--holders cannot be used with --watch")
+	}
 	if *watch {
 		return watchStatus(&f, *asJSON, *interval, *timeout, stdout, stderr)
 	}
@@ -97,15 +117,14 @@ func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		return 0, err
 	}
 	defer r.close(context.WithoutCancel(ctx))
-	rec, err := r.lock.Get(ctx, r.lease)
-	st := leaseStatus{Lease: r.lease, Store: r.where}
-	switch {
-	case errors.Is(err, cluster.ErrNotFound):
-		st.State = "missing"
-	case err != nil:
-		return 0, fmt.Errorf("lease %q in %s: %w", r.lease, r.where, err)
-	default:
-		st = describeRecord(r.lease, r.where, rec, time.Now())
+	var st leaseStatus
+	if *holders > 1 {
+		st, err = readSlots(ctx, r, *holders)
+	} else {
+		st, err = readLease(ctx, r, !holdersSet)
+	}
+	if err != nil {
+		return 0, err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -120,6 +139,66 @@ func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitOK, nil
 	}
 	return exitNoLease, nil
+}
+
+// readLease reads the lease's record; when it is missing and findSlots, the slots of a lease of
+// N holders (H1), from 0 up until one is missing.
+func readLease(ctx context.Context, r *leaseReader, findSlots bool) (leaseStatus, error) {
+	rec, err := r.lock.Get(ctx, r.lease)
+	switch {
+	case errors.Is(err, cluster.ErrNotFound):
+	case err != nil:
+		return leaseStatus{}, fmt.Errorf("lease %q in %s: %w", r.lease, r.where, err)
+	default:
+		return describeRecord(r.lease, r.where, rec, time.Now()), nil
+	}
+	if findSlots {
+		if st, err := readSlots(ctx, r, 0); err != nil || len(st.Slots) > 0 {
+			return st, err
+		}
+	}
+	return leaseStatus{Lease: r.lease, Store: r.where, State: "missing"}, nil
+}
+
+// readSlots reads the slots of the lease of n holders, or, for n 0, from slot 0 up until one is
+// missing. The lease is held when any slot is; otherwise its state is the most telling of its
+// slots': expired, released, missing.
+func readSlots(ctx context.Context, r *leaseReader, n int) (leaseStatus, error) {
+	st := leaseStatus{Lease: r.lease, Store: r.where}
+	now := time.Now()
+	for i := 0; n == 0 || i < n; i++ {
+		name := cluster.SlotName(r.lock, r.lease, i, max(n, 2))
+		rec, err := r.lock.Get(ctx, name)
+		slot := leaseStatus{Lease: name, Store: r.where, State: "missing"}
+		switch {
+		case errors.Is(err, cluster.ErrNotFound) && n == 0:
+			return summarize(st), nil // the first slot missing: the last of them, presumably
+		case errors.Is(err, cluster.ErrNotFound):
+		case err != nil:
+			return leaseStatus{}, fmt.Errorf("lease %q in %s: slot %d (%s): %w", r.lease, r.where, i, name, err)
+		default:
+			slot = describeRecord(name, r.where, rec, now)
+		}
+		slot.Slot = &i
+		st.Slots = append(st.Slots, slot)
+		st.Exists = st.Exists || slot.Exists
+		st.Held = st.Held || slot.Held
+	}
+	return summarize(st), nil
+}
+
+// summarize sets the state of a lease of N holders from its slots': held when any slot is held,
+// else expired, released or missing, the first that any slot is.
+func summarize(st leaseStatus) leaseStatus {
+	st.State = "missing"
+	for _, want := range []string{"released", "expired", "held"} {
+		for _, slot := range st.Slots {
+			if slot.State == want {
+				st.State = want
+			}
+		}
+	}
+	return st
 }
 
 // describeRecord judges a lease record at now.
@@ -160,6 +239,10 @@ func printStatus(w io.Writer, st leaseStatus) {
 	defer tw.Flush()
 	fmt.Fprintf(tw, "lease:\t%s\n", st.Lease)
 	fmt.Fprintf(tw, "store:\t%s\n", st.Store)
+	if st.Slots != nil {
+		printSlots(tw, st)
+		return
+	}
 	switch st.State {
 	case "missing":
 		fmt.Fprintf(tw, "state:\tmissing (no instance has taken this lease yet)\n")
@@ -200,6 +283,32 @@ func printStatus(w io.Writer, st leaseStatus) {
 			roundAge(time.Since(*st.ResignRequested).Seconds()))
 	case st.NextHolder != "":
 		fmt.Fprintf(tw, "next holder:\t%s (only it may take the lease until it has stayed released for the lease duration)\n", st.NextHolder)
+	}
+}
+
+// printSlots prints the slots of a lease of N holders, one line each.
+func printSlots(tw io.Writer, st leaseStatus) {
+	held := 0
+	for _, s := range st.Slots {
+		if s.Held {
+			held++
+		}
+	}
+	fmt.Fprintf(tw, "state:\t%s (%d of %d slots held)\n", st.State, held, len(st.Slots))
+	for _, s := range st.Slots {
+		line := s.State
+		switch s.State {
+		case "held":
+			line = fmt.Sprintf("held by %s, term %d", s.Holder, s.Term)
+		case "expired":
+			line = fmt.Sprintf("expired (its holder may have crashed), last held by %s, term %d", s.Holder, s.Term)
+		case "released":
+			line = fmt.Sprintf("released, term %d", s.Term)
+		}
+		if s.RenewedAt != nil && s.State != "released" {
+			line += fmt.Sprintf(", renewed %s ago", roundAge(s.RenewedAgo))
+		}
+		fmt.Fprintf(tw, "slot %d:\t%s\t(%s)\n", *s.Slot, line, s.Lease)
 	}
 }
 

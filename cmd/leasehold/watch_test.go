@@ -138,8 +138,8 @@ func TestStatusWatchBadInput(t *testing.T) {
 	} {
 		stdout, stderr, code := runLeasehold(t, append([]string{"status", "--store", store}, tc.args...)...)
 		first, _, _ := strings.Cut(stderr, "\n")
-		if code != exitUsage || !strings.Contains(first, tc.want) || !strings.Contains(stderr, "Usage:") || stdout != "" {
-			t.Errorf("%v: exit %d, first line %q; want exit 2 and %q, then the usage", tc.args, code, first, tc.want)
+		if code != exitUsage || !strings.Contains(first, tc.want) || !isUsageError(stderr, "leasehold status") || stdout != "" {
+			t.Errorf("%v: exit %d, first line %q; want exit 2 and %q, then a pointer to --help", tc.args, code, first, tc.want)
 		}
 	}
 }
