@@ -210,8 +210,11 @@ func (k *keeper) remaining() int {
 }
 
 // signal sends sig to CMD's process group and, for the tree, to every descendant of the
-// keeper. Once CMD has been reaped, its group may be empty and its number another process's: a
-// subreaper then reaches the group's processes among its descendants instead.
+// keeper that is not in that group (it left it: setsid, setpgid, a double fork), so that each
+// process of the tree gets sig once: a shell's trap runs once, and a program that reads a
+// second SIGTERM as "quit now" gets to shut down gracefully. Once CMD has been reaped, its
+// group may be empty and its number another process's: a subreaper then reaches the group's
+// processes among its descendants instead, each of them once too.
 func (k *keeper) signal(sig syscall.Signal, tree bool) {
 	viaGroup := !k.exited || !k.reaper
 	if viaGroup {
@@ -221,9 +224,15 @@ func (k *keeper) signal(sig syscall.Signal, tree bool) {
 		}
 	}
 	for _, pid := range descendants(os.Getpid(), nil) {
-		if pgid, err := syscall.Getpgid(pid); tree || (err == nil && pgid == k.pid) {
-			_ = syscall.Kill(pid, sig)
+		pgid, err := syscall.Getpgid(pid)
+		inGroup := err == nil && pgid == k.pid
+		if viaGroup && inGroup || !viaGroup && !tree && !inGroup {
+			continue // signalled through the group already, or not asked for
 		}
+		if err != nil && viaGroup {
+			continue // gone meanwhile
+		}
+		_ = syscall.Kill(pid, sig)
 	}
 }
 
