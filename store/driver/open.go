@@ -64,6 +64,10 @@ func TakeParam(q url.Values, name, def string) string {
 // unconditional Delete removes it.
 var ErrNotObject = errors.New("store/driver: stored value is not a JSON object")
 
+// NotObject returns err, with its text, and ErrNotObject in its chain too: for a backend that
+// finds a value is not a JSON object elsewhere than in DecodeObject (a server-side script).
+func NotObject(err error) error { return notObject{err} }
+
 // notObject is err, whose text it keeps, with ErrNotObject in its chain too.
 type notObject struct{ err error }
 
