@@ -38,6 +38,11 @@ a resource that refuses stale terms would then refuse every new leader.
   as it is, repair replaces it by a released record at the term above its "term" field (when
   that is a number; 1 otherwise), or at --min-term if higher. The next leader gets the term
   above that.
+- A record that is not a JSON object at all (garbage bytes, a JSON string or array, a
+  truncated file store): repair watches it likewise, then deletes it and creates a released
+  record at the clock floor, the whole seconds since 2024-01-01T00:00:00Z (or --min-term if
+  higher), above any term it may have held. A truncated file is moved aside, beside itself,
+  and a new file written. An instance that creates a record in between wins: repair says so.
 - A well-formed record held by an instance: repair watches it likewise. Renewed meanwhile, it
   is a live leader's: repair refuses (exit 1); stop that instance first. Not renewed, it has
   expired and needs no repair (the next attempt of any instance takes it over), unless its term
