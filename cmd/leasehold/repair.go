@@ -36,8 +36,8 @@ a resource that refuses stale terms would then refuse every new leader.
   and the record's leaseDuration field, when readable). A leader that led before the record
   became unreadable cannot renew it, so it has stopped leading by then. If the record stays
   as it is, repair replaces it by a released record at the term above its "term" field (when
-  that is a number; 1 otherwise), or at --min-term if higher. The next leader gets the term
-  above that.
+  that is a number; otherwise at the clock floor, as below), or at --min-term if higher.
+  The next leader gets the term above that.
 - A record that is not a JSON object at all (garbage bytes, a JSON string or array, a
   truncated file store): repair watches it likewise, then deletes it and creates a released
   record at the clock floor, the whole seconds since 2024-01-01T00:00:00Z (or --min-term if
@@ -317,6 +317,12 @@ func (r *repairer) corrupt(ctx context.Context, doc map[string]any, seen time.Ti
 		return 0, fmt.Errorf("lease %q: the document under %q has no field at all, so no write can be conditional on it as read: remove it yourself (once no instance runs), then run repair --min-term N", r.lease, r.key())
 	}
 	last, termNote := lastTerm(doc)
+	if !termKnown(doc) {
+		// The term it held cannot be read: the clock floor is above it (C4).
+		floor := fencingFloor(time.Now())
+		last = floor - 1
+		termNote += fmt.Sprintf("; the new term is at least the clock floor %d (seconds since 2024-01-01T00:00:00Z)", floor)
+	}
 	if !r.force {
 		d := r.l
 		if declared, ok := doc["leaseDuration"].(float64); ok && declared > 0 && declared < float64(math.MaxInt64/int64(time.Millisecond)) {
@@ -441,6 +447,12 @@ func lastTerm(doc map[string]any) (uint64, string) {
 		return 0, "unknown (no \"term\" field): give --min-term if fenced resources have seen terms"
 	}
 	return 0, fmt.Sprintf("unknown (its \"term\" field is %s): give --min-term if fenced resources have seen terms", jsonText(v))
+}
+
+// termKnown reports whether lastTerm read a term in doc.
+func termKnown(doc map[string]any) bool {
+	_, note := lastTerm(doc)
+	return !strings.HasPrefix(note, "unknown")
 }
 
 // extraFields are the fields of doc that are not a lease record's.
