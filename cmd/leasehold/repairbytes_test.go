@@ -143,3 +143,18 @@ func TestRepairAnyBytes(t *testing.T) {
 		})
 	}
 }
+
+// run --try over a record whose fields are not a lease record's says the record is
+// unreadable, naming its key and leasehold repair, not that the store did not answer.
+func TestRunTryUnreadableRecord(t *testing.T) {
+	w := newWorld(t)
+	putRecord(t, w, "jobs", map[string]any{"holder": 42.0, "term": 3.0, "revision": "r3"})
+	p := w.start("try", []string{"LEASEHOLD_TEST_CMD=record"}, runArgs(w, "try", "--try")...)
+	if code := w.waitExit(p, 30*time.Second); code != 1 {
+		t.Errorf("run --try over an unreadable record exited %d, want 1", code)
+	}
+	out := strings.Join(p.output, "\n")
+	if !strings.Contains(out, "the lease record is unreadable") || !strings.Contains(out, "cluster:jobs") || !strings.Contains(out, "leasehold repair") {
+		t.Errorf("run --try over an unreadable record does not say so, naming cluster:jobs and leasehold repair:\n%s", out)
+	}
+}
