@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // A store URL may carry a password, a token or an API key (T4): everything here keeps them out
@@ -14,7 +16,9 @@ import (
 // The user information is taken as everything between the scheme and the last "@", as meant,
 // even when a password holding "/", "?" or "#" made url.Parse end the authority early: it
 // then rejects and quotes a piece of that password (`invalid port ":s3c" after host`), so
-// any quoted piece found in that text is hidden too.
+// any quoted piece found in the password's part of that text (after the user name's colon)
+// is hidden too, and the password's whole occurrences. A piece found only in the user name
+// (not a secret) is left as it is.
 func scrub(msg, rawURL string) string {
 	start := strings.Index(rawURL, "://")
 	if start >= 0 {
@@ -27,8 +31,21 @@ func scrub(msg, rawURL string) string {
 		return msg
 	}
 	userinfo := rawURL[start:at]
-	if colon := strings.Index(userinfo, ":"); colon >= 0 && colon+1 < len(userinfo) {
-		msg = strings.ReplaceAll(msg, userinfo[colon+1:], "xxxxx")
+	colon := strings.Index(userinfo, ":")
+	if colon < 0 {
+		return msg // no password
+	}
+	if colon+1 < len(userinfo) {
+		msg = MaskSecrets(msg, []string{userinfo[colon+1:]})
+	}
+	// inPassword reports whether an occurrence of piece in userinfo overlaps the password.
+	inPassword := func(piece string) bool {
+		for i := 0; i <= len(userinfo)-len(piece); i++ {
+			if strings.HasPrefix(userinfo[i:], piece) && i+len(piece) > colon+1 {
+				return true
+			}
+		}
+		return false
 	}
 	var b strings.Builder
 	for {
@@ -44,7 +61,7 @@ func scrub(msg, rawURL string) string {
 			continue
 		}
 		msg = msg[i+len(q):]
-		if piece, err := strconv.Unquote(q); err == nil && piece != "" && strings.Contains(userinfo, piece) {
+		if piece, err := strconv.Unquote(q); err == nil && piece != "" && inPassword(piece) {
 			q = `"xxxxx"`
 		}
 		b.WriteString(q)
@@ -52,6 +69,58 @@ func scrub(msg, rawURL string) string {
 	b.WriteString(msg)
 	return b.String()
 }
+
+// MaskSecrets returns msg, free text such as a driver's error, with each whole occurrence of
+// each secret replaced by "xxxxx": an occurrence counts unless it is part of a longer word, a
+// letter or digit touching it on a side where the secret itself starts or ends with one (a
+// password "lh" is hidden in "password lh" or "u:lh@host", not in "localhost"). Secrets are
+// tried longest first, so that one holding another is hidden whole. A secret never appears
+// as a word of the result; text around it is left as it is.
+func MaskSecrets(msg string, secrets []string) string {
+	secrets = slices.Clone(secrets)
+	slices.SortStableFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range secrets {
+		if s == "" {
+			continue
+		}
+		first, _ := utf8.DecodeRuneInString(s)
+		last, _ := utf8.DecodeLastRuneInString(s)
+		var b strings.Builder
+		rest := msg
+		for {
+			i := strings.Index(rest, s)
+			if i < 0 {
+				break
+			}
+			var before rune = ' '
+			if i > 0 {
+				before, _ = utf8.DecodeLastRuneInString(rest[:i])
+			} else if b.Len() > 0 {
+				before, _ = utf8.DecodeLastRuneInString(b.String())
+			}
+			after := ' '
+			if i+len(s) < len(rest) {
+				after, _ = utf8.DecodeRuneInString(rest[i+len(s):])
+			}
+			embedded := wordRune(before) && wordRune(first) || wordRune(after) && wordRune(last)
+			b.WriteString(rest[:i])
+			if embedded {
+				// Not this occurrence: go on one byte further, an occurrence may overlap it.
+				b.WriteString(rest[i : i+1])
+				rest = rest[i+1:]
+				continue
+			}
+			b.WriteString("xxxxx")
+			rest = rest[i+len(s):]
+		}
+		b.WriteString(rest)
+		msg = b.String()
+	}
+	return msg
+}
+
+// wordRune reports whether r is part of a word: a letter or a digit.
+func wordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // Redact returns u as a string with its password replaced by "xxxxx", and with the values of
 // query parameters that commonly hold secrets (password, token, secret, auth, credential, API
@@ -157,11 +226,7 @@ type redactedError struct {
 }
 
 func (e *redactedError) Error() string {
-	msg := e.err.Error()
-	for _, s := range e.secrets {
-		msg = strings.ReplaceAll(msg, s, "xxxxx")
-	}
-	return msg
+	return MaskSecrets(e.err.Error(), e.secrets)
 }
 
 func (e *redactedError) Unwrap() error { return e.err }

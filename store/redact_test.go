@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"errors"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/leasehold/leasehold/store"
@@ -43,5 +45,68 @@ func TestRedact(t *testing.T) {
 	}
 	if got := store.RedactString("postgres://u:s3cret@host:bad/db"); got != "postgres://…" {
 		t.Errorf("RedactString of an unparsable URL = %q, want only its scheme", got)
+	}
+}
+
+// Secrets are hidden where they are, and only there: the password of the URL in its place,
+// the values of secret parameters, and in free text (a driver's error) the secret's whole
+// occurrences, never a piece of a longer word such as the host name (T4).
+func TestRedactOnlyTheSecret(t *testing.T) {
+	for _, c := range []struct {
+		name, url, want string
+	}{
+		{"short password, host localhost", "postgres://lh:lh@localhost:5432/lh?sslmode=disable", "postgres://lh:xxxxx@localhost:5432/lh?sslmode=disable"},
+		{"user name within the password", "postgres://hold:leasehold@localhost/db", "postgres://hold:xxxxx@localhost/db"},
+		{"escaped password", "mysql://u:p%40ss%2Fw%3Ard@localhost/db?token=a%26b&tls=true", "mysql://u:xxxxx@localhost/db?tls=true&token=xxxxx"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			u, err := url.Parse(c.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := store.Redact(u); got != c.want {
+				t.Errorf("Redact = %q, want %q", got, c.want)
+			}
+		})
+	}
+
+	for _, c := range []struct {
+		name, url, msg, want string
+	}{
+		{"short password, host localhost", "postgres://lh:lh@localhost/lh",
+			`failed to connect to host=localhost user=lh database=lh: password lh rejected for "lh"`,
+			`failed to connect to host=localhost user=xxxxx database=xxxxx: password xxxxx rejected for "xxxxx"`},
+		{"user name within the password", "postgres://hold:leasehold@localhost/db",
+			"user hold: password leasehold is wrong (leaseholder, holding)",
+			"user hold: password xxxxx is wrong (leaseholder, holding)"},
+		{"escaped password, both spellings", "mysql://u:p%40ss@localhost/db",
+			"dial u:p%40ss@localhost: bad password p@ss; ap@ssx stays",
+			"dial u:xxxxx@localhost: bad password xxxxx; ap@ssx stays"},
+		{"secret parameter", "redis://localhost/0?token=tok3n",
+			"auth tok3n failed at localhost; tok3ns, mytok3n stay",
+			"auth xxxxx failed at localhost; tok3ns, mytok3n stay"},
+		{"secret with edges that are not letters", "redis://:%40lh%21@localhost/0",
+			"password @lh! in x@lh!y and @lh!", "password xxxxx in xxxxxxy and xxxxx"},
+	} {
+		t.Run("error/"+c.name, func(t *testing.T) {
+			u, err := url.Parse(c.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := store.RedactError(errors.New(c.msg), u).Error(); got != c.want {
+				t.Errorf("RedactError:\n got %q\nwant %q", got, c.want)
+			}
+		})
+	}
+
+	// url.Parse's errors: a quoted piece of the password is hidden, the user name is not.
+	for _, raw := range []string{"postgres://hold:lease/hold@localhost/db", "postgres://lh:l/h@localhost/db"} {
+		_, err := store.ParseURL(raw)
+		if err == nil {
+			t.Fatalf("ParseURL(%q) succeeded", raw)
+		}
+		if strings.Contains(err.Error(), "lease") || strings.Contains(err.Error(), ":l") {
+			t.Errorf("ParseURL: %v reveals a piece of the password", err)
+		}
 	}
 }

@@ -7,7 +7,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	_ "github.com/leasehold/leasehold/store/redis" // redis://, rediss://, Webda/RedisStore
+	"github.com/leasehold/leasehold/store"
+	redisstore "github.com/leasehold/leasehold/store/redis" // redis://, rediss://, Webda/RedisStore
 )
 
 // go-redis prints its own line on stderr each time its pool fails to dial, beside the error it
@@ -17,3 +18,15 @@ func init() { goredis.SetLogger(discardRedisLog{}) }
 type discardRedisLog struct{}
 
 func (discardRedisLog) Printf(context.Context, string, ...any) {}
+
+// The Redis store never deletes a value that is not a JSON object: repair removes one with the
+// store's own client, unconditionally (see unreadable).
+func init() {
+	rawDeleters = append(rawDeleters, func(ctx context.Context, st store.Store, key string) (bool, error) {
+		rs, ok := st.(*redisstore.Store)
+		if !ok {
+			return false, nil
+		}
+		return true, rs.Client().Del(ctx, rs.Prefix()+key).Err()
+	})
+}

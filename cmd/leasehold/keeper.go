@@ -17,8 +17,9 @@ package main
 //     process of the tree is left, so that the supervisor, which waits for it, reports CMD
 //     stopped (and releases the lease) only then.
 //
-// Its file descriptors 3 and 4 are pipes to the supervisor. On 3 it reads one byte per
-// request: a signal number, with treeBit set to send it to the whole tree (else to CMD's
+// Its file descriptors 3 and 4 are pipes to the supervisor. On 3 it first reads startByte, the
+// supervisor's go-ahead to start CMD (the end of the pipe instead: CMD is not to start, the
+// keeper exits 0), then one byte per request: a signal number, with treeBit set to send it to the whole tree (else to CMD's
 // process group only, as for the signals leasehold relays); SIGKILL to the tree also means
 // "repeat until the tree is empty". On 4 it writes lines:
 //
@@ -51,6 +52,23 @@ const (
 // treeBit in a control byte sends the signal to the whole tree.
 const treeBit = 0x80
 
+// startByte is the supervisor's go-ahead to start CMD, the first byte on the control pipe.
+const startByte = 's'
+
+// readStart waits for the supervisor's go-ahead on control: false at the end of the pipe (or
+// any other byte), when CMD must not start.
+func readStart(control *os.File, b []byte) bool {
+	for {
+		n, err := control.Read(b)
+		if n == 1 {
+			return b[0] == startByte
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
 // keeperMain runs the keeper for the command line "-- CMD [ARGS...]" and returns its exit
 // status.
 func keeperMain(args []string) int {
@@ -77,6 +95,13 @@ func keeperMain(args []string) int {
 	signal.Notify(sigs, syscall.SIGCHLD, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
 	parent := os.Getppid()
 	k := &keeper{reaper: setSubreaper() == nil}
+
+	// CMD starts only once the supervisor says so (C1): it checks then that the leadership
+	// CMD is for has not ended meanwhile. The end of the pipe instead: it has, or the
+	// supervisor is gone; CMD never starts.
+	if b := make([]byte, 1); !readStart(control, b) {
+		return exitOK
+	}
 
 	// CMD's parent-death signal follows the thread that forks it: this goroutine keeps its
 	// thread for the keeper's whole life.
@@ -210,8 +235,11 @@ func (k *keeper) remaining() int {
 }
 
 // signal sends sig to CMD's process group and, for the tree, to every descendant of the
-// keeper. Once CMD has been reaped, its group may be empty and its number another process's: a
-// subreaper then reaches the group's processes among its descendants instead.
+// keeper that is not in that group (it left it: setsid, setpgid, a double fork), so that each
+// process of the tree gets sig once: a shell's trap runs once, and a program that reads a
+// second SIGTERM as "quit now" gets to shut down gracefully. Once CMD has been reaped, its
+// group may be empty and its number another process's: a subreaper then reaches the group's
+// processes among its descendants instead, each of them once too.
 func (k *keeper) signal(sig syscall.Signal, tree bool) {
 	viaGroup := !k.exited || !k.reaper
 	if viaGroup {
@@ -221,9 +249,15 @@ func (k *keeper) signal(sig syscall.Signal, tree bool) {
 		}
 	}
 	for _, pid := range descendants(os.Getpid(), nil) {
-		if pgid, err := syscall.Getpgid(pid); tree || (err == nil && pgid == k.pid) {
-			_ = syscall.Kill(pid, sig)
+		pgid, err := syscall.Getpgid(pid)
+		inGroup := err == nil && pgid == k.pid
+		if viaGroup && inGroup || !viaGroup && !tree && !inGroup {
+			continue // signalled through the group already, or not asked for
 		}
+		if err != nil && viaGroup {
+			continue // gone meanwhile
+		}
+		_ = syscall.Kill(pid, sig)
 	}
 }
 

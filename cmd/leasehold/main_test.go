@@ -32,6 +32,10 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv("LEASEHOLD_TEST_CMD"); mode != "" {
 		os.Exit(cmdHelper(mode))
 	}
+	// The keeper of a supervisor run within the tests (it runs /proc/self/exe: this binary).
+	if len(os.Args) > 1 && os.Args[1] == keeperArg {
+		os.Exit(keeperMain(os.Args[2:]))
+	}
 	dir, err := os.MkdirTemp("", "leasehold-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -9,6 +9,10 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,8 +36,13 @@ a resource that refuses stale terms would then refuse every new leader.
   and the record's leaseDuration field, when readable). A leader that led before the record
   became unreadable cannot renew it, so it has stopped leading by then. If the record stays
   as it is, repair replaces it by a released record at the term above its "term" field (when
-  that is a number; 1 otherwise), or at --min-term if higher. The next leader gets the term
-  above that.
+  that is a number; otherwise at the clock floor, as below), or at --min-term if higher.
+  The next leader gets the term above that.
+- A record that is not a JSON object at all (garbage bytes, a JSON string or array, a
+  truncated file store): repair watches it likewise, then deletes it and creates a released
+  record at the clock floor, the whole seconds since 2024-01-01T00:00:00Z (or --min-term if
+  higher), above any term it may have held. A truncated file is moved aside, beside itself,
+  and a new file written. An instance that creates a record in between wins: repair says so.
 - A well-formed record held by an instance: repair watches it likewise. Renewed meanwhile, it
   is a live leader's: repair refuses (exit 1); stop that instance first. Not renewed, it has
   expired and needs no repair (the next attempt of any instance takes it over), unless its term
@@ -132,7 +141,14 @@ func (r *repairer) open(ctx context.Context, f *commonFlags) (func(context.Conte
 		}
 		st, err := openStore(octx, f.store)
 		if errors.Is(err, file.ErrCorrupt) {
-			return nil, fmt.Errorf("%w: the whole file is corrupt, not only the lease's record: no record in it can be read or repaired. Move it aside (no instance can run over it anyway), then run leasehold repair --min-term N, N being the lease's last term if you can read it in the file", err)
+			// The whole file is unreadable: run replaces it (repairFile).
+			u, perr := url.Parse(f.store)
+			if perr != nil {
+				return nil, err
+			}
+			r.corruptFile, r.fileErr = u.Path, err
+			r.lease, r.where, r.l = f.lease, store.RedactString(f.store), f.leaseDuration
+			return func(context.Context) error { return nil }, nil
 		}
 		if err != nil {
 			return nil, err
@@ -173,6 +189,11 @@ type repairer struct {
 	force   bool
 	timeout time.Duration // of each store operation
 	out     io.Writer
+
+	// corruptFile is the path of a file store whose whole file is unreadable (file.ErrCorrupt,
+	// fileErr): st is nil, and run replaces the file.
+	corruptFile string
+	fileErr     error
 }
 
 // errChanged is the answer to a conditional write that lost: the record changed since it was
@@ -195,11 +216,16 @@ func (r *repairer) get(ctx context.Context) (map[string]any, error) {
 func (r *repairer) run(ctx context.Context) (int, error) {
 	r.say("lease:", "%s", r.lease)
 	r.say("store:", "%s", r.where)
+	if r.corruptFile != "" {
+		return r.repairFile(ctx)
+	}
 	doc, err := r.get(ctx)
 	seen := time.Now()
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return r.missing(ctx)
+	case errors.Is(err, driver.ErrNotObject):
+		return r.unreadable(ctx, seen, err)
 	case err != nil:
 		return 0, fmt.Errorf("lease %q in %s: %w", r.lease, r.where, err)
 	}
@@ -291,6 +317,12 @@ func (r *repairer) corrupt(ctx context.Context, doc map[string]any, seen time.Ti
 		return 0, fmt.Errorf("lease %q: the document under %q has no field at all, so no write can be conditional on it as read: remove it yourself (once no instance runs), then run repair --min-term N", r.lease, r.key())
 	}
 	last, termNote := lastTerm(doc)
+	if !termKnown(doc) {
+		// The term it held cannot be read: the clock floor is above it (C4).
+		floor := fencingFloor(time.Now())
+		last = floor - 1
+		termNote += fmt.Sprintf("; the new term is at least the clock floor %d (seconds since 2024-01-01T00:00:00Z)", floor)
+	}
 	if !r.force {
 		d := r.l
 		if declared, ok := doc["leaseDuration"].(float64); ok && declared > 0 && declared < float64(math.MaxInt64/int64(time.Millisecond)) {
@@ -417,6 +449,12 @@ func lastTerm(doc map[string]any) (uint64, string) {
 	return 0, fmt.Sprintf("unknown (its \"term\" field is %s): give --min-term if fenced resources have seen terms", jsonText(v))
 }
 
+// termKnown reports whether lastTerm read a term in doc.
+func termKnown(doc map[string]any) bool {
+	_, note := lastTerm(doc)
+	return !strings.HasPrefix(note, "unknown")
+}
+
 // extraFields are the fields of doc that are not a lease record's.
 func extraFields(doc map[string]any) []string {
 	record := cluster.EncodeStoreRecord(cluster.Record{})
@@ -443,3 +481,164 @@ func formatWall(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339Nano)
 }
+
+// rawDeleters remove, unconditionally, a value that is not a document, for the stores whose
+// Delete refuses it (backend_*.go); each answers false for a store that is not its own.
+var rawDeleters []func(ctx context.Context, st store.Store, key string) (bool, error)
+
+// fencingFloor is the term of a record repaired when the term it held cannot be read: whole
+// seconds since 2024-01-01T00:00:00Z at now (at least 1). A term goes up by one per leadership,
+// and no lease changes leaders more than once a second on average over years: so the floor is
+// above any term the record may have held, and the next leader's term above every term given
+// before (C4).
+func fencingFloor(now time.Time) uint64 {
+	s := now.Unix() - time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	if s < 1 {
+		return 1
+	}
+	return uint64(s)
+}
+
+// unreadable repairs a record whose bytes are not a JSON object at all (garbage, a string, an
+// array): after watching it for L unless --force, it deletes it and creates a released record
+// at the clock floor (or --min-term if higher). The elections stop on such a record (E8): no
+// instance leads on it, and none writes it meanwhile.
+func (r *repairer) unreadable(ctx context.Context, seen time.Time, bad error) (int, error) {
+	r.say("record:", "unreadable: %v", bad)
+	if !r.force {
+		d := r.l
+		r.say("watching:", "for %v: a leader from before the damage cannot renew the record, so it stops leading within that time", d)
+		deadline := seen.Add(d)
+		poll := min(max(d/20, 20*time.Millisecond), 500*time.Millisecond)
+		for time.Now().Before(deadline) {
+			t := time.NewTimer(min(poll, time.Until(deadline)))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return 0, ctx.Err()
+			case <-t.C:
+			}
+			_, err := r.get(ctx)
+			switch {
+			case err == nil, errors.Is(err, store.ErrNotFound):
+				return 0, fmt.Errorf("lease %q: the unreadable record was rewritten or deleted while repair watched it: something writes it; repair leaves it to that writer (look at it with leasehold status, and run repair again once nothing writes it)", r.lease)
+			case !errors.Is(err, driver.ErrNotObject):
+				return 0, fmt.Errorf("lease %q: read the record while watching it: %w", r.lease, err)
+			}
+		}
+		r.say("watched:", "unreadable for %v", d)
+	}
+	term, note := r.floorTerm(0)
+	dctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	err := r.st.Delete(dctx, r.key(), nil)
+	if errors.Is(err, driver.ErrNotObject) { // a store that deletes only documents
+		for _, del := range rawDeleters {
+			if ok, derr := del(dctx, r.st, r.key()); ok {
+				err = derr
+				break
+			}
+		}
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return 0, fmt.Errorf("lease %q: delete the unreadable record: %w", r.lease, err)
+	}
+	return r.create(ctx, term, note, "replaced the unreadable record (deleted, then created)")
+}
+
+// floorTerm is the term of a record repaired without a readable term: the clock floor, above
+// read (a term found in what could be read, 0 if none) and at least --min-term.
+func (r *repairer) floorTerm(read uint64) (uint64, string) {
+	floor := fencingFloor(time.Now())
+	term := max(floor, r.minTerm)
+	if read < math.MaxUint64 {
+		term = max(term, read+1)
+	}
+	return term, fmt.Sprintf("unknown (the record cannot be read): the new term is the clock floor %d (seconds since 2024-01-01T00:00:00Z), above any term it may have held", floor)
+}
+
+// create writes a released record at term where the record was removed; an instance that
+// created one in between wins, and repair reports it.
+func (r *repairer) create(ctx context.Context, term uint64, oldNote, what string) (int, error) {
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	err := r.st.Create(cctx, r.key(), cluster.EncodeStoreRecord(released(term)))
+	switch {
+	case errors.Is(err, store.ErrExists):
+		return 0, fmt.Errorf("lease %q: an instance created a record after repair removed the unreadable one and before it wrote its own: repair left that record as it is; look at it (leasehold status), and if its term is below %d run leasehold repair --min-term %d once no instance runs", r.lease, term, term)
+	case err != nil:
+		return 0, fmt.Errorf("lease %q: create the record: %w", r.lease, err)
+	}
+	r.say("old term:", "%s", oldNote)
+	r.say("new term:", "%d (a released record; the next leader gets term %d)", term, term+1)
+	r.say("result:", "%s", what)
+	return exitOK, nil
+}
+
+// repairFile replaces a file store's file that cannot be read at all (truncated, not JSON):
+// after watching it unchanged for L unless --force (no instance can read or write it
+// meanwhile, so a leader from before the damage stops leading), it moves it aside, beside
+// itself, and creates the lease's released record in a new file, at the clock floor above any
+// term it can find for the lease in the damaged bytes. The other records of the damaged file
+// are not carried over: the moved file keeps them.
+func (r *repairer) repairFile(ctx context.Context) (int, error) {
+	path := r.corruptFile
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		path = p
+	}
+	r.say("record:", "unreadable: %v", r.fileErr)
+	before, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("lease %q: %w", r.lease, err)
+	}
+	if !r.force {
+		d := r.l
+		r.say("watching:", "for %v: a leader from before the damage cannot renew the record, so it stops leading within that time", d)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return 0, ctx.Err()
+		case <-t.C:
+		}
+		if now, err := os.ReadFile(path); err != nil || string(now) != string(before) {
+			return 0, fmt.Errorf("lease %q: the file %s changed while repair watched it: something writes it; repair leaves it to that writer (run repair again once nothing does)", r.lease, path)
+		}
+		r.say("watched:", "unchanged for %v", d)
+	}
+	read := termInBytes(before, r.key())
+	term, note := r.floorTerm(read)
+	aside := path + ".corrupt-" + time.Now().UTC().Format("20060102T150405.000000000Z")
+	if err := os.Rename(path, aside); err != nil {
+		return 0, fmt.Errorf("lease %q: move the damaged file aside: %w", r.lease, err)
+	}
+	r.say("moved:", "the damaged file to %s (it keeps the other records it held, if any: their leases are not repaired)", aside)
+	st, err := file.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("lease %q: %w", r.lease, err)
+	}
+	defer st.Close()
+	r.st = st
+	return r.create(ctx, term, note, "replaced the damaged file by one holding a released record")
+}
+
+// termInBytes finds the highest "term" number following key in damaged bytes (0 if none).
+func termInBytes(data []byte, key string) uint64 {
+	i := strings.Index(string(data), strconv.Quote(key))
+	if i < 0 {
+		return 0
+	}
+	rest := string(data[i:])
+	if j := strings.IndexByte(rest, '}'); j >= 0 {
+		rest = rest[:j]
+	}
+	var best uint64
+	for _, m := range termField.FindAllStringSubmatch(rest, -1) {
+		if n, err := strconv.ParseUint(m[1], 10, 64); err == nil {
+			best = max(best, n)
+		}
+	}
+	return best
+}
+
+var termField = regexp.MustCompile(`"term"\s*:\s*(\d+)`)

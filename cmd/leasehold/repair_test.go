@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -89,13 +90,18 @@ func TestRepairCorruptRecord(t *testing.T) {
 		{"term as a string", map[string]any{"holder": "web-1", "term": "41", "revision": 7.0}, nil, 42},
 		{"min-term above", map[string]any{"holder": 42.0, "term": 41.0, "revision": "r1"}, []string{"--min-term", "100"}, 100},
 		{"min-term below", map[string]any{"holder": 42.0, "term": 41.0, "revision": "r1"}, []string{"--min-term", "10"}, 42},
-		{"unreadable term", map[string]any{"holder": "web-1", "term": "forty", "revision": "r1"}, nil, 1},
-		{"unreadable term, min-term", map[string]any{"term": map[string]any{}, "leaseDuration": "long"}, []string{"--min-term", "7"}, 7},
+		// wantTerm 0: the clock floor, the term it held being unknown.
+		{"unreadable term", map[string]any{"holder": "web-1", "term": "forty", "revision": "r1"}, nil, 0},
+		{"unreadable term, min-term", map[string]any{"term": map[string]any{}, "leaseDuration": "long"}, []string{"--min-term", "7"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
 			putRecord(t, w, "jobs", tc.doc)
+			floor := fencingFloor(time.Now())
 			out, errOut, code, term, took := repair(t, w, tc.args...)
+			if tc.wantTerm == 0 && term >= floor && term <= fencingFloor(time.Now()) {
+				tc.wantTerm = term
+			}
 			if code != 0 || term != tc.wantTerm {
 				t.Fatalf("repair: exit %d, new term %d; want 0 and %d\nstdout:\n%s\nstderr:\n%s", code, term, tc.wantTerm, out, errOut)
 			}
@@ -329,8 +335,9 @@ func TestRepairWatchSeesAWriter(t *testing.T) {
 	}
 }
 
-// A file store whose whole file is corrupt cannot be opened: repair fails (exit 1) and says
-// what to do, without touching the file; --help documents the command.
+// A file store whose whole file is corrupt cannot be opened: repair moves it aside, keeping
+// its bytes, and writes a new file holding a released record at the clock floor; --help
+// documents the command.
 func TestRepairCorruptFile(t *testing.T) {
 	w := newWorld(t)
 	path := strings.TrimPrefix(w.storeURL(), "file://")
@@ -338,14 +345,22 @@ func TestRepairCorruptFile(t *testing.T) {
 	if err := os.WriteFile(path, garbage, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, errOut, code, _, _ := repair(t, w, "--min-term", "5")
-	if code != 1 || !strings.Contains(errOut, "corrupt") || !strings.Contains(errOut, "Move it aside") {
-		t.Errorf("repair over a corrupt file: exit %d; want 1, saying to move the file aside\n%s", code, errOut)
+	floor := fencingFloor(time.Now())
+	out, errOut, code, term, _ := repair(t, w, "--min-term", "5", "--force")
+	if code != 0 || term < floor || !strings.Contains(out, "moved:") {
+		t.Errorf("repair over a corrupt file: exit %d, term %d; want 0, at least the floor %d, the file moved aside\n%s%s", code, term, floor, out, errOut)
 	}
-	if data, _ := os.ReadFile(path); !bytes.Equal(data, garbage) {
-		t.Errorf("repair changed the corrupt file: %s", data)
+	aside, _ := filepath.Glob(path + ".corrupt-*")
+	if len(aside) != 1 {
+		t.Fatalf("the damaged file was not kept aside: %v", aside)
 	}
-	out, _, code := runLeasehold(t, "repair", "--help")
+	if data, _ := os.ReadFile(aside[0]); !bytes.Equal(data, garbage) {
+		t.Errorf("repair changed the damaged file's bytes: %s", data)
+	}
+	if st := statusJSON(t, w.storeURL(), "jobs"); st.State != "released" || st.Term != term {
+		t.Errorf("status after repair: %+v; want released at term %d", st, term)
+	}
+	out, _, code = runLeasehold(t, "repair", "--help")
 	if code != 0 || !strings.Contains(out, "Usage: leasehold repair") || !strings.Contains(out, "--min-term") {
 		t.Errorf("repair --help: exit %d\n%s", code, out)
 	}

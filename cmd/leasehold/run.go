@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,10 +14,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
 	leaseholdprom "github.com/leasehold/leasehold/metrics/prometheus"
+	"github.com/leasehold/leasehold/store/driver"
 )
 
 const runUsage = `Usage: leasehold run [flags] -- CMD [ARGS...]
@@ -290,6 +293,11 @@ func giveUp(el *election, grace time.Duration, log *slog.Logger, a attemptAnswer
 		if a.err != nil {
 			msg = explain(oneLine(a.err.Error()))
 		}
+		if unreadableRecord(a.err) {
+			log.Error("leasehold: the lease record is unreadable: giving up; run leasehold repair to replace it",
+				"by", why, "key", cluster.StoreKeyPrefix+el.lease, "error", msg, "status", code)
+			break
+		}
 		log.Error("leasehold: the store did not answer: giving up", "by", why, "reason", a.reason, "error", msg, "status", code)
 	default:
 		code = exitFailure
@@ -300,6 +308,14 @@ func giveUp(el *election, grace time.Duration, log *slog.Logger, a attemptAnswer
 		return exitFailure
 	}
 	return code
+}
+
+// unreadableRecord reports whether err, an attempt's error, is the store's answer that the
+// lease record cannot be read: its bytes are not a JSON object, or its fields are not a lease
+// record's (cluster's decoding error, which has no sentinel: recognized by its text). The
+// store did answer: leasehold repair replaces such a record.
+func unreadableRecord(err error) bool {
+	return err != nil && (errors.Is(err, driver.ErrNotObject) || strings.Contains(err.Error(), "cluster: lease record "))
 }
 
 func graceError(grace, l, r time.Duration) error {

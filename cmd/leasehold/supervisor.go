@@ -60,6 +60,10 @@ type supervisor struct {
 	// held is the status of the CMD whose lease is held after it exited (hold).
 	held atomic.Pointer[int]
 
+	// beforeStart, when set (tests), runs between the decision to start CMD and the check that
+	// its leadership is still current.
+	beforeStart func()
+
 	mu      sync.Mutex
 	current *child // the CMD running, if any
 	starts  int
@@ -67,6 +71,10 @@ type supervisor struct {
 }
 
 var errKeeperGone = errors.New("the keeper exited before starting CMD")
+
+// errLeadershipEnded is startChild's answer when the leadership CMD was to run for ended
+// before CMD started: CMD did not start, and must not.
+var errLeadershipEnded = errors.New("the leadership ended before CMD started")
 
 // child is one run of CMD, under its keeper.
 type child struct {
@@ -120,7 +128,11 @@ func (s *supervisor) lead(ctx context.Context) error {
 	slot, _ := cluster.SlotOf(ctx) // 0 without --holders
 	backoff := minBackoff
 	for {
-		c, err := s.startChild(term, slot)
+		c, err := s.startChild(ctx, term, slot)
+		if errors.Is(err, errLeadershipEnded) {
+			s.log.Info("leasehold: leadership ended before CMD started: not starting it", "term", term)
+			return nil
+		}
 		if err != nil {
 			s.log.Error("leasehold: cannot start CMD", "cmd", s.argv[0], "error", err)
 			if !s.restart {
@@ -203,8 +215,12 @@ func (s *supervisor) finish(status int) {
 }
 
 // startChild starts the keeper, which starts CMD with the lease's variables in its
-// environment, in a process group of its own. It returns once CMD has started.
-func (s *supervisor) startChild(term uint64, slot int) (*child, error) {
+// environment, in a process group of its own. It returns once CMD has started. CMD starts
+// only while ctx, its leadership, is current (C1): the keeper, once running, waits for the
+// go-ahead, which startChild gives only if ctx has not ended, under s.mu. A leadership that
+// ends after that finds CMD started, and lead stops it; one that ended before never starts
+// it: errLeadershipEnded.
+func (s *supervisor) startChild(ctx context.Context, term uint64, slot int) (*child, error) {
 	path, err := keeperPath()
 	if err != nil {
 		return nil, fmt.Errorf("the keeper: %w", err)
@@ -249,6 +265,24 @@ func (s *supervisor) startChild(term uint64, slot int) (*child, error) {
 			return
 		}
 		c.keeper = cmd.Process
+
+		if s.beforeStart != nil {
+			s.beforeStart()
+		}
+		s.mu.Lock()
+		if ctx.Err() != nil {
+			s.mu.Unlock()
+			controlW.Close() // the keeper exits without starting CMD
+			_ = cmd.Wait()
+			statusR.Close()
+			started <- errLeadershipEnded
+			return
+		}
+		_, err = controlW.Write([]byte{startByte})
+		s.mu.Unlock()
+		if err != nil { // the keeper is gone: it answers nothing, see below
+			controlW.Close()
+		}
 
 		first := make(chan error, 1) // CMD started, or could not
 		readDone := make(chan struct{})

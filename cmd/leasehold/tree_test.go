@@ -642,3 +642,44 @@ func TestRunStoppedKeeper(t *testing.T) {
 		t.Errorf("lease state after leasehold exited = %q, want released", st.State)
 	}
 }
+
+// Each process of CMD's tree gets SIGTERM once when leasehold stops (C1): a shell's trap runs
+// once, in CMD, in its child in CMD's process group, and in a descendant that left the group
+// with setsid. The keeper signals the group, then only the descendants outside it.
+func TestRunOneSIGTERM(t *testing.T) {
+	if !wholeTree {
+		t.Skipf("on %s leasehold reaches CMD's process group only", runtime.GOOS)
+	}
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid command")
+	}
+	w := newWorld(t)
+	// A shell that counts the SIGTERMs it gets in <name>.terms, and loops until SIGKILL.
+	loop := func(name string) string {
+		return `trap 'echo TERM >> "$LEASEHOLD_TEST_DIR/` + name + `.terms"' TERM; echo TRAP-READY ` + name +
+			`; while :; do sleep 5 & wait $!; done`
+	}
+	script := `sh -c ` + shellQuote(loop("child")) + ` & setsid sh -c ` + shellQuote(loop("setsid")) + ` & ` + loop("cmd")
+	p := w.start("a", nil, treeArgs(w.storeURL(), "a", []string{"/bin/sh", "-c", script}, "--grace", "600ms")...)
+	ready := map[string]bool{}
+	for len(ready) < 3 {
+		l := w.waitLine(30*time.Second, "TRAP-READY", func(l line) bool { return strings.HasPrefix(l.text, "TRAP-READY ") })
+		ready[strings.TrimPrefix(l.text, "TRAP-READY ")] = true
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := w.waitExit(p, 10*time.Second); code != 0 {
+		t.Errorf("leasehold exited %d, want 0", code)
+	}
+	for _, name := range []string{"cmd", "child", "setsid"} {
+		data, err := os.ReadFile(filepath.Join(w.dir, name+".terms"))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if n := strings.Count(string(data), "TERM"); n != 1 {
+			t.Errorf("%s got SIGTERM %d times, want once", name, n)
+		}
+	}
+}

@@ -58,16 +58,33 @@ func TakeParam(q url.Values, name, def string) string {
 	return v
 }
 
+// ErrNotObject is in the errors of every backend that reads, under a key, a value that is not
+// a JSON object (another program wrote it, or it was damaged): errors.Is finds it beside the
+// backend's own sentinel, if any. Such a value can be neither read nor patched; an
+// unconditional Delete removes it.
+var ErrNotObject = errors.New("store/driver: stored value is not a JSON object")
+
+// NotObject returns err, with its text, and ErrNotObject in its chain too: for a backend that
+// finds a value is not a JSON object elsewhere than in DecodeObject (a server-side script).
+func NotObject(err error) error { return notObject{err} }
+
+// notObject is err, whose text it keeps, with ErrNotObject in its chain too.
+type notObject struct{ err error }
+
+func (e notObject) Error() string        { return e.err.Error() }
+func (e notObject) Unwrap() error        { return e.err }
+func (e notObject) Is(target error) bool { return target == ErrNotObject }
+
 // DecodeObject reads a stored document as encoding/json would, refusing anything but a JSON
 // object (null included) with notJSON, the backend's sentinel for a value something else wrote,
-// joined with what is wrong.
+// joined with what is wrong, and ErrNotObject.
 func DecodeObject(raw []byte, notJSON error) (map[string]any, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
 		if err == nil {
 			err = errors.New("null")
 		}
-		return nil, fmt.Errorf("%w: %v", notJSON, err)
+		return nil, notObject{fmt.Errorf("%w: %v", notJSON, err)}
 	}
 	return doc, nil
 }

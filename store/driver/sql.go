@@ -32,7 +32,7 @@ func CheckTableName(name string, maxLen int) error {
 
 // DecodeRow reads the document of a row of an SQL backend's table. A row that is not a JSON
 // object (another program wrote it) is an error naming the backend ("postgres") and the table,
-// quoting the start of the row.
+// quoting the start of the row, with ErrNotObject in its chain.
 func DecodeRow(backend, table string, raw []byte) (map[string]any, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(raw, &doc); err != nil || doc == nil {
@@ -40,7 +40,7 @@ func DecodeRow(backend, table string, raw []byte) (map[string]any, error) {
 		if !json.Valid(raw) {
 			what = "not valid JSON"
 		}
-		return nil, fmt.Errorf("%s: the document in table %s is %s: %.60q", backend, table, what, raw)
+		return nil, notObject{fmt.Errorf("%s: the document in table %s is %s: %.60q", backend, table, what, raw)}
 	}
 	return doc, nil
 }

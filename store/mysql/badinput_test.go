@@ -51,6 +51,8 @@ func TestBadURL(t *testing.T) {
 		"mysql://u:" + secret + "@127.0.0.1:1/db?conn_max_lifetime=soon": "conn_max_lifetime",
 		"mysql://u:" + secret + "@127.0.0.1:1/db?readTimeout=soon":       "soon",
 		"mysql://u:" + secret + "@/db":                                   "host",
+		"mysql://u:" + secret + "@127.0.0.1:1/db?readtimeout=5s":         `unknown URL parameter "readtimeout" (known: table, `,
+		"mysql://u:" + secret + "@127.0.0.1:1/db?sql_mode=ANSI":          `unknown URL parameter "sql_mode" (known: table, `,
 		"postgres://u:" + secret + "@127.0.0.1:1/db":                     "scheme",
 	}, func(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) })
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +30,29 @@ type config struct {
 	driver *mysql.Config
 	table  string
 	pool   poolConfig
+}
+
+// ownParams are the URL parameters the store reads itself (with driver.TLSParams, password and
+// password_file), and driverParams those it hands to go-sql-driver/mysql: the driver's own,
+// and time_zone, the server setting most often given in a DSN. Any other parameter is refused,
+// naming it: the driver would send it to the server as a session variable (SET), which a
+// misspelled one makes fail only once connected.
+var (
+	ownParams    = []string{"table", "max_open_conns", "max_idle_conns", "conn_max_lifetime", "conn_max_idle_time", "socket"}
+	driverParams = []string{
+		"allowAllFiles", "allowCleartextPasswords", "allowFallbackToPlaintext", "allowNativePasswords",
+		"allowOldPasswords", "charset", "checkConnLiveness", "clientFoundRows", "collation", "columnsWithAlias",
+		"compress", "connectionAttributes", "interpolateParams", "loc", "maxAllowedPacket", "multiStatements",
+		"parseTime", "readTimeout", "rejectReadOnly", "serverPubKey", "timeTruncate", "timeout", "tls",
+		"writeTimeout", "time_zone",
+	}
+)
+
+// knownParams are every URL parameter the store takes.
+func knownParams() []string {
+	out := append(slices.Clone(ownParams), driver.TLSParams...)
+	out = append(out, "password", driver.PasswordFileParam)
+	return append(out, driverParams...)
 }
 
 // parseURL turns a mysql:// URL into the driver's configuration. The driver parses a DSN built
@@ -65,8 +90,13 @@ func parseURL(u *url.URL) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range []string{"table", "max_open_conns", "max_idle_conns", "conn_max_lifetime", "conn_max_idle_time", "socket"} {
+	for _, k := range ownParams {
 		q.Del(k)
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(driverParams, k) {
+			return nil, fmt.Errorf("unknown URL parameter %q (known: %s)", k, strings.Join(knownParams(), ", "))
+		}
 	}
 	_, hasInterpolate := q["interpolateParams"]
 	_, hasTimeout := q["timeout"]

@@ -30,8 +30,10 @@
 //
 //	mysql://leasehold@db:3306/app?ca=/etc/leasehold/ca.pem&cert=/etc/leasehold/client.pem&key=/etc/leasehold/client-key.pem&password_file=/run/secrets/db-password
 //
-// Every other parameter goes to the driver as in its DSN (timeout, readTimeout, writeTimeout,
-// charset, collation, loc, ...); see github.com/go-sql-driver/mysql. The store sets
+// The driver's own parameters go to it as in its DSN (timeout, readTimeout, writeTimeout,
+// charset, collation, loc, parseTime, ...; see github.com/go-sql-driver/mysql), and time_zone,
+// a server setting. Any other parameter is an error naming it and listing the known ones (the
+// driver would send it to the server as a session variable). The store sets
 // timeout (the dial timeout) to 10s unless given, interpolateParams to true unless given (the
 // statement then travels in one round trip, instead of a prepare, an execute and a close), and
 // clientFoundRows to true always (an UPDATE must count the rows it matched, not only those it

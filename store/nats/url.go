@@ -12,6 +12,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/driver"
 )
 
@@ -154,7 +155,8 @@ func durationParam(q url.Values, name string, def time.Duration) (time.Duration,
 	return d, nil
 }
 
-// scrub returns err, or a copy of its text without the URL's password or token if it quotes it.
+// scrub returns err, or a copy of its text without the URL's password or token if it quotes it
+// (its whole occurrences: see store.MaskSecrets).
 func scrub(err error, u *url.URL) error {
 	if err == nil || u.User == nil {
 		return err
@@ -167,7 +169,7 @@ func scrub(err error, u *url.URL) error {
 		return err
 	}
 	if msg := err.Error(); strings.Contains(msg, secret) {
-		return errors.New(strings.ReplaceAll(msg, secret, "xxxxx"))
+		return errors.New(store.MaskSecrets(msg, []string{secret}))
 	}
 	return err
 }

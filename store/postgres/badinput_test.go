@@ -57,6 +57,8 @@ func TestBadURL(t *testing.T) {
 		"postgres://u:" + secret + "@127.0.0.1:1/db?pool_max_conns=zero":  "pool_max_conns",
 		"postgres://u:" + secret + "@127.0.0.1:1/db?connect_timeout=soon": "connect_timeout",
 		"mysql://u:" + secret + "@127.0.0.1:1/db":                         "scheme",
+		"postgres://u:" + secret + "@127.0.0.1:1/db?sslmod=disable":       `unknown URL parameter "sslmod" (known: table, `,
+		"postgres://u:" + secret + "@127.0.0.1:1/db?work_mem=64MB":        `unknown URL parameter "work_mem" (known: table, `,
 	}, func(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) })
 }
 

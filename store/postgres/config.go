@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +19,32 @@ const DefaultTable = "leasehold_registry"
 // defaultConnectTimeout bounds a connection attempt when the URL sets no connect_timeout: without
 // it, a host that drops packets would hold Open until the operating system gives up.
 const defaultConnectTimeout = 10 * time.Second
+
+// pgxParams are the URL parameters the store hands to pgx: libpq's connection parameters that
+// pgx reads, pgx's and pgxpool's own, and the server settings most often given in a URL. Any
+// other parameter is refused, naming it: pgx would send it to the server as a setting, which
+// would refuse the connection (unrecognized configuration parameter), or take a misspelled
+// sslmode for a setting and connect without TLS. Other server settings go in options, as
+// "-c name=value".
+var pgxParams = []string{
+	// libpq's connection parameters.
+	"host", "port", "dbname", "database", "user", "passfile", "connect_timeout", "sslmode", "sslkey", "sslcert",
+	"sslcertmode", "sslrootcert", "sslnegotiation", "sslpassword", "sslsni", "krbspn", "krbsrvname",
+	"target_session_attrs", "service", "servicefile", "min_protocol_version", "max_protocol_version",
+	"channel_binding", "require_auth",
+	// pgx's and pgxpool's.
+	"statement_cache_capacity", "description_cache_capacity", "default_query_exec_mode",
+	"pool_max_conns", "pool_min_conns", "pool_min_idle_conns", "pool_max_conn_lifetime",
+	"pool_max_conn_lifetime_jitter", "pool_max_conn_idle_time", "pool_health_check_period", "pool_ping_timeout",
+	// Server settings.
+	"application_name", "search_path", "options", "timezone", "client_encoding", "statement_timeout",
+	"lock_timeout", "idle_in_transaction_session_timeout",
+}
+
+// knownParams are every URL parameter the store takes: its own, and pgx's.
+func knownParams() []string {
+	return append([]string{"table", "password", driver.PasswordFileParam, notifyParam}, pgxParams...)
+}
 
 // parseURL turns a postgres:// URL into a pgxpool configuration and the table name. The
 // password is kept out of the string pgx parses, so that no parse error can quote it.
@@ -47,6 +75,12 @@ func parseURL(u *url.URL) (*pgxpool.Config, string, error) {
 			return nil, "", fmt.Errorf("the URL has a password and the URL parameter %q: give one of them", driver.PasswordFileParam)
 		}
 		password, hasPassword = p, true
+	}
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(pgxParams, k) {
+			return nil, "", fmt.Errorf("unknown URL parameter %q (known: %s; other server settings go in options, as -c name=value)",
+				k, strings.Join(knownParams(), ", "))
+		}
 	}
 	c := *u
 	if u.User != nil {

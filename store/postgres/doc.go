@@ -9,12 +9,16 @@
 //
 //	postgres://user:password@host:5432/database?sslmode=disable&table=leasehold_registry
 //
-// Every query parameter is passed to pgx (github.com/jackc/pgx/v5/pgxpool), which documents
-// them: sslmode, connect_timeout (seconds; 10 when absent, so that an unreachable host fails
-// Open instead of hanging), pool_max_conns, pool_min_conns, pool_max_conn_lifetime,
-// pool_max_conn_idle_time, pool_health_check_period, application_name, search_path and any
-// other server run-time parameter. The store reads three parameters of its own and removes them
-// before handing the URL to pgx:
+// The query parameters pgx (github.com/jackc/pgx/v5/pgxpool) documents are passed to it:
+// libpq's connection parameters (sslmode, connect_timeout in seconds, 10 when absent so that an
+// unreachable host fails Open instead of hanging, target_session_attrs, ...), pgx's and
+// pgxpool's (pool_max_conns, pool_min_conns, pool_max_conn_lifetime, pool_max_conn_idle_time,
+// pool_health_check_period, statement_cache_capacity, ...), and the server settings
+// application_name, search_path, options, timezone, client_encoding, statement_timeout,
+// lock_timeout and idle_in_transaction_session_timeout; other server settings go in options,
+// as -c name=value. Any other parameter is an error naming it and listing the known ones (pgx
+// would send it to the server, which refuses the connection). The store reads three
+// parameters of its own and removes them before handing the URL to pgx:
 //
 //   - table: the table's name, an unquoted SQL identifier (letters, digits, underscores, at most
 //     63 bytes); default leasehold_registry. Use search_path to pick the schema.

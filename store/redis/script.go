@@ -44,7 +44,7 @@ func (s *backend) run(ctx context.Context, key string, cond *driver.Condition, a
 	case "notfound":
 		return store.ErrNotFound
 	case "notjson":
-		return ErrNotJSON
+		return driver.NotObject(ErrNotJSON)
 	case "missing":
 		return fmt.Errorf("%w: the document has no field %q", store.ErrConditionFailed, cond.Field)
 	case "mismatch":
