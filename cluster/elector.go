@@ -55,6 +55,9 @@ type Elector struct {
 	twin    atomic.Bool
 	seen    atomic.Uint64
 	lastLed uint64
+	// wallSkew is added to the clock the floor of new terms reads; tests set it before Start
+	// to give the fake clock (which begins in 2000) a later wall time.
+	wallSkew time.Duration
 
 	// Resign and N holders (resign.go, holders.go). resigned is the revision of the record
 	// this instance released when it stepped down without a next holder (R4), owned by the
@@ -177,7 +180,7 @@ func (e *Elector) see(term uint64) {
 // new record): above prev and every term this Elector has seen, and at least the wall clock's
 // floor (E11).
 func (e *Elector) nextTerm(prev uint64, now time.Time) uint64 {
-	return fencing.Next(prev, e.seen.Load(), now)
+	return fencing.Next(prev, e.seen.Load(), now.Add(e.wallSkew))
 }
 
 // LeaseName returns the name of the lease.
