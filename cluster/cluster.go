@@ -92,7 +92,7 @@ type Cluster interface {
 // Record is a lease as a Lock stores it.
 type Record struct {
 	Holder     string        // instance ID, "" when released
-	Term       uint64        // grows each time the lease changes holder
+	Term       uint64        // grows with each leadership, never repeats (E11)
 	AcquiredAt time.Time     // when the holder took it
 	RenewedAt  time.Time     // last renewal, by the holder's clock (informative)
 	Duration   time.Duration // the holder's lease duration: followers wait at least this long
@@ -106,6 +106,12 @@ type Record struct {
 	// with a pending request it is the instance asked for; in a released record, the only
 	// instance that may take it until the record expires as E6 judges it (R3).
 	NextHolder string
+
+	// Session is the token of the process that wrote Holder: each Elector draws one at
+	// construction, so that two processes given one instance ID never take each other's
+	// record for their own (E12). "" in a released record, and in a record written before
+	// sessions existed: such a record is nobody's own.
+	Session string
 }
 
 // Lock stores lease records. Implementations are safe for concurrent use.
@@ -136,9 +142,10 @@ func WithTerm(ctx context.Context, term uint64) context.Context {
 	return context.WithValue(ctx, termKey{}, term)
 }
 
-// TermOf returns the lease term carried by a LeaderFunc's context: a fencing token that grows
-// every time the lease changes holder. Work that writes elsewhere can pass it on and let the
-// target refuse writes from older terms.
+// TermOf returns the lease term carried by a LeaderFunc's context: a fencing token larger
+// than that of every earlier leadership of the lease, by this instance or another (E11).
+// Work that writes elsewhere can pass it on and let the target refuse writes from older
+// terms.
 func TermOf(ctx context.Context) (uint64, bool) {
 	t, ok := ctx.Value(termKey{}).(uint64)
 	return t, ok

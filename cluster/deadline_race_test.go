@@ -10,9 +10,10 @@ import (
 
 // TestE5AnswerAfterTheDeadline: a renewal's answer that the election goroutine handles after the
 // leadership's deadline has passed must not extend that leadership. IsLeader already said false
-// (E5, W7) and registrations made since got no fn (W2): the renewal may only start a new
-// leadership, with fn called again. The election goroutine is held up here by a slow observer,
-// which stands for any scheduling delay between the answer and its handling.
+// (E5, W7) and registrations made since got no fn (W2). Nor may it start a new leadership on
+// the term of the one that ended (E11): the instance writes a new term at once, and leads on
+// that, with fn called again and a larger term. The election goroutine is held up here by a
+// slow observer, which stands for any scheduling delay between the answer and its handling.
 func TestE5AnswerAfterTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -39,9 +40,12 @@ func TestE5AnswerAfterTheDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		var fnAt []time.Duration
-		e.WhenLeader(func(context.Context) error {
+		var terms []uint64
+		e.WhenLeader(func(ctx context.Context) error {
+			term, _ := TermOf(ctx)
 			mu.Lock()
 			fnAt = append(fnAt, w.since())
+			terms = append(terms, term)
 			mu.Unlock()
 			return nil
 		}, nil)
@@ -59,16 +63,25 @@ func TestE5AnswerAfterTheDeadline(t *testing.T) {
 			t.Fatal("IsLeader is true at 10.2s, after the deadline at 10s")
 		}
 		w.at(sec(11))
+		if e.IsLeader() {
+			t.Fatal("a leads at 11s on the answer handled after the deadline: that term was led already (E11)")
+		}
+		w.at(sec(13))
 		mu.Lock()
 		defer mu.Unlock()
 		if len(stops) != 1 || stops[0].Reason != ReasonDeadline || w.rel(stops[0].Time) != sec(10.5) {
 			t.Fatalf("stopped-leading events %+v, want one at 10.5s with reason %q", stops, ReasonDeadline)
 		}
-		if len(fnAt) != 2 || fnAt[0] != 0 || fnAt[1] != sec(10.5) {
-			t.Fatalf("fn ran at %v, want at 0s and again at 10.5s", fnAt)
+		// The new term is written at once, on the revision the late answer brought (E10): one
+		// Patch of 2.4s.
+		if len(fnAt) != 2 || fnAt[0] != 0 || fnAt[1] != sec(12.9) {
+			t.Fatalf("fn ran at %v, want at 0s and again at 12.9s", fnAt)
 		}
-		if !e.IsLeader() {
-			t.Fatal("a does not lead after the renewal that started at 5s (its deadline is 15s)")
+		if terms[0] != 1 || terms[1] != 2 {
+			t.Fatalf("fn's terms %v, want 1 then 2: a leadership never repeats a term (E11)", terms)
+		}
+		if term, ok := e.Term(); !ok || term != 2 {
+			t.Fatalf("Term() = %d, %v at 13s; want 2, leading", term, ok)
 		}
 	})
 }

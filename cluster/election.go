@@ -104,7 +104,7 @@ func (e *Elector) run(startCtx context.Context) {
 		if pending == nil {
 			var known *Record
 			if due, known = e.due(&s, now); !now.Before(due) {
-				pending = e.startAttempt(base, now, s.obs, known)
+				pending = e.startAttempt(base, now, s.obs, known, lead != nil)
 				s.next, s.lastStart, s.soon = now.Add(e.r), now, false
 			}
 		}
@@ -161,9 +161,12 @@ func (e *Elector) run(startCtx context.Context) {
 			case held:
 				s.obs, s.known = observation{}, &out.rec
 				s.push.read(out.rec)
-				e.held(base, a, out)
+				if !e.held(base, a, out) {
+					s.soon = true // E11: that term was led already: write a new one at once
+				}
 			case followed:
 				s.known = nil
+				e.checkTwin(out.rec)
 				if !watching {
 					watching = true
 					mb, stopWatch = e.startWatch(base)
@@ -239,8 +242,10 @@ func (e *Elector) run(startCtx context.Context) {
 	}
 }
 
-// held handles an attempt that left this instance holding the lease.
-func (e *Elector) held(base context.Context, a *attempt, out outcome) {
+// held handles an attempt that left this instance holding the lease. It returns false when
+// the record holds a term this instance led already, which it never leads on again (E11):
+// the next attempt, at once, writes a new one.
+func (e *Elector) held(base context.Context, a *attempt, out outcome) bool {
 	deadline := a.start.Add((e.l + e.r) / 2)
 	e.emit(Event{Kind: AttemptSucceeded, Holder: e.id, Term: out.rec.Term, Duration: out.at.Sub(a.start)})
 	lead := e.leading.Load()
@@ -252,7 +257,7 @@ func (e *Elector) held(base context.Context, a *attempt, out outcome) {
 		if lead != nil {
 			e.stopLeading(ReasonLate, err)
 		}
-		return
+		return true
 	}
 	if lead != nil && !time.Now().Before(lead.deadline) {
 		// The deadline passed before this answer was handled: IsLeader already said false
@@ -264,17 +269,25 @@ func (e *Elector) held(base context.Context, a *attempt, out outcome) {
 	if lead != nil && lead.term == out.rec.Term {
 		e.leading.Store(&leadership{term: lead.term, deadline: deadline, ctx: lead.ctx, cancel: lead.cancel})
 		e.log.Debug("leasehold: renewed", "term", out.rec.Term)
-		return
+		return true
 	}
 	if lead != nil {
 		e.stopLeading(ReasonTakenBy, nil)
 	}
+	if out.rec.Term <= e.lastLed {
+		// A renewal whose answer came after its leadership ended: leading on it would give
+		// a second leadership the term of the first (E11).
+		e.log.Info("leasehold: not leading again on a term already led: writing a new term", "term", out.rec.Term, "lastLed", e.lastLed)
+		return false
+	}
+	e.lastLed = out.rec.Term
 	ctx, cancel := context.WithCancel(WithTerm(base, out.rec.Term))
 	e.leading.Store(&leadership{term: out.rec.Term, deadline: deadline, ctx: ctx, cancel: cancel})
 	e.log.Info("leasehold: became leader", "term", out.rec.Term)
 	e.emit(Event{Kind: ObservedLeader, Holder: e.id, Term: out.rec.Term, Time: out.at})
 	e.emit(Event{Kind: BecameLeader, Term: out.rec.Term, Time: out.at})
 	e.cb.startLeading(ctx)
+	return true
 }
 
 func (e *Elector) stopLeading(reason string, err error) {
@@ -307,17 +320,21 @@ func (e *Elector) attemptFailed(reason string, err error, d time.Duration) {
 	e.emit(Event{Kind: AttemptFailed, Reason: reason, Err: err, Duration: d})
 }
 
-func (e *Elector) startAttempt(base context.Context, now time.Time, obs observation, known *Record) *attempt {
+// startAttempt starts an attempt; leading says whether this instance leads at its start: only
+// then does finding its own record renew it (E11).
+func (e *Elector) startAttempt(base context.Context, now time.Time, obs observation, known *Record, leading bool) *attempt {
 	ctx, cancel := context.WithTimeout(base, e.l-e.r)
 	a := &attempt{start: now, cancel: cancel, done: make(chan outcome, 1)}
-	go func() { a.done <- e.try(ctx, obs, known) }()
+	go func() { a.done <- e.try(ctx, obs, known, leading) }()
 	return a
 }
 
 // try reads the record and acts on it (E2). Every write is a compare-and-swap; a lost race
 // is a failed attempt, and the next one will follow. With a known record, it first writes on
-// it without reading, and reads only when that record changed since (E10).
-func (e *Elector) try(ctx context.Context, obs observation, known *Record) outcome {
+// it without reading, and reads only when that record changed since (E10). leading says whether
+// the instance led at the attempt's start: its own record is renewed only then, and written
+// with a new term otherwise (E11).
+func (e *Elector) try(ctx context.Context, obs observation, known *Record, leading bool) outcome {
 	reread := false // a release found its record changed, and the attempt read once more
 	if known != nil {
 		// A known record is decided on as a read one is (the hook: a reservation, a slot this
@@ -332,7 +349,7 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record) outco
 		case done:
 			return out
 		default:
-			if out, ok := e.tryKnown(ctx, k); ok {
+			if out, ok := e.tryKnown(ctx, k, leading); ok {
 				return out
 			}
 		}
@@ -346,6 +363,9 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record) outco
 	for {
 		rec, err = e.lock.Get(ctx, e.name)
 		now = time.Now()
+		if err == nil {
+			e.see(rec.Term)
+		}
 		// Hook (resign.go): a resign request, a reserved release, a slot of N holders this
 		// instance may not hold; it may answer the attempt itself (R2-R4, H2). Keep this call
 		// on every record (or error) read or known before deciding by E2.
@@ -364,8 +384,10 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record) outco
 	switch {
 	case errors.Is(err, ErrNotFound):
 		e.wrote.Store(true)
+		// E11: above every term this instance has seen, and the wall clock's floor: a record
+		// lost with its term (a store restarted empty, a deleted row) does not go back to 1.
 		created, err := e.lock.Create(ctx, e.name, Record{
-			Holder: e.id, Term: 1, AcquiredAt: wall, RenewedAt: wall, Duration: e.l,
+			Holder: e.id, Session: e.session, Term: e.nextTerm(0, now), AcquiredAt: wall, RenewedAt: wall, Duration: e.l,
 		})
 		if errors.Is(err, ErrConflict) {
 			err = fmt.Errorf("%w: %w", errLostCreation, err)
@@ -373,13 +395,15 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record) outco
 		if err != nil {
 			return fail(err)
 		}
+		e.see(created.Term)
 		return outcome{kind: held, rec: created, at: time.Now()}
 	case err != nil:
 		return fail(err)
-	case rec.Holder == e.id, rec.Holder == "" || (rec.Revision == obs.rev && !now.Before(obs.expires)):
-		// Its own (renew), or released, or expired on this instance's own clock (E6): take
-		// over.
-		rec = e.takeOrRenew(rec, now)
+	case e.owns(rec), rec.Holder == "" || (rec.Revision == obs.rev && !now.Before(obs.expires)):
+		// Its own (renew, or a new term when not leading), or released, or expired on this
+		// instance's own clock (E6): take over. A record naming this instance ID with another
+		// session is another process's (E12): followed until it expires.
+		rec = e.takeOrRenew(rec, now, leading)
 	default:
 		return outcome{kind: followed, rec: rec, at: now}
 	}
@@ -388,6 +412,7 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record) outco
 	if err != nil {
 		return fail(err)
 	}
+	e.see(updated.Term)
 	return outcome{kind: held, rec: updated, at: time.Now()}
 }
 
@@ -429,7 +454,7 @@ func (e *Elector) release(ctx context.Context, known *Record) error {
 	for {
 		var rec Record
 		var err error
-		if known != nil && known.Holder == e.id {
+		if known != nil && e.owns(*known) {
 			rec = *known
 		} else {
 			rec, err = e.lock.Get(ctx, e.name)
@@ -443,10 +468,10 @@ func (e *Elector) release(ctx context.Context, known *Record) error {
 				return nil // it never wrote the record: it cannot hold it
 			}
 			return fmt.Errorf("cluster: lease %q: release: cannot read the lease, it expires by itself: %w", e.name, err)
-		case rec.Holder != e.id:
-			return nil // another instance holds it, or nobody does
+		case !e.owns(rec):
+			return nil // another instance holds it (or another process under this ID), or nobody does
 		}
-		rec.Holder = ""
+		rec.Holder, rec.Session = "", ""
 		rec.RenewedAt = stamp(time.Now(), rec)
 		_, err = e.lock.Update(ctx, e.name, rec)
 		switch {

@@ -2,12 +2,16 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/fencing"
 )
 
 // ElectorConfig configures an Elector. Zero values take the defaults (DefaultLeaseDuration,
@@ -42,6 +46,18 @@ type Elector struct {
 
 	leading atomic.Pointer[leadership] // non-nil while this instance leads
 	wrote   atomic.Bool                // a write of the record was ever sent: it may hold the lease
+
+	// Identity and terms (E11, E12). session is this process's token in the records it
+	// writes; twin is set once the warning that another process uses this instance ID has
+	// been logged. seen is the highest term read or written; lastLed, the term of the last
+	// leadership, is owned by the election goroutine.
+	session string
+	twin    atomic.Bool
+	seen    atomic.Uint64
+	lastLed uint64
+	// wallSkew is added to the clock the floor of new terms reads; tests set it before Start
+	// to give the fake clock (which begins in 2000) a later wall time.
+	wallSkew time.Duration
 
 	// Resign and N holders (resign.go, holders.go). resigned is the revision of the record
 	// this instance released when it stepped down without a next holder (R4), owned by the
@@ -111,6 +127,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		lock:     recoverLock{cfg.Lock},
 		name:     cfg.LeaseName,
 		id:       cfg.InstanceID,
+		session:  newSession(),
 		l:        cfg.LeaseDuration,
 		r:        cfg.RenewInterval,
 		log:      log,
@@ -132,6 +149,44 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 
 // InstanceID returns this instance's identity in the election.
 func (e *Elector) InstanceID() string { return e.id }
+
+// newSession returns a random token of 16 hex digits (E12).
+func newSession() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
+// owns reports whether rec is this instance's own: it names this instance ID and was written
+// by this Elector (E12). A record naming this ID with another session, or none, is another
+// process's, and is followed as any other holder's.
+func (e *Elector) owns(rec Record) bool { return rec.Holder == e.id && rec.Session == e.session }
+
+// checkTwin logs, once per Elector, that another process holds a record under this instance
+// ID (E12).
+func (e *Elector) checkTwin(rec Record) {
+	if rec.Holder == e.id && rec.Session != e.session && e.twin.CompareAndSwap(false, true) {
+		e.log.Warn("leasehold: another process uses this instance ID: following its leadership; give each process an ID of its own",
+			"holder", rec.Holder, "term", rec.Term)
+	}
+}
+
+// see records a term read or written (E11).
+func (e *Elector) see(term uint64) {
+	for {
+		s := e.seen.Load()
+		if term <= s || e.seen.CompareAndSwap(s, term) {
+			return
+		}
+	}
+}
+
+// nextTerm returns the term of a new leadership written on a record of term prev (0 for a
+// new record): above prev and every term this Elector has seen, and at least the wall clock's
+// floor (E11).
+func (e *Elector) nextTerm(prev uint64, now time.Time) uint64 {
+	return fencing.Next(prev, e.seen.Load(), now.Add(e.wallSkew))
+}
 
 // LeaseName returns the name of the lease.
 func (e *Elector) LeaseName() string { return e.name }

@@ -86,8 +86,21 @@ func TestE1AttemptSchedule(t *testing.T) {
 		if got := starts(); !reflect.DeepEqual(got, ds(sec(25), sec(31), sec(37))) {
 			t.Fatalf("slow attempt starts %v; want 25s 31s 37s (each right after the previous one)", got)
 		}
-		if !a.e.IsLeader() {
-			t.Fatal("a stopped leading although every attempt succeeded within (L+R)/2")
+		// Each answer comes 6 s after its attempt's start, after the deadline of the leadership
+		// it renews (5 s after the previous start + (L+R)/2): that leadership ends, and the
+		// answer never starts another on its term (E11); the leaderships that follow each get a
+		// new one.
+		var terms []uint64
+		for _, ev := range a.eventsOf(BecameLeader) {
+			terms = append(terms, ev.Term)
+		}
+		if len(terms) == 0 || terms[0] <= 1 {
+			t.Fatalf("terms of the leaderships with slow answers %v; want at least one, above 1", terms)
+		}
+		for i := 1; i < len(terms); i++ {
+			if terms[i] <= terms[i-1] {
+				t.Fatalf("terms of the leaderships with slow answers %v; want them strictly increasing", terms)
+			}
 		}
 	})
 }

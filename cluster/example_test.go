@@ -28,12 +28,16 @@ func ExampleElector() {
 		}
 		return e
 	}
-	leaders := make(chan string)
+	type leader struct {
+		id   string
+		term uint64 // a fencing token, larger for each leadership (E11)
+	}
+	leaders := make(chan leader)
 	a, b := newElector("a"), newElector("b")
 	for _, e := range []*cluster.Elector{a, b} {
 		e.WhenLeader(func(ctx context.Context) error {
 			term, _ := cluster.TermOf(ctx)
-			leaders <- fmt.Sprintf("%s leads in term %d", e.InstanceID(), term)
+			leaders <- leader{e.InstanceID(), term}
 			return nil
 		}, nil)
 	}
@@ -41,7 +45,8 @@ func ExampleElector() {
 	if err := a.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(<-leaders)
+	first := <-leaders
+	fmt.Println(first.id, "leads")
 	if err := b.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
@@ -49,12 +54,13 @@ func ExampleElector() {
 	if err := a.Stop(ctx); err != nil { // releases the lease
 		log.Fatal(err)
 	}
-	fmt.Println(<-leaders)
+	next := <-leaders
+	fmt.Println(next.id, "leads, in a larger term:", next.term > first.term)
 	if err := b.Stop(ctx); err != nil {
 		log.Fatal(err)
 	}
 	// Output:
-	// a leads in term 1
+	// a leads
 	// b is leader: false
-	// b leads in term 2
+	// b leads, in a larger term: true
 }

@@ -49,13 +49,19 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // callback that records when fn and deregistered run.
 func (w *world) node(id string, l, r time.Duration) *node {
 	w.t.Helper()
+	return w.nodeWith(id, l, r, quietLogger())
+}
+
+// nodeWith is node with a logger of the test's.
+func (w *world) nodeWith(id string, l, r time.Duration, log *slog.Logger) *node {
+	w.t.Helper()
 	if l == 0 {
 		l, r = testL, testR
 	}
 	n := &node{t: w.t, faults: newFaultStore(w.mem)}
 	e, err := NewElector(ElectorConfig{
 		Lock: NewStoreLock(n.faults), LeaseName: "leader", LeaseDuration: l, RenewInterval: r,
-		InstanceID: id, Logger: quietLogger(),
+		InstanceID: id, Logger: log,
 		Observer: func(ev Event) {
 			n.mu.Lock()
 			n.events = append(n.events, ev)

@@ -254,7 +254,7 @@ func (e *Elector) unclaim() {
 // holds, or may hold, its own (H2): a write whose answer was lost, a leadership that ended
 // without a release. Left as it is, the slot would stay taken until it expired.
 func (e *Elector) releaseSlot(ctx context.Context, rec Record) outcome {
-	rec.Holder, rec.ResignRequested, rec.NextHolder = "", time.Time{}, ""
+	rec.Holder, rec.Session, rec.ResignRequested, rec.NextHolder = "", "", time.Time{}, ""
 	rec.RenewedAt = stamp(time.Now(), rec)
 	released, err := e.lock.Update(ctx, e.name, rec)
 	if err != nil {

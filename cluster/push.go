@@ -251,7 +251,7 @@ func (e *Elector) due(s *sched, now time.Time) (time.Time, *Record) {
 	if s.obs.rev == "" {
 		// Nobody else is known to hold the lease (this instance's write came too late to lead
 		// on, or its creation lost a race): attempt every R, on its own record if it is that.
-		if s.known != nil && s.known.Holder == e.id {
+		if s.known != nil && e.owns(*s.known) {
 			return at, s.known
 		}
 		return at, nil
@@ -317,25 +317,27 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 	}
 	s.push.read(rec)
 	s.push.heard = p.at
+	e.see(rec.Term) // E11
 	e.emit(Event{Kind: WatchedChange, Holder: rec.Holder, Term: rec.Term, Time: p.at})
 	switch {
-	case lead && rec.Holder == e.id && ResignPending(rec):
+	case lead && e.owns(rec) && ResignPending(rec):
 		// A resign request written on its record (its own writes never carry one): attempt
 		// at once, which sees it and steps down (R2), rather than at the next renewal.
 		s.soon = true
-	case lead && rec.Holder == e.id:
+	case lead && e.owns(rec):
 		// Its own write, whose answer it has not handled yet.
 	case lead:
 		// Written by another (a takeover, a repair, a request to hand over): attempt at once;
 		// its write on the revision it holds conflicts, and it reads and decides (E10).
 		s.soon = true
-	case rec.Holder == "" || rec.Holder == e.id:
+	case rec.Holder == "" || e.owns(rec):
 		// Released, or its own write whose answer was lost: write on it at once (E10). Nobody
 		// else holds it: should that attempt fail, the next comes R later, whatever the
 		// watch proves.
 		s.obs, s.known, s.soon = observation{}, &rec, true
 	default:
 		// Another holder's change, observed now (E6's first sight), with no read of its own.
+		e.checkTwin(rec) // E12
 		if rec.Holder != s.obs.holder || rec.Term != s.obs.term {
 			e.log.Info("leasehold: observed leader", "holder", rec.Holder, "term", rec.Term)
 			e.emit(Event{Kind: ObservedLeader, Holder: rec.Holder, Term: rec.Term, Time: p.at})

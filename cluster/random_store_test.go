@@ -72,8 +72,8 @@ func (w *writeLog) wrote(n *rnode, op string, fields map[string]any) {
 			bad("E7: released while %d fn and %d deregistered calls still ran", fa, da)
 		}
 	case holder == prev.holder:
-		if holder != n.id || term != prev.term {
-			bad("E2: a renewal is written by the holder and keeps the term")
+		if holder != n.id || (term != prev.term && term != prev.term+1) {
+			bad("E2/E11: the holder's write keeps the term (a renewal) or takes the next (a new leadership)")
 		}
 	default:
 		if holder != n.id || term != prev.term+1 {

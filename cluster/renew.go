@@ -27,25 +27,28 @@ func stamp(now time.Time, prev Record) time.Time {
 	return t
 }
 
-// takeOrRenew returns rec as this instance writes it: renewed when it holds it, else taken over
-// with the next term.
-func (e *Elector) takeOrRenew(rec Record, now time.Time) Record {
+// takeOrRenew returns rec as this instance writes it: renewed when it is its own and the
+// attempt began while leading, else a new leadership with a new term (E11): a takeover, or its
+// own record found while not leading (a leadership that ended, a write whose answer was lost).
+func (e *Elector) takeOrRenew(rec Record, now time.Time, leading bool) Record {
 	wall := stamp(now, rec)
-	if rec.Holder == e.id {
+	if leading && e.owns(rec) {
 		rec.RenewedAt, rec.Duration = wall, e.l
 		return rec
 	}
-	rec.Holder, rec.Term, rec.AcquiredAt, rec.RenewedAt, rec.Duration = e.id, rec.Term+1, wall, wall, e.l
+	rec.Holder, rec.Session, rec.Term = e.id, e.session, e.nextTerm(rec.Term, now)
+	rec.AcquiredAt, rec.RenewedAt, rec.Duration = wall, wall, e.l
 	return rec
 }
 
 // tryKnown writes on the known record without reading it (E10). It returns false when the
 // record changed or vanished since: the attempt then reads and decides.
-func (e *Elector) tryKnown(ctx context.Context, known Record) (outcome, bool) {
+func (e *Elector) tryKnown(ctx context.Context, known Record, leading bool) (outcome, bool) {
 	e.wrote.Store(true)
-	updated, err := e.lock.Update(ctx, e.name, e.takeOrRenew(known, time.Now()))
+	updated, err := e.lock.Update(ctx, e.name, e.takeOrRenew(known, time.Now(), leading))
 	switch {
 	case err == nil:
+		e.see(updated.Term)
 		return outcome{kind: held, rec: updated, at: time.Now()}, true
 	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
 		return outcome{}, false

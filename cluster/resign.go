@@ -111,7 +111,7 @@ func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observ
 		}
 		return outcome{}, false
 	}
-	if rec.Holder == e.id && !rec.ResignRequested.IsZero() {
+	if e.owns(*rec) && !rec.ResignRequested.IsZero() {
 		return e.stepDown(ctx, *rec), true
 	}
 	expired := rec.Revision == obs.rev && !now.Before(obs.expires)
@@ -123,12 +123,12 @@ func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observ
 			return follow(*rec) // this instance stepped down: others first (R4)
 		}
 	}
-	if rec.Holder != e.id && rec.Holder != "" && !expired {
+	if !e.owns(*rec) && rec.Holder != "" && !expired {
 		e.unclaim()
 		return outcome{}, false // E2 follows
 	}
 	if !e.claimSlot() {
-		if rec.Holder == e.id {
+		if e.owns(*rec) {
 			return e.releaseSlot(ctx, *rec), true
 		}
 		// Followed under a revision of its own: this instance, which may not take the slot,
@@ -156,7 +156,7 @@ func (e *Elector) stepDown(ctx context.Context, rec Record) outcome {
 	if err := e.cb.wait(ctx); err != nil {
 		return fail(fmt.Errorf("cluster: lease %q: resign: leader callbacks have not returned, lease not released yet: %w", e.name, err))
 	}
-	rec.Holder, rec.ResignRequested = "", time.Time{}
+	rec.Holder, rec.Session, rec.ResignRequested = "", "", time.Time{}
 	rec.RenewedAt = stamp(time.Now(), rec)
 	e.wrote.Store(true)
 	released, err := e.lock.Update(ctx, e.name, rec)

@@ -20,13 +20,13 @@ const StoreKeyPrefix = "cluster:"
 // store's atomic create-if-absent and updated with a Patch conditioned on its "revision"
 // field. The document's fields are holder, term, acquiredAt and renewedAt (RFC 3339 times),
 // leaseDuration (milliseconds) and revision, and those of a resign (R1, R3): resignRequestedAt
-// (an RFC 3339 time, "" when none is pending) and nextHolder ("" for none), which a document
-// written before them lacks and which then read as empty.
+// (an RFC 3339 time, "" when none is pending) and nextHolder ("" for none), and the holder's
+// session (E12), which a document written before them lacks and which then read as empty.
 //
 // A document the Lock cannot read stops the election of its lease (no instance takes it over,
 // E8). Mend it with `leasehold repair`, which replaces it by a released record above its term,
-// rather than by deleting it: the next leader would get term 1, and a resource that refuses
-// stale terms would refuse it.
+// rather than by deleting it: the next leader's term would rest on the wall clock's floor
+// alone (E11).
 func NewStoreLock(s store.Store) Lock { return storeLock{s} }
 
 type storeLock struct{ s store.Store }
@@ -102,6 +102,7 @@ func encodeRecord(r Record) map[string]any {
 		// renewal or a takeover must clear a request or a reservation (R1, R3).
 		"resignRequestedAt": formatTime(r.ResignRequested),
 		"nextHolder":        r.NextHolder,
+		"session":           r.Session,
 	}
 }
 
@@ -152,6 +153,12 @@ func decodeRecord(key string, doc map[string]any) (Record, error) {
 	if v, ok := doc["nextHolder"]; ok && v != nil {
 		if r.NextHolder, ok = v.(string); !ok {
 			return bad("nextHolder", "a string")
+		}
+	}
+	// A record written before sessions existed has none: nobody's own (E12).
+	if v, ok := doc["session"]; ok && v != nil {
+		if r.Session, ok = v.(string); !ok {
+			return bad("session", "a string")
 		}
 	}
 	if s, _ := doc["resignRequestedAt"].(string); s != "" {

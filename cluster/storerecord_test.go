@@ -10,10 +10,20 @@ import (
 // naming the field, by the rule the store Lock applies.
 func TestS1StoreRecordRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 30, 9, 17, 13, 382846842, time.UTC)
-	r := Record{Holder: "web-1", Term: 41, AcquiredAt: at, RenewedAt: at.Add(time.Second), Duration: 15 * time.Second, Revision: NewRevision()}
+	r := Record{Holder: "web-1", Term: 41, AcquiredAt: at, RenewedAt: at.Add(time.Second), Duration: 15 * time.Second, Revision: NewRevision(), Session: "4f1c9a0b7e2d3c58"}
 	got, err := DecodeStoreRecord("cluster:jobs", EncodeStoreRecord(r))
 	if err != nil || got != r {
 		t.Fatalf("DecodeStoreRecord(EncodeStoreRecord(%+v)) = %+v, %v", r, got, err)
+	}
+	// A record written before sessions existed has none (E12).
+	old := EncodeStoreRecord(r)
+	delete(old, "session")
+	if got, err := DecodeStoreRecord("cluster:jobs", old); err != nil || got.Session != "" || got.Holder != "web-1" {
+		t.Fatalf("DecodeStoreRecord of a record without a session = %+v, %v; want its holder and an empty session", got, err)
+	}
+	old["session"] = 7.0
+	if _, err := DecodeStoreRecord("cluster:jobs", old); err == nil || !strings.Contains(err.Error(), `field "session"`) {
+		t.Fatalf("DecodeStoreRecord of a record with a numeric session: %v; want an error naming the field", err)
 	}
 	if NewRevision() == NewRevision() {
 		t.Fatal("NewRevision repeats")

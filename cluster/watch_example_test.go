@@ -21,14 +21,20 @@ func ExampleObserve() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// Terms are fencing tokens above a floor read from the wall clock (E11): print whether
+	// the term is the one first seen held, not its value.
+	var first uint64
 	show := func(rec cluster.Record) {
+		if first == 0 {
+			first = rec.Term
+		}
 		switch {
 		case rec.Revision == "":
 			fmt.Println("no record")
 		case rec.Holder == "":
-			fmt.Printf("released in term %d\n", rec.Term)
+			fmt.Printf("released, same term: %v\n", rec.Term == first)
 		default:
-			fmt.Printf("%s holds it in term %d\n", rec.Holder, rec.Term)
+			fmt.Printf("%s holds it, term above 0: %v\n", rec.Holder, rec.Term > 0)
 		}
 	}
 	show(<-changes)
@@ -54,6 +60,6 @@ func ExampleObserve() {
 	}
 	// Output:
 	// no record
-	// a holds it in term 1
-	// released in term 1
+	// a holds it, term above 0: true
+	// released, same term: true
 }

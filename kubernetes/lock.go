@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -25,7 +26,8 @@ import (
 //	renewTime             Record.RenewedAt
 //	leaseDurationSeconds  Record.Duration, rounded up to whole seconds, at least 1
 //	resourceVersion       Record.Revision, the compare-and-swap token
-//	annotations           Record.ResignRequested and Record.NextHolder (R1-R4; see AnnotationNextHolder)
+//	annotations           Record.ResignRequested and Record.NextHolder (R1-R4; see AnnotationNextHolder),
+//	                      Record.Session (E12; see AnnotationSession)
 //
 // A 409 Conflict on update and AlreadyExists on create are lost races (cluster.ErrConflict).
 // It only gets, creates and updates Leases. timeout, when positive, bounds each request.
@@ -64,6 +66,7 @@ func (l *leaseLock) Create(ctx context.Context, name string, r cluster.Record) (
 		return cluster.Record{}, l.fail("create", name, err)
 	}
 	setResign(&lease.ObjectMeta, r)
+	setSession(&lease.ObjectMeta, r)
 	ctx, cancel := l.bound(ctx)
 	defer cancel()
 	created, err := l.client.Create(ctx, lease, metav1.CreateOptions{})
@@ -94,6 +97,7 @@ func (l *leaseLock) Update(ctx context.Context, name string, r cluster.Record) (
 		return cluster.Record{}, l.fail("update", name, err)
 	}
 	setResign(&lease.ObjectMeta, r)
+	setSession(&lease.ObjectMeta, r)
 	ctx, cancel := l.bound(ctx)
 	defer cancel()
 	updated, err := l.client.Update(ctx, lease, metav1.UpdateOptions{})
@@ -146,7 +150,57 @@ func (l *leaseLock) record(lease *coordinationv1.Lease) (cluster.Record, error) 
 	if err := readResign(lease.ObjectMeta, r.Term, &r); err != nil {
 		return cluster.Record{}, l.fail("read", lease.Name, err)
 	}
+	if err := readSession(lease.ObjectMeta, r.Term, &r); err != nil {
+		return cluster.Record{}, l.fail("read", lease.Name, err)
+	}
 	return r, nil
+}
+
+// The annotations of a Lease that carry the holder's session (E12): holderIdentity is all
+// client-go reads, so the session lives beside it, as the resign annotations do.
+const (
+	// AnnotationSession is Record.Session, the token of the process that wrote
+	// holderIdentity; absent in a released Lease.
+	AnnotationSession = "leasehold.dev/session"
+	// AnnotationSessionTerm is the spec.leaseTransitions AnnotationSession was written with.
+	// A writer that does not know it (client-go's leaderelection) keeps the annotations of the
+	// Lease it takes over and grows leaseTransitions: the session, left from an earlier term,
+	// then reads as absent, so no leasehold instance takes that writer's Lease for its own,
+	// even under the same identity.
+	AnnotationSessionTerm = "leasehold.dev/session-term"
+)
+
+// setSession writes r's session into the annotations of m, with the term it belongs to;
+// a record without one (a release) removes both. Other annotations are kept.
+func setSession(m *metav1.ObjectMeta, r cluster.Record) {
+	if r.Session == "" {
+		delete(m.Annotations, AnnotationSession)
+		delete(m.Annotations, AnnotationSessionTerm)
+		return
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[AnnotationSession] = r.Session
+	m.Annotations[AnnotationSessionTerm] = strconv.FormatUint(r.Term, 10)
+}
+
+// readSession reads the session of a Lease whose term is term into r: absent without the
+// annotation, and when it was written for another term (AnnotationSessionTerm). A malformed
+// term is an error naming the annotation.
+func readSession(m metav1.ObjectMeta, term uint64, r *cluster.Record) error {
+	a := m.Annotations
+	if s, ok := a[AnnotationSessionTerm]; ok {
+		t, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return fmt.Errorf("annotation %s is %q, want a non-negative term", AnnotationSessionTerm, s)
+		}
+		if t != term {
+			return nil // left by a writer that took the Lease over without knowing it
+		}
+	}
+	r.Session = a[AnnotationSession]
+	return nil
 }
 
 // setSpec writes r into a Lease spec (the mapping of NewLeaseLock).

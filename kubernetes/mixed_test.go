@@ -314,6 +314,13 @@ type cgNode struct {
 // clientGo starts a client-go elector on the Lease as the restricted user.
 func (m *mixed) clientGo(id string, tm goTiming, releaseOnCancel bool) *cgNode {
 	m.t.Helper()
+	return m.clientGoAs(id, id, tm, releaseOnCancel)
+}
+
+// clientGoAs is clientGo with a holder identity other than the name id under which the ledger
+// records its leaderships: the identity of a leasehold instance, say.
+func (m *mixed) clientGoAs(id, identity string, tm goTiming, releaseOnCancel bool) *cgNode {
+	m.t.Helper()
 	cfg, cut := userConfig(m.s)
 	w := wrapWire(cfg)
 	cs, err := k8s.NewForConfig(cfg)
@@ -324,7 +331,7 @@ func (m *mixed) clientGo(id string, tm goTiming, releaseOnCancel bool) *cgNode {
 		Lock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Name: "leader", Namespace: m.ns},
 			Client:     cs.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 		},
 		LeaseDuration:   tm.lease,
 		RenewDeadline:   tm.renew,

@@ -167,7 +167,7 @@ func TestPreferredHolderDropped(t *testing.T) {
 // TestResignHandsOverOnKubernetes: three instances on a Lease; cluster.Resign through the
 // Kubernetes lock, naming a follower, as `leasehold resign --config` does. The leader sees
 // the request at its next attempt and stops leading (reason resign, R2), releases the Lease
-// naming the follower (R2), and only that follower takes it, term + 1 (R3); the takeover
+// naming the follower (R2), and only that follower takes it, in a larger term (R3, E11); the takeover
 // clears the annotations.
 func TestResignHandsOverOnKubernetes(t *testing.T) {
 	s := api(t)
@@ -217,8 +217,8 @@ func TestResignHandsOverOnKubernetes(t *testing.T) {
 	}
 	t.Logf("%s saw the request and stopped leading %v after it was written", leader, stop.Time.Sub(asked))
 	became := ev.wait(t, &from, 2*testR+slack, "the next leader", kind(cluster.BecameLeader))
-	if became.Instance != next || became.Term != first.Term+1 {
-		t.Fatalf("%s became the leader, term %d; want %s, term %d", became.Instance, became.Term, next, first.Term+1)
+	if became.Instance != next || became.Term <= first.Term {
+		t.Fatalf("%s became the leader, term %d; want %s, a term above %d", became.Instance, became.Term, next, first.Term)
 	}
 	if became.Time.Before(stop.Time) {
 		t.Fatalf("%s became the leader at %v, before %s stopped at %v", next, became.Time, leader, stop.Time)

@@ -111,11 +111,11 @@ func TestMetricsAndHealthz(t *testing.T) {
 	w := newWorld(t)
 	p := w.start("a", []string{"LEASEHOLD_TEST_CMD=record"}, runArgs(w, "m-1", "--metrics-addr", "127.0.0.1:0")...)
 	addr, _ := w.logLine(30*time.Second, "leasehold: serving /metrics, /healthz and /status")["addr"].(string)
-	w.waitCmd(30*time.Second, "CMD-START", nil)
+	started, _ := w.waitCmd(30*time.Second, "CMD-START", nil)
 
 	m := scrape(t, addr)
 	wantSample(t, m, `leasehold_is_leader{lease="jobs"}`, 1)
-	wantSample(t, m, `leasehold_term{lease="jobs"}`, 1)
+	wantSample(t, m, `leasehold_term{lease="jobs"}`, float64(started.term))
 	wantSample(t, m, `leasehold_transitions_total{kind="became_leader",lease="jobs"}`, 1)
 	wantSample(t, m, `leasehold_transitions_total{kind="stopped_leading",lease="jobs"}`, 0)
 	wantSample(t, m, `leasehold_attempt_failures_total{lease="jobs",reason="timeout"}`, 0)
@@ -130,7 +130,7 @@ func TestMetricsAndHealthz(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &st); err != nil {
 		t.Fatalf("/status: %v: %s", err, body)
 	}
-	if !st.Leader || st.Term != 1 || st.Instance != "m-1" || st.Lease != "jobs" || !st.Healthy || st.Command == nil || !st.Command.Running {
+	if !st.Leader || st.Term != started.term || st.Instance != "m-1" || st.Lease != "jobs" || !st.Healthy || st.Command == nil || !st.Command.Running {
 		t.Errorf("/status of a working leader: %s", body)
 	}
 

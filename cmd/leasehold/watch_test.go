@@ -4,7 +4,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,8 +14,8 @@ import (
 )
 
 // O1: status --watch, text and --json, begun before the store's file exists: it prints the
-// lease as first read (missing), then each change of holder, term or resign once (a leads in
-// term 1, releases it, b leads in term 2, is asked to hand over to c, releases it for c) and
+// lease as first read (missing), then each change of holder, term or resign once (a leads,
+// releases it, b leads in a larger term, is asked to hand over to c, releases it for c) and
 // nothing for the renewals between them; SIGINT and SIGTERM end it with exit 0.
 func TestStatusWatch(t *testing.T) {
 	w := newWorld(t)
@@ -32,43 +34,65 @@ func TestStatusWatch(t *testing.T) {
 			return len(seen) == 2
 		})
 	}
-	says := func(state, holder string, term uint64) func(line) bool {
+	// says matches a change to state and holder; its term is none (term nil), or *term, which
+	// the first line that matches sets when it is 0: terms are fencing tokens from the wall
+	// clock (E11), known only once read.
+	says := func(state, holder string, term *uint64) func(line) bool {
 		return func(l line) bool {
+			var got uint64
 			if l.proc == js {
 				var wl watchLine
-				return json.Unmarshal([]byte(l.text), &wl) == nil && wl.State == state && wl.Holder == holder && wl.Term == term
+				if json.Unmarshal([]byte(l.text), &wl) != nil || wl.State != state || wl.Holder != holder {
+					return false
+				}
+				got = wl.Term
+			} else {
+				got = textTerm(l.text)
+				if !strings.HasSuffix(l.text, " "+changeText(leaseStatus{State: state, Holder: holder, Term: got, Exists: state != "missing"})) {
+					return false
+				}
 			}
-			return strings.HasSuffix(l.text, " "+changeText(leaseStatus{State: state, Holder: holder, Term: term, Exists: state != "missing"}))
+			if term == nil {
+				return got == 0
+			}
+			if *term == 0 {
+				*term = got
+			}
+			return got != 0 && got == *term
 		}
 	}
-	both("missing", says("missing", "", 0))
+	var ta, tb uint64
+	both("missing", says("missing", "", nil))
 
 	a := w.start("a", []string{"LEASEHOLD_TEST_CMD=record"}, runArgs(w, "a", "--log-level", "debug")...)
-	both("a holding term 1", says("held", "a", 1))
+	both("a holding its term", says("held", "a", &ta))
 	for range 3 {
 		w.logLine(10*time.Second, "leasehold: renewed")
 	}
 	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	both("the release of term 1", says("released", "", 1))
+	both("the release of a's term", says("released", "", &ta))
 	if code := w.waitExit(a, 10*time.Second); code != 0 {
 		t.Errorf("a exited %d, want 0", code)
 	}
 	b := w.start("b", []string{"LEASEHOLD_TEST_CMD=record"}, runArgs(w, "b")...)
-	both("b holding term 2", says("held", "b", 2))
+	both("b holding its term", says("held", "b", &tb))
+	if tb <= ta {
+		t.Fatalf("b holds term %d, not above a's %d", tb, ta)
+	}
 	// A resign request changes neither holder nor term: it is a line of its own, and so is the
 	// release it leads to, reserved for the instance it names.
 	r := w.start("resign", nil, "resign", "--store", w.storeURL(), "--lease", "jobs", "--to", "c")
 	if code := w.waitExit(r, 30*time.Second); code != 0 {
 		t.Fatalf("resign exited %d; output %q", code, r.output)
 	}
-	both("the release of term 2 reserved for c", func(l line) bool {
+	both("the release of b's term reserved for c", func(l line) bool {
 		if l.proc == js {
 			var wl watchLine
 			return json.Unmarshal([]byte(l.text), &wl) == nil && wl.State == "released" && wl.NextHolder == "c"
 		}
-		return strings.HasSuffix(l.text, " released term=2 next=c")
+		return strings.HasSuffix(l.text, fmt.Sprintf(" released term=%d next=c", tb))
 	})
 
 	if err := text.cmd.Process.Signal(syscall.SIGINT); err != nil {
@@ -82,8 +106,8 @@ func TestStatusWatch(t *testing.T) {
 			t.Errorf("%s exited %d after SIGINT or SIGTERM, want 0", p.name, code)
 		}
 	}
-	want := []string{"missing", "held holder=a term=1", "released term=1", "held holder=b term=2",
-		"held holder=b term=2 resign-requested next=c", "released term=2 next=c"}
+	want := []string{"missing", fmt.Sprintf("held holder=a term=%d", ta), fmt.Sprintf("released term=%d", ta), fmt.Sprintf("held holder=b term=%d", tb),
+		fmt.Sprintf("held holder=b term=%d resign-requested next=c", tb), fmt.Sprintf("released term=%d next=c", tb)}
 	var gotText, gotJSON []string
 	text.mu.Lock()
 	for _, o := range text.output {
@@ -116,6 +140,17 @@ func TestStatusWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.waitExit(b, 10*time.Second)
+}
+
+// textTerm is the term= of a line of status --watch, 0 when it has none.
+func textTerm(text string) uint64 {
+	for _, f := range strings.Fields(text) {
+		if v, ok := strings.CutPrefix(f, "term="); ok {
+			t, _ := strconv.ParseUint(v, 10, 64)
+			return t
+		}
+	}
+	return 0
 }
 
 // changeText is what status --watch prints after the time for a change.
