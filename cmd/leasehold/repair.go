@@ -20,6 +20,7 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/fencing"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/driver"
 	"github.com/leasehold/leasehold/store/file"
@@ -319,7 +320,7 @@ func (r *repairer) corrupt(ctx context.Context, doc map[string]any, seen time.Ti
 	last, termNote := lastTerm(doc)
 	if !termKnown(doc) {
 		// The term it held cannot be read: the clock floor is above it (C4).
-		floor := fencingFloor(time.Now())
+		floor := fencing.Floor(time.Now())
 		last = floor - 1
 		termNote += fmt.Sprintf("; the new term is at least the clock floor %d (seconds since 2024-01-01T00:00:00Z)", floor)
 	}
@@ -486,19 +487,6 @@ func formatWall(t time.Time) string {
 // Delete refuses it (backend_*.go); each answers false for a store that is not its own.
 var rawDeleters []func(ctx context.Context, st store.Store, key string) (bool, error)
 
-// fencingFloor is the term of a record repaired when the term it held cannot be read: whole
-// seconds since 2024-01-01T00:00:00Z at now (at least 1). A term goes up by one per leadership,
-// and no lease changes leaders more than once a second on average over years: so the floor is
-// above any term the record may have held, and the next leader's term above every term given
-// before (C4).
-func fencingFloor(now time.Time) uint64 {
-	s := now.Unix() - time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
-	if s < 1 {
-		return 1
-	}
-	return uint64(s)
-}
-
 // unreadable repairs a record whose bytes are not a JSON object at all (garbage, a string, an
 // array): after watching it for L unless --force, it deletes it and creates a released record
 // at the clock floor (or --min-term if higher). The elections stop on such a record (E8): no
@@ -549,7 +537,7 @@ func (r *repairer) unreadable(ctx context.Context, seen time.Time, bad error) (i
 // floorTerm is the term of a record repaired without a readable term: the clock floor, above
 // read (a term found in what could be read, 0 if none) and at least --min-term.
 func (r *repairer) floorTerm(read uint64) (uint64, string) {
-	floor := fencingFloor(time.Now())
+	floor := fencing.Floor(time.Now())
 	term := max(floor, r.minTerm)
 	if read < math.MaxUint64 {
 		term = max(term, read+1)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/fencing"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
 )
@@ -97,9 +98,9 @@ func TestRepairCorruptRecord(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
 			putRecord(t, w, "jobs", tc.doc)
-			floor := fencingFloor(time.Now())
+			floor := fencing.Floor(time.Now())
 			out, errOut, code, term, took := repair(t, w, tc.args...)
-			if tc.wantTerm == 0 && term >= floor && term <= fencingFloor(time.Now()) {
+			if tc.wantTerm == 0 && term >= floor && term <= fencing.Floor(time.Now()) {
 				tc.wantTerm = term
 			}
 			if code != 0 || term != tc.wantTerm {
@@ -345,7 +346,7 @@ func TestRepairCorruptFile(t *testing.T) {
 	if err := os.WriteFile(path, garbage, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	floor := fencingFloor(time.Now())
+	floor := fencing.Floor(time.Now())
 	out, errOut, code, term, _ := repair(t, w, "--min-term", "5", "--force")
 	if code != 0 || term < floor || !strings.Contains(out, "moved:") {
 		t.Errorf("repair over a corrupt file: exit %d, term %d; want 0, at least the floor %d, the file moved aside\n%s%s", code, term, floor, out, errOut)

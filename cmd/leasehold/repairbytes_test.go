@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/fencing"
 	"github.com/leasehold/leasehold/internal/testenv"
 	natsstore "github.com/leasehold/leasehold/store/nats"
 )
@@ -116,7 +117,7 @@ func TestRepairAnyBytes(t *testing.T) {
 					t.Errorf("run --try over the unreadable record does not say so, naming %q and leasehold repair:\n%s", key, out)
 				}
 			}
-			floor := fencingFloor(time.Now())
+			floor := fencing.Floor(time.Now())
 			args := append([]string{"repair"}, common...)
 			if tc.force {
 				args = append(args, "--force")
