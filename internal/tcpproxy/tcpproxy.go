@@ -138,6 +138,14 @@ func (p *Proxy) Conns() int {
 	return len(p.links)
 }
 
+// Accepted returns the number of client connections the proxy has accepted so far, open or
+// closed.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nconn
+}
+
 // Close stops listening, closes every connection and returns once every goroutine of the proxy
 // has returned. Calling it again does nothing.
 func (p *Proxy) Close() error {
