@@ -35,6 +35,7 @@ type Proxy struct {
 	inspect func(conn int, b []byte)
 	links   map[*link]struct{}
 	nconn   int
+	dropped int
 	closed  bool
 }
 
@@ -170,6 +171,14 @@ func (p *Proxy) Accepted() int {
 	return p.nconn
 }
 
+// Dropped returns the number of chunks of bytes the proxy has dropped, in either direction,
+// because it was cut: a test sees by it that a client sent something into a partition.
+func (p *Proxy) Dropped() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropped
+}
+
 // Close stops listening, closes every connection and returns once every goroutine of the proxy
 // has returned. Calling it again does nothing.
 func (p *Proxy) Close() error {
@@ -293,6 +302,7 @@ func (p *Proxy) forward(l *link, dst net.Conn, b []byte, readAt time.Time, fromC
 	p.mu.Lock()
 	if p.cut || dst == nil {
 		l.lost = true
+		p.dropped++
 		p.mu.Unlock()
 		return true
 	}

@@ -186,6 +186,9 @@ func TestCutIsSilent(t *testing.T) {
 	<-srv.accepted
 	p.Cut()
 	silent(t, a, "during", 200*time.Millisecond)
+	if p.Dropped() == 0 {
+		t.Error("Dropped() = 0 after bytes were sent during the cut")
+	}
 	b := dial(t, p) // accepted by the listener: the dial succeeds
 	silent(t, b, "new", 200*time.Millisecond)
 	select {
