@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/driver"
 )
 
@@ -24,6 +27,19 @@ var _ driver.Watcher = (*backend)(nil)
 // that a member cut off from its cluster cancels it rather than leave it silent. A response
 // that cancels the watch (the revision to resume from was compacted away, no leader) and a
 // closed channel (the client was closed) end it with an error: its caller watches again.
+//
+// Heartbeats (store.WithHeartbeat): the watch asks for a progress notification every interval
+// (Watcher.RequestProgress, on the gRPC stream that carries the watch). The server answers on
+// that stream, once it has sent every event up to the revision the answer carries, so a
+// heartbeat delivered for it means that every write committed before the request has been
+// delivered. The answer goes to every watch of the stream: those that asked for heartbeats
+// deliver one, the others ignore it. A connection that goes silent without failing answers
+// nothing, so the heartbeats stop; gRPC's keepalive, when set, ends such a connection, and
+// clientv3 resumes the watch on a new one, where the heartbeats come again.
+//
+// The progress requests are made by a goroutine of the watch's own, which it ends and waits
+// for before it returns: a request waits while the stream is being reconnected, and the watch
+// must not.
 func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) error) error {
 	k := s.prefix + key
 	resp, err := s.client.Get(ctx, k)
@@ -40,7 +56,15 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	for wr := range s.client.Watch(wctx, k, clientv3.WithRev(resp.Header.Revision+1)) {
+	ch := s.client.Watch(wctx, k, clientv3.WithRev(resp.Header.Revision+1))
+	every := store.HeartbeatEvery(ctx)
+	if every > 0 {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel() // before the wait
+		wg.Go(func() { s.requestProgress(wctx, every) })
+	}
+	for wr := range ch {
 		if err := wr.Err(); err != nil {
 			return fmt.Errorf("store/etcd: watch: %w", err)
 		}
@@ -48,7 +72,12 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 			return errors.New("store/etcd: watch canceled by the server")
 		}
 		if len(wr.Events) == 0 {
-			continue // a progress notification
+			if every > 0 && wr.IsProgressNotify() {
+				if err := fn(driver.Notice{Heartbeat: true}); err != nil {
+					return err
+				}
+			}
+			continue
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -71,6 +100,27 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 		return err
 	}
 	return errors.New("store/etcd: the watch channel was closed (the client was closed)")
+}
+
+// requestProgress asks for a progress notification on the stream of the watches made with
+// wctx (the stream is chosen by the context's metadata) every interval, until wctx ends. A
+// request that cannot be sent within the interval (the stream is being reconnected) is given
+// up: the next tick makes another.
+func (s *backend) requestProgress(wctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-wctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(wctx, every)
+		if rctx.Err() == nil {
+			s.client.RequestProgress(rctx) // its failure is the heartbeat's absence
+		}
+		cancel()
+	}
 }
 
 // notice returns the state a Get's or a put event's key-values hold.
