@@ -17,9 +17,12 @@ import (
 var _ driver.Watcher = (*backend)(nil)
 
 // Watch implements driver.Watcher (T8 of docs/design.md): it reads the key, delivers its
-// state, then watches it from the read's revision + 1, so that no write after the read is
-// missed, and delivers each response's last state (a put's document, or no document after a
-// delete), in revision order.
+// state, then watches it from the read's revision, so that no write after the read is missed,
+// and delivers each response's last state (a put's document, or no document after a delete), in
+// revision order, skipping the events at or before the read's revision (what it read already).
+// Not from the revision after the read: the server sends no progress notification on a stream
+// while any of its watches starts at a revision not yet written, so the heartbeats of every
+// watch of the client would wait for the next write to the cluster.
 //
 // clientv3 carries all the watches of a client on one gRPC stream, and when the connection
 // breaks it resumes them on a new one from the revision after the last delivered: nothing is
@@ -56,8 +59,9 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	ch := s.client.Watch(wctx, k, clientv3.WithRev(resp.Header.Revision+1))
+	read := resp.Header.Revision
 	every := store.HeartbeatEvery(ctx)
+	ch := s.client.Watch(wctx, k, clientv3.WithRev(read))
 	if every > 0 {
 		var wg sync.WaitGroup
 		defer wg.Wait()
@@ -83,6 +87,9 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 			return ctx.Err()
 		}
 		ev := wr.Events[len(wr.Events)-1] // the newest: the others are older states of the key
+		if ev.Kv.ModRevision <= read {
+			continue // the state the read delivered
+		}
 		var kvs []*mvccpb.KeyValue
 		if ev.Type == clientv3.EventTypePut {
 			kvs = []*mvccpb.KeyValue{ev.Kv}
