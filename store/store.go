@@ -20,6 +20,20 @@
 // [ErrConditionFailed], [ErrInvalid]) wrapped with the key in a [KeyError]; test them with
 // errors.Is. A backend's native error stays reachable with errors.As.
 //
+// # Watches
+//
+// A store that implements [Watcher] tells when a document changes (T8 of docs/design.md). A
+// watch is a hint: its caller reads when it must know. Asked with [WithHeartbeat], a watch also
+// proves that it is alive: it delivers a [Change] with Heartbeat set at least every interval
+// while its connection answers, and none while the connection is silent. A heartbeat is the
+// server's answer on the connection the notifications come on, after the notifications it sent
+// before it, so a heartbeat at t means that every write made before t, less the connection's
+// delay, has been delivered; a caller that has heard nothing for longer than the interval
+// knows not to trust the watch. Memory, file and SQLite send them by a ticker (an in-process
+// or inotify watch cannot go half-open); Redis by PINGs on its Pub/Sub connection; PostgreSQL
+// by round trips on its LISTEN connection; NATS by flushes (PING/PONG) of its connection; etcd
+// by progress notifications on the watch's stream.
+//
 // # Backends
 //
 // A backend implements the seam of package store/driver, whose portable store checks every

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
 // ErrUnsupported is returned by Subscribe on systems without inotify.
@@ -177,24 +178,49 @@ func (h *Hub) settle(ctx context.Context) {
 }
 
 // Each subscribes to h, calls fn once the subscription is in place, then again after each
-// change, until fn fails, ctx ends (ctx's error) or the subscription does (its error). It
-// returns once the subscription is closed.
-func (h *Hub) Each(ctx context.Context, fn func() error) error {
+// change, until fn fails, ctx ends (ctx's error) or the subscription does (its error). With
+// every > 0 it also calls beat every that long: a heartbeat. An inotify watch cannot go
+// half-open, as a network connection can: the kernel queues the events and the hub's goroutine
+// reads them in order, or the subscription ends with an error. So a ticker is an honest
+// heartbeat here; a change already signalled is delivered (fn) before the heartbeat that
+// follows it. It returns once the subscription is closed.
+func (h *Hub) Each(ctx context.Context, every time.Duration, fn, beat func() error) error {
 	sub, err := h.Subscribe()
 	if err != nil {
 		return err
 	}
 	defer sub.Close()
-	for {
-		if err := fn(); err != nil {
-			return err
+	var tick <-chan time.Time
+	if every > 0 && beat != nil {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for changed := true; ; {
+		if changed {
+			if err := fn(); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-sub.C():
+			changed = true
 		case <-sub.Done():
 			return sub.Err()
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-tick:
+			changed = false
+			select {
+			case <-sub.C(): // a change came first: deliver it, then the heartbeat
+				if err := fn(); err != nil {
+					return err
+				}
+			default:
+			}
+			if err := beat(); err != nil {
+				return err
+			}
 		}
 	}
 }

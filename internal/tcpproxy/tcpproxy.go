@@ -30,10 +30,12 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	cut     bool
+	hold    chan struct{} // non-nil during a hold; closed by Release
 	latency time.Duration
 	inspect func(conn int, b []byte)
 	links   map[*link]struct{}
 	nconn   int
+	dropped int
 	closed  bool
 }
 
@@ -103,6 +105,29 @@ func (p *Proxy) Heal() {
 	}
 }
 
+// Hold stalls new connections: those accepted from now on are neither dialled nor closed until
+// Release, while the open ones carry on (a server, or a middlebox, that accepts connections and
+// answers nothing). Calling it during a hold does nothing.
+func (p *Proxy) Hold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hold == nil {
+		p.hold = make(chan struct{})
+	}
+}
+
+// Release ends a hold: the connections it stalled are dialled and forwarded, with the bytes
+// their clients sent meanwhile, and so are new ones. Calling it when there is no hold does
+// nothing.
+func (p *Proxy) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.hold != nil {
+		close(p.hold)
+		p.hold = nil
+	}
+}
+
 // Reset resets every open connection (a TCP RST to both sides), as a middlebox that drops its
 // state would. It does not end or start a partition: new connections are forwarded unless the
 // proxy is cut.
@@ -136,6 +161,22 @@ func (p *Proxy) Conns() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.links)
+}
+
+// Accepted returns the number of client connections the proxy has accepted so far, open or
+// closed.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nconn
+}
+
+// Dropped returns the number of chunks of bytes the proxy has dropped, in either direction,
+// because it was cut: a test sees by it that a client sent something into a partition.
+func (p *Proxy) Dropped() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropped
 }
 
 // Close stops listening, closes every connection and returns once every goroutine of the proxy
@@ -176,21 +217,31 @@ func (p *Proxy) accept() {
 		p.nconn++
 		l := &link{id: p.nconn, client: c, done: make(chan struct{})}
 		p.links[l] = struct{}{}
-		cut := p.cut
+		cut, hold := p.cut, p.hold
 		l.lost = cut // it never reaches the target: Heal resets it
 		p.wg.Add(1)
 		p.mu.Unlock()
-		go p.serve(l, cut)
+		go p.serve(l, cut, hold)
 	}
 }
 
-// serve dials the target for l (unless the proxy was cut when l was accepted) and forwards
-// both ways until l is closed.
-func (p *Proxy) serve(l *link, cut bool) {
+// serve dials the target for l (unless the proxy was cut when l was accepted; once hold is
+// closed, when it was held) and forwards both ways until l is closed.
+func (p *Proxy) serve(l *link, cut bool, hold chan struct{}) {
 	defer p.wg.Done()
 	if cut {
 		p.pipe(l, l.client, nil, false)
 		return
+	}
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-l.done:
+			return
+		case <-p.ctx.Done():
+			p.closeLink(l, false)
+			return
+		}
 	}
 	var d net.Dialer
 	up, err := d.DialContext(p.ctx, "tcp", p.target)
@@ -251,6 +302,7 @@ func (p *Proxy) forward(l *link, dst net.Conn, b []byte, readAt time.Time, fromC
 	p.mu.Lock()
 	if p.cut || dst == nil {
 		l.lost = true
+		p.dropped++
 		p.mu.Unlock()
 		return true
 	}

@@ -186,6 +186,9 @@ func TestCutIsSilent(t *testing.T) {
 	<-srv.accepted
 	p.Cut()
 	silent(t, a, "during", 200*time.Millisecond)
+	if p.Dropped() == 0 {
+		t.Error("Dropped() = 0 after bytes were sent during the cut")
+	}
 	b := dial(t, p) // accepted by the listener: the dial succeeds
 	silent(t, b, "new", 200*time.Millisecond)
 	select {
@@ -224,6 +227,36 @@ func TestHeal(t *testing.T) {
 	}
 	p.Heal() // no partition: nothing happens
 	roundTrip(t, idle, "i3")
+}
+
+// TestHold: during a hold, open connections carry on and new ones are accepted but not dialled;
+// Release dials them and forwards what their clients sent meanwhile.
+func TestHold(t *testing.T) {
+	srv := newEchoServer(t)
+	p := startProxy(t, srv.ln.Addr().String())
+	open := dial(t, p)
+	roundTrip(t, open, "o1")
+	<-srv.accepted
+	p.Hold()
+	held := dial(t, p)
+	silent(t, held, "early", 100*time.Millisecond)
+	select {
+	case <-srv.accepted:
+		t.Error("a connection accepted during the hold reached the target")
+	default:
+	}
+	roundTrip(t, open, "o2")
+	if got := p.Accepted(); got != 2 {
+		t.Errorf("Accepted() = %d, want 2", got)
+	}
+	p.Release()
+	<-srv.accepted
+	held.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, len("early"))
+	if _, err := io.ReadFull(held, buf); err != nil || string(buf) != "early" {
+		t.Fatalf("echo of what was sent during the hold: %q, %v", buf, err)
+	}
+	roundTrip(t, held, "late")
 }
 
 func TestReset(t *testing.T) {

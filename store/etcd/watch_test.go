@@ -110,6 +110,32 @@ func TestWatchResumesAfterReset(t *testing.T) {
 	}
 }
 
+// TestWatchHeartbeatFrozen: asked for heartbeats, a watch gets one for each progress
+// notification it requests; when its connection goes silent without failing, the heartbeats
+// stop until gRPC's keepalive gives the connection up and dials another; once the network is
+// back, clientv3 resumes the same watch, and the heartbeats come again (T8).
+func TestWatchHeartbeatFrozen(t *testing.T) {
+	t.Parallel()
+	raw, _ := serverURL(t)
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.WatchHeartbeatFrozen(t, u.Host, true, func(t *testing.T, addr string) store.Store {
+		c := *u
+		c.Host = addr
+		q := c.Query()
+		q.Set("keepalive", "10s") // the shortest the gRPC client allows
+		q.Set("keepalive_timeout", "1s")
+		c.RawQuery = q.Encode()
+		s, err := Open(t.Context(), c.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
 // TestWatchCompacted: a watch that cannot resume, because the revisions it missed while cut
 // off were compacted away, ends with an error rather than go on with a hole (T8). Not
 // parallel: the compaction is of the whole embedded server, and would cut short the other

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/leasehold/leasehold/internal/filewatch"
+	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/driver"
 )
 
@@ -30,7 +31,10 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 		return err
 	}
 	// Every read after the subscription, and after a wake, sees every write made before it.
-	return hub.Each(ctx, func() error { return fn(driver.Notice{Signal: true}) })
+	// Heartbeats (store.WithHeartbeat) are a ticker: see filewatch.Hub.Each.
+	return hub.Each(ctx, store.HeartbeatEvery(ctx),
+		func() error { return fn(driver.Notice{Signal: true}) },
+		func() error { return fn(driver.Notice{Heartbeat: true}) })
 }
 
 func (w *watchState) hubFor(path string) (*filewatch.Hub, error) {

@@ -77,3 +77,53 @@ func revValue(rev int) any {
 	}
 	return rev
 }
+
+// TestHeartbeatInSynctestBubble: asked for heartbeats every second (store.WithHeartbeat), a
+// watch delivers its first state at once, then a heartbeat at each whole second of fake time; a
+// write between two is delivered at its moment, before the next heartbeat.
+func TestHeartbeatInSynctestBubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		ctx, cancel := context.WithCancel(store.WithHeartbeat(t.Context(), time.Second))
+		start := time.Now()
+		type call struct {
+			at time.Duration
+			c  store.Change
+		}
+		var mu sync.Mutex
+		var calls []call
+		done := make(chan error, 1)
+		go func() {
+			done <- store.Watch(ctx, s, "k", func(c store.Change) {
+				mu.Lock()
+				calls = append(calls, call{time.Since(start), c})
+				mu.Unlock()
+			})
+		}()
+		time.Sleep(2500 * time.Millisecond)
+		if err := s.Create(ctx, "k", map[string]any{"n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Watch returned %v, want context.Canceled", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := []struct {
+			at        time.Duration
+			heartbeat bool
+			found     bool
+		}{{0, false, false}, {time.Second, true, false}, {2 * time.Second, true, false}, {2500 * time.Millisecond, false, true}, {3 * time.Second, true, false}}
+		if len(calls) != len(want) {
+			t.Fatalf("%d calls %+v, want %d", len(calls), calls, len(want))
+		}
+		for i, w := range want {
+			if c := calls[i]; c.at != w.at || c.c.Heartbeat != w.heartbeat || c.c.Found != w.found {
+				t.Errorf("call %d: %+v at %v, want heartbeat %v, found %v at %v", i, c.c, c.at, w.heartbeat, w.found, w.at)
+			}
+		}
+	})
+}

@@ -2,7 +2,9 @@ package memory
 
 import (
 	"context"
+	"time"
 
+	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/driver"
 )
 
@@ -11,6 +13,10 @@ var _ driver.Watcher = (*backend)(nil)
 // Watch implements driver.Watcher in process: every write to key wakes the watch, which then
 // reads the latest state, so bursts of writes coalesce and nothing waits on a slow watcher.
 // It starts no goroutine, so it runs inside testing/synctest bubbles.
+//
+// Heartbeats (store.WithHeartbeat) are a ticker: an in-process watch cannot go half-open, as a
+// network connection can, and a write wakes its watches before it returns, so a heartbeat is
+// true when it is sent. A write that woke the watch is delivered before the heartbeat.
 func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) error) error {
 	wake := make(chan struct{}, 1)
 	s.mu.Lock()
@@ -30,23 +36,49 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 		}
 		s.mu.Unlock()
 	}()
+	var tick <-chan time.Time
+	if d := store.HeartbeatEvery(ctx); d > 0 {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		tick = t.C
+	}
+	if err := s.deliver(key, fn); err != nil {
+		return err
+	}
 	for {
-		s.mu.Lock()
-		doc, found := s.docs[key]
-		n := driver.Notice{Found: found}
-		if found {
-			n.Doc = driver.CopyDoc(doc)
-		}
-		s.mu.Unlock()
-		if err := fn(n); err != nil {
-			return err
-		}
 		select {
 		case <-wake:
+		case <-tick:
+			select {
+			case <-wake: // a write came first: deliver it, then the heartbeat
+				if err := s.deliver(key, fn); err != nil {
+					return err
+				}
+			default:
+			}
+			if err := fn(driver.Notice{Heartbeat: true}); err != nil {
+				return err
+			}
+			continue
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		if err := s.deliver(key, fn); err != nil {
+			return err
+		}
 	}
+}
+
+// deliver calls fn with the state of key.
+func (s *backend) deliver(key string, fn func(driver.Notice) error) error {
+	s.mu.Lock()
+	doc, found := s.docs[key]
+	n := driver.Notice{Found: found}
+	if found {
+		n.Doc = driver.CopyDoc(doc)
+	}
+	s.mu.Unlock()
+	return fn(n)
 }
 
 // notify wakes the watches of key. The caller holds s.mu.

@@ -132,6 +132,7 @@ func (s *backend) openBucket(ctx context.Context, cfg *config) error {
 // Close closes the connection to the server.
 func (s *backend) Close() error {
 	s.conn.Close()
+	s.watches.close()
 	return nil
 }
 

@@ -1,14 +1,17 @@
 package nats
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/driver"
 )
 
@@ -33,15 +36,51 @@ import (
 // The hub fails, and every watch of the Store returns an error, when the connection is lost
 // (nats.go reports it disconnected or closed, the Store's Close included) or the consumer's
 // subscription ends: what was written meanwhile may be missed, so the caller watches again
-// rather than trust a watch with a hole in it. A connection that goes silent without being
-// noticed is the caller's to deal with (it polls when a watch is quiet).
+// rather than trust a watch with a hole in it.
+//
+// The consumer is started by a goroutine of the store's own (startHub), with the store's
+// context, never under the lock the watches share and never with one watch's context: a watch
+// waits for it with its own context, and returns at once with that context's error when it
+// ends; one lease's watch never holds up another's, nor a Stop waiting for it.
+//
+// Heartbeats (store.WithHeartbeat): while a watch asks for them, the hub flushes the connection
+// every interval (the shortest asked): a PING that the server answers with a PONG on the same
+// connection, after every message it sent before it, which the client has then read. The
+// ordered consumer's own idle heartbeats would prove the same, but nats.go handles them inside
+// the consumer and the KeyWatcher does not show them, and their interval is the library's, not
+// the watch's. After the PONG the hub hands the entries already received to the watches, then
+// gives each watch that asked a heartbeat. (nats.go passes the entries it has read to the
+// consumer on a goroutine of its own: an entry read just before the PONG may reach the watch
+// just after the heartbeat, an in-process delay, never a loss.) A connection that goes silent
+// without failing answers no PING: the heartbeats stop, and a flush unanswered within
+// pingTimeout ends the hub with an error, so that the watches are opened again.
 
 var _ driver.Watcher = (*backend)(nil)
 
+// defaultPingTimeout is how long the hub waits for the answer to a heartbeat's flush before it
+// counts the connection dead.
+const defaultPingTimeout = 5 * time.Second
+
+// errStoreClosed ends the watches of a closed store.
+var errStoreClosed = errors.New("store/nats: the store was closed")
+
 // watchState is the backend's hub, made on demand.
 type watchState struct {
-	mu  sync.Mutex
-	hub *watchHub
+	mu          sync.Mutex
+	hub         *watchHub
+	starting    *starting // the start of a hub in progress, nil when there is none
+	closed      bool
+	ctx         context.Context // the store's, made with the first hub: close cancels it
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup // the starting goroutine
+	pingTimeout time.Duration  // 0: defaultPingTimeout (tests set it)
+}
+
+// starting is one start of the hub, which watches wait for.
+type starting struct {
+	done    chan struct{} // closed once it is over: err is set, and the hub in place
+	err     error
+	waiters int // under watchState.mu
 }
 
 // watchHub is the bucket's consumer and the watches it serves.
@@ -56,30 +95,108 @@ type watchHub struct {
 	done     chan struct{} // closed when the hub has failed
 	err      error         // why; set before done is closed
 
-	mu   sync.Mutex
-	keys map[string]map[*keyWatch]struct{} // by encoded key
+	mu      sync.Mutex
+	keys    map[string]map[*keyWatch]struct{} // by encoded key
+	beats   map[*keyWatch]time.Duration       // the watches asking for heartbeats, how often
+	beatNew chan struct{}                     // cap 1: beats changed
+	beatc   chan struct{}                     // a flush was answered
+	timeout time.Duration
 }
 
-// keyWatch is one Watch call's share of the hub; latest is under the hub's mu.
+// keyWatch is one Watch call's share of the hub; latest and beat are under the hub's mu.
 type keyWatch struct {
-	wake   chan struct{} // cap 1: latest changed
+	wake   chan struct{} // cap 1: latest or beat changed
 	latest jetstream.KeyValueEntry
+	beat   uint64 // heartbeats given to the watch
 }
 
-// acquire returns the hub, starting its consumer if needed, with a reference the caller
-// releases.
+// acquire returns the hub, with a reference the caller releases. When there is none, a
+// goroutine of the store's own starts one, and acquire waits for it at most until ctx ends.
 func (ws *watchState) acquire(ctx context.Context, s *backend) (*watchHub, error) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if ws.hub == nil {
-		h, err := startWatchHub(ctx, s, ws)
-		if err != nil {
-			return nil, err
+	for {
+		ws.mu.Lock()
+		if ws.closed {
+			ws.mu.Unlock()
+			return nil, errStoreClosed
 		}
+		if ws.hub != nil {
+			ws.hub.refs++
+			h := ws.hub
+			ws.mu.Unlock()
+			return h, nil
+		}
+		st := ws.starting
+		if st == nil {
+			if ws.ctx == nil {
+				ws.ctx, ws.cancel = context.WithCancel(context.Background())
+			}
+			st = &starting{done: make(chan struct{})}
+			ws.starting = st
+			ws.wg.Add(1)
+			go ws.startHub(s, st)
+		}
+		st.waiters++
+		ws.mu.Unlock()
+		select {
+		case <-st.done:
+			ws.mu.Lock()
+			st.waiters--
+			ws.mu.Unlock()
+			if st.err != nil {
+				return nil, st.err
+			}
+		case <-ctx.Done():
+			ws.mu.Lock()
+			st.waiters--
+			var idle *watchHub
+			if h := ws.hub; h != nil && h.refs == 0 && ws.starting == nil {
+				idle, ws.hub = h, nil
+			}
+			ws.mu.Unlock()
+			if idle != nil {
+				idle.fail(errors.New("store/nats: no watch left"))
+			}
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// startHub starts the hub for the watches waiting for it, with the store's context.
+func (ws *watchState) startHub(s *backend, st *starting) {
+	defer ws.wg.Done()
+	// The consumer lives as long as the context its watch was made with: the store's. nats.go
+	// bounds the request that creates it (JetStream's request timeout, 5s by default).
+	h, err := startWatchHub(ws.ctx, s, ws)
+	ws.mu.Lock()
+	ws.starting = nil
+	var drop *watchHub
+	switch {
+	case err != nil:
+	case ws.closed:
+		err, drop = errStoreClosed, h
+	case st.waiters == 0:
+		drop = h // every watch that waited gave up
+	default:
 		ws.hub = h
 	}
-	ws.hub.refs++
-	return ws.hub, nil
+	st.err = err
+	close(st.done)
+	ws.mu.Unlock()
+	if drop != nil {
+		drop.fail(errors.New("store/nats: no watch left"))
+	}
+}
+
+// close ends a start of the hub, and every later watch, and waits for the starting goroutine;
+// the store's Close calls it once the connection is closed (which fails the hub).
+func (ws *watchState) close() {
+	ws.mu.Lock()
+	ws.closed = true
+	if ws.cancel != nil {
+		ws.cancel()
+	}
+	ws.mu.Unlock()
+	ws.wg.Wait()
 }
 
 // release drops a reference to h, stopping it with the last.
@@ -106,10 +223,14 @@ func (ws *watchState) detach(h *watchHub) {
 
 func startWatchHub(ctx context.Context, s *backend, ws *watchState) (*watchHub, error) {
 	h := &watchHub{
-		state: ws,
-		conn:  s.conn,
-		done:  make(chan struct{}),
-		keys:  map[string]map[*keyWatch]struct{}{},
+		state:   ws,
+		conn:    s.conn,
+		done:    make(chan struct{}),
+		keys:    map[string]map[*keyWatch]struct{}{},
+		beats:   map[*keyWatch]time.Duration{},
+		beatNew: make(chan struct{}, 1),
+		beatc:   make(chan struct{}),
+		timeout: cmp.Or(ws.pingTimeout, defaultPingTimeout),
 	}
 	// Listen first, then check: a loss between the two is not missed.
 	h.status = s.conn.StatusChanged(natsgo.DISCONNECTED, natsgo.RECONNECTING, natsgo.CLOSED)
@@ -124,18 +245,26 @@ func startWatchHub(ctx context.Context, s *backend, ws *watchState) (*watchHub, 
 	}
 	h.kw = kw
 	go h.run()
+	go h.ping()
 	return h, nil
 }
 
-// fail ends the hub with err (the first error wins) and stops its consumer.
+// fail ends the hub with err (the first error wins) and stops its consumer. Only the first
+// call stops it: the others return at once, since stopping the consumer over a silent
+// connection waits for a request's timeout, which a watch ending meanwhile must not.
 func (h *watchHub) fail(err error) {
+	first := false
 	h.failOnce.Do(func() {
 		h.err = err
-		close(h.done)
 		h.state.detach(h)
-		h.kw.Stop()
-		h.conn.RemoveStatusListener(h.status)
+		close(h.done)
+		first = true
 	})
+	if !first {
+		return
+	}
+	h.kw.Stop()
+	h.conn.RemoveStatusListener(h.status)
 }
 
 // run hands the consumer's entries to the watches of their keys until the hub fails.
@@ -151,6 +280,23 @@ func (h *watchHub) run() {
 			if e != nil {
 				h.dispatch(e)
 			}
+		case <-h.beatc:
+			// The entries received before the flush's answer first, then the heartbeat.
+			for drained := false; !drained; {
+				select {
+				case e, ok := <-updates:
+					if !ok {
+						h.fail(errors.New("store/nats: the watch's subscription ended"))
+						return
+					}
+					if e != nil {
+						h.dispatch(e)
+					}
+				default:
+					drained = true
+				}
+			}
+			h.heartbeat()
 		case st := <-h.status:
 			h.fail(fmt.Errorf("store/nats: watch: the connection is %v", st))
 			return
@@ -174,10 +320,83 @@ func (h *watchHub) dispatch(e jetstream.KeyValueEntry) {
 	}
 }
 
-func (h *watchHub) add(k string) *keyWatch {
+// ping flushes the connection every interval while watches ask for heartbeats (the shortest
+// interval asked), and hands each answer to run; a flush unanswered within h.timeout fails the
+// hub. It returns when the hub fails.
+func (h *watchHub) ping() {
+	var tick *time.Ticker
+	defer func() {
+		if tick != nil {
+			tick.Stop()
+		}
+	}()
+	every := time.Duration(0)
+	for {
+		h.mu.Lock()
+		want := time.Duration(0)
+		for _, d := range h.beats {
+			if want == 0 || d < want {
+				want = d
+			}
+		}
+		h.mu.Unlock()
+		if want != every {
+			if tick != nil {
+				tick.Stop()
+				tick = nil
+			}
+			if every = want; every > 0 {
+				tick = time.NewTicker(every)
+			}
+		}
+		var c <-chan time.Time
+		if tick != nil {
+			c = tick.C
+		}
+		select {
+		case <-h.done:
+			return
+		case <-h.beatNew:
+			continue
+		case <-c:
+		}
+		if err := h.conn.FlushTimeout(h.timeout); err != nil {
+			h.fail(fmt.Errorf("store/nats: watch: no answer to a flush of the connection within %v: %w", h.timeout, err))
+			return
+		}
+		select {
+		case h.beatc <- struct{}{}:
+		case <-h.done:
+			return
+		}
+	}
+}
+
+// heartbeat gives a heartbeat to the watches that ask for them.
+func (h *watchHub) heartbeat() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for w := range h.beats {
+		w.beat++
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// add registers a watch of the encoded key k; every > 0 asks for heartbeats that often.
+func (h *watchHub) add(k string, every time.Duration) *keyWatch {
 	w := &keyWatch{wake: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if every > 0 {
+		h.beats[w] = every
+		select {
+		case h.beatNew <- struct{}{}:
+		default:
+		}
+	}
 	if h.keys[k] == nil {
 		h.keys[k] = map[*keyWatch]struct{}{}
 	}
@@ -189,15 +408,16 @@ func (h *watchHub) remove(k string, w *keyWatch) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.keys[k], w)
+	delete(h.beats, w)
 	if len(h.keys[k]) == 0 {
 		delete(h.keys, k)
 	}
 }
 
-func (h *watchHub) take(w *keyWatch) jetstream.KeyValueEntry {
+func (h *watchHub) take(w *keyWatch) (jetstream.KeyValueEntry, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return w.latest
+	return w.latest, w.beat
 }
 
 // Watch implements driver.Watcher (see the comment at the top of this file).
@@ -209,7 +429,7 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	}
 	defer ws.release(h)
 	k := EncodeKey(key)
-	w := h.add(k)
+	w := h.add(k, store.HeartbeatEvery(ctx))
 	defer h.remove(k, w)
 
 	// The first state: the key's last message, whatever it is, and its revision.
@@ -233,6 +453,7 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	if err := fn(n); err != nil {
 		return err
 	}
+	var beats uint64
 	for {
 		select {
 		case <-w.wake:
@@ -244,21 +465,26 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		e := h.take(w)
-		if e == nil || e.Revision() <= rev {
-			continue
-		}
-		rev = e.Revision()
-		n := driver.Notice{}
-		if e.Operation() == jetstream.KeyValuePut {
-			doc, err := decode(e.Value())
-			if err != nil {
+		e, beat := h.take(w)
+		if e != nil && e.Revision() > rev {
+			rev = e.Revision()
+			n := driver.Notice{}
+			if e.Operation() == jetstream.KeyValuePut {
+				doc, err := decode(e.Value())
+				if err != nil {
+					return err
+				}
+				n = driver.Notice{Found: true, Doc: doc}
+			}
+			if err := fn(n); err != nil {
 				return err
 			}
-			n = driver.Notice{Found: true, Doc: doc}
 		}
-		if err := fn(n); err != nil {
-			return err
+		if beat != beats { // after the entries dispatched before it
+			beats = beat
+			if err := fn(driver.Notice{Heartbeat: true}); err != nil {
+				return err
+			}
 		}
 	}
 }

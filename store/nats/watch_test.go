@@ -2,11 +2,13 @@ package nats
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/tcpproxy"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
 )
@@ -31,6 +33,126 @@ func TestWatchConnectionLost(t *testing.T) {
 		}
 		return s
 	})
+}
+
+// TestWatchHeartbeatFrozen: asked for heartbeats, a watch gets one after each flush of the
+// connection (a PING answered by a PONG); when the connection goes silent without failing, the
+// heartbeats stop and the unanswered flush ends the watch with an error; a new watch gets
+// heartbeats again once nats.go has reconnected (T8).
+func TestWatchHeartbeatFrozen(t *testing.T) {
+	t.Parallel()
+	raw, bucket := serverURL(t)
+	u, _ := url.Parse(raw)
+	t.Cleanup(func() { deleteBucket(t, raw, bucket) })
+	storetest.WatchHeartbeatFrozen(t, u.Host, false, func(t *testing.T, addr string) store.Store {
+		c := *u
+		c.Host = addr
+		q := c.Query()
+		q.Set("reconnect_wait", "50ms")
+		c.RawQuery = q.Encode()
+		s, err := Open(t.Context(), c.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.b.watches.pingTimeout = time.Second // the test waits for the end, not for the time
+		return s
+	})
+}
+
+// TestWatchStalledStartHoldsNoOne: the bucket's consumer is started by the store, not under the
+// lock its watches share nor with one watch's context: while that start is stalled (the
+// connection forwards nothing), another lease's watch with a short context returns with its
+// context's error, and the watch that started it returns at once when its context is cancelled,
+// both before the connection is let through again. Then a new watch works.
+func TestWatchStalledStartHoldsNoOne(t *testing.T) {
+	t.Parallel()
+	raw, bucket := serverURL(t)
+	u, _ := url.Parse(raw)
+	t.Cleanup(func() { deleteBucket(t, raw, bucket) })
+	p, err := tcpproxy.New(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	c := *u
+	c.Host = p.Addr()
+	q := c.Query()
+	q.Set("reconnect_wait", "50ms")
+	c.RawQuery = q.Encode()
+	s, err := Open(t.Context(), c.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const wait = 30 * time.Second
+	p.Cut()
+	// The watch that starts the consumer, with a deadline far beyond the test's bounds: a watch
+	// held up by the start would wait it out.
+	actx, cancelA := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancelA()
+	aDone := make(chan error, 1)
+	go func() { aDone <- store.Watch(actx, s, "a", func(store.Change) {}) }()
+	// b comes once a's start is under way: a's request to create the consumer has reached the
+	// proxy, which drops it.
+	waitFor(t, func() bool { return p.Dropped() > 0 }, "the request to create the consumer")
+	bctx, cancelB := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancelB()
+	bDone := make(chan error, 1)
+	go func() { bDone <- store.Watch(bctx, s, "b", func(store.Change) {}) }()
+	select {
+	case err := <-bDone:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("watch b during a stalled start returned %v, want its context's error", err)
+		}
+	case <-time.After(wait):
+		p.Heal()
+		t.Fatalf("watch b, whose context ended, still waits %v for the stalled start of another watch", wait)
+	}
+	cancelA()
+	select {
+	case err := <-aDone:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("watch a cancelled during its stalled start returned %v, want context.Canceled", err)
+		}
+	case <-time.After(wait):
+		p.Heal()
+		t.Fatalf("watch a, cancelled, still waits %v for its stalled start", wait)
+	}
+	p.Heal()
+	// The stalled start may fail once the connection is reset: watch until a watch works.
+	deadline := time.Now().Add(wait)
+	for {
+		first := make(chan struct{})
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		var once sync.Once
+		go func() { done <- store.Watch(ctx, s, "c", func(store.Change) { once.Do(func() { close(first) }) }) }()
+		select {
+		case <-first:
+			cancel()
+			<-done
+			return
+		case err := <-done:
+			cancel()
+			if time.Now().After(deadline) {
+				t.Fatalf("no watch works %v after the connection was let through: %v", wait, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		case <-time.After(wait):
+			cancel()
+			t.Fatalf("a watch made no call within %v after the connection was let through", wait)
+		}
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after 30s.
+func waitFor(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no sign of %s within 30s", what)
+		}
+	}
 }
 
 // TestWatchClosed: closing the store ends its watches with an error (T8).

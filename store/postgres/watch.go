@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -35,6 +34,21 @@ import (
 // state of all. So a watch delivers, at its start and after each signal-only notification,
 // the read or the last notification before its marker, then the states the notifications
 // carry.
+//
+// The listening connection is dialled by a goroutine of the store's own (dial), with the
+// store's context, never under the lock the watches share and never with one watch's context:
+// a watch waits for the dial with its own context, and returns at once with that context's
+// error when it ends, whatever the dial does; one lease's watch never holds up another's, nor a
+// Stop waiting for it. The store's Close ends the dial and waits for its goroutine.
+//
+// Heartbeats (store.WithHeartbeat): the listener makes a round trip on the listening
+// connection (an empty query) every interval: the shortest its watches ask for, else
+// listenCheck. The answer comes on that connection after every notification the server sent
+// before it, and the listener dispatches those first, so a heartbeat given to the watches after
+// the answer means that every write committed before the query was sent has been delivered.
+// A connection that goes silent without failing answers nothing: the heartbeats stop, and a
+// round trip unanswered within listenCheck ends the watches with an error, so that their
+// callers watch again on a new connection.
 
 // notifyParam is the URL parameter that turns notifications off.
 const notifyParam = "notify"
@@ -56,9 +70,9 @@ func takeNotify(u *url.URL) (*url.URL, bool, error) {
 	return &c, on, nil
 }
 
-// defaultListenCheck is the heartbeat of the listening connection: when no notification came
-// for that long, it pings the server, and a ping without an answer within as long ends the
-// store's watches.
+// defaultListenCheck is the heartbeat of the listening connection when no watch asks for a
+// shorter one: it pings the server that often, and a ping without an answer within as long ends
+// the store's watches. It also bounds the LISTEN of a new listening connection.
 const defaultListenCheck = 5 * time.Second
 
 // setupNotify names the table's channel and adds the notifications to the write statements.
@@ -69,6 +83,7 @@ func (s *backend) setupNotify() {
 	sum := sha256.Sum256([]byte(s.table))
 	s.channel = "leasehold_" + hex.EncodeToString(sum[:16])
 	s.listenCheck = defaultListenCheck
+	s.watch.ctx, s.watch.cancel = context.WithCancel(context.Background())
 	s.q.addNotify(s.table, s.channel)
 }
 
@@ -104,9 +119,21 @@ type payload struct {
 
 // watchState is the store's listener, shared by its watches; nil while there is none.
 type watchState struct {
-	mu     sync.Mutex
-	closed bool
-	l      *listener
+	ctx    context.Context // the store's: its Close cancels it, ending a dial
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the dialing goroutine
+
+	mu      sync.Mutex
+	closed  bool
+	l       *listener
+	dialing *dialing // the dial in progress, nil when there is none
+}
+
+// dialing is one dial of the listening connection, which watches wait for.
+type dialing struct {
+	done    chan struct{} // closed once it is over: err is set, and the listener in place
+	err     error
+	waiters int // the watches waiting for it; under watchState.mu
 }
 
 // listener is the LISTENing connection and the goroutine reading it.
@@ -123,6 +150,8 @@ type listener struct {
 	byKey   map[string]map[*sub]struct{}
 	byHash  map[string]map[*sub]struct{}
 	markers map[string]*sub
+	beats   map[*sub]time.Duration // the watches asking for heartbeats, and how often
+	rewait  context.CancelFunc     // ends the listener's current wait (a watch asks for more)
 }
 
 // sub is one watch's mailbox: the listener counts the notifications of its key (seq) and
@@ -140,35 +169,116 @@ type sub struct {
 	marker    string          // the marker the watch waits for
 	markerSeq uint64          // seq when it came
 	markerIn  bool
+	beat      uint64 // heartbeats given to the watch
 }
 
-// subscribe adds a watch of key, starting the listener if the store has none (or a failed one).
-func (s *backend) subscribe(ctx context.Context, key string) (*sub, error) {
+// subscribe adds a watch of key, waiting for the store's listener (dialled by a goroutine of
+// the store's own when there is none, or a failed one) at most until ctx ends; every > 0 asks
+// for heartbeats that often.
+func (s *backend) subscribe(ctx context.Context, key string, every time.Duration) (*sub, error) {
 	w := &s.watch
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil, errStoreClosed
-	}
-	if w.l != nil && w.l.failed() {
-		w.l = nil
-	}
-	if w.l == nil {
-		l, err := s.listen(ctx)
-		if err != nil {
-			return nil, err
+	for {
+		w.mu.Lock()
+		if w.closed {
+			w.mu.Unlock()
+			return nil, errStoreClosed
 		}
+		if w.l != nil && w.l.failed() {
+			w.l = nil
+		}
+		if l := w.l; l != nil {
+			u := l.add(key, every)
+			w.mu.Unlock()
+			return u, nil
+		}
+		d := w.dialing
+		if d == nil {
+			d = &dialing{done: make(chan struct{})}
+			w.dialing = d
+			w.wg.Add(1)
+			go s.dial(d)
+		}
+		d.waiters++
+		w.mu.Unlock()
+		select {
+		case <-d.done:
+			w.mu.Lock()
+			d.waiters--
+			w.mu.Unlock()
+			if d.err != nil {
+				return nil, d.err
+			}
+		case <-ctx.Done():
+			w.mu.Lock()
+			d.waiters--
+			idle := w.idleLocked()
+			w.mu.Unlock()
+			if idle != nil {
+				idle.stop()
+			}
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// idleLocked detaches the listener when no watch uses it and none waits for it, and returns it
+// for the caller to stop (nil when there is none). w.mu is held.
+func (w *watchState) idleLocked() *listener {
+	l := w.l
+	if l == nil || w.dialing != nil {
+		return nil
+	}
+	l.mu.Lock()
+	idle := l.refs == 0
+	l.mu.Unlock()
+	if !idle {
+		return nil
+	}
+	w.l = nil
+	return l
+}
+
+// dial connects the store's listener for the watches waiting for it, with the store's context.
+func (s *backend) dial(d *dialing) {
+	w := &s.watch
+	defer w.wg.Done()
+	l, err := s.listen(w.ctx)
+	w.mu.Lock()
+	w.dialing = nil
+	var drop *listener
+	switch {
+	case w.closed:
+		err, drop = errStoreClosed, l
+	case err != nil:
+	case d.waiters == 0:
+		drop = l // every watch that waited gave up
+	default:
 		w.l = l
 	}
-	l := w.l
+	d.err = err
+	close(d.done)
+	w.mu.Unlock()
+	if drop != nil {
+		drop.stop()
+	}
+}
+
+// add registers a watch of key. w.mu is held, so that l is still the store's listener.
+func (l *listener) add(key string, every time.Duration) *sub {
 	h := md5.Sum([]byte(key))
 	u := &sub{l: l, key: key, hash: hex.EncodeToString(h[:]), wake: make(chan struct{}, 1)}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.refs++
 	add(l.byKey, u.key, u)
 	add(l.byHash, u.hash, u)
-	l.mu.Unlock()
-	return u, nil
+	if every > 0 {
+		l.beats[u] = every
+		if l.rewait != nil {
+			l.rewait() // the listener's wait may be longer than every
+		}
+	}
+	return u
 }
 
 func add(m map[string]map[*sub]struct{}, k string, u *sub) {
@@ -195,6 +305,7 @@ func (s *backend) unsubscribe(u *sub) {
 	l.refs--
 	remove(l.byKey, u.key, u)
 	remove(l.byHash, u.hash, u)
+	delete(l.beats, u)
 	if u.marker != "" {
 		delete(l.markers, u.marker)
 	}
@@ -219,19 +330,26 @@ func (s *backend) closeWatches() {
 	l := w.l
 	w.l = nil
 	w.mu.Unlock()
+	if w.cancel != nil {
+		w.cancel() // ends a dial
+	}
 	if l != nil {
 		l.fail(errStoreClosed)
 		l.stop()
 	}
+	w.wg.Wait()
 }
 
 // listen connects the listening connection and LISTENs; the channel is in place when it returns.
+// The connection takes at most connect_timeout, the LISTEN at most listenCheck.
 func (s *backend) listen(ctx context.Context) (*listener, error) {
 	cfg := s.pool.Config().ConnConfig
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: listening connection: %w", err)
 	}
+	ctx, cancelListen := context.WithTimeout(ctx, s.listenCheck)
+	defer cancelListen()
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		conn.Close(context.Background())
 		return nil, fmt.Errorf("postgres: listen: %w", err)
@@ -244,7 +362,8 @@ func (s *backend) listen(ctx context.Context) (*listener, error) {
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	l := &listener{conn: conn, table: oid, cancel: cancel, done: make(chan struct{}), dead: make(chan struct{}),
-		byKey: map[string]map[*sub]struct{}{}, byHash: map[string]map[*sub]struct{}{}, markers: map[string]*sub{}}
+		byKey: map[string]map[*sub]struct{}{}, byHash: map[string]map[*sub]struct{}{}, markers: map[string]*sub{},
+		beats: map[*sub]time.Duration{}}
 	go l.run(lctx, s.listenCheck)
 	return l, nil
 }
@@ -283,6 +402,8 @@ func (l *listener) stop() {
 	<-l.done
 }
 
+// run reads the notifications and makes the round trips of the heartbeat (see the comment at
+// the top of this file) until ctx ends or the connection fails.
 func (l *listener) run(ctx context.Context, check time.Duration) {
 	defer close(l.done)
 	defer func() {
@@ -290,33 +411,77 @@ func (l *listener) run(ctx context.Context, check time.Duration) {
 		defer cancel()
 		l.conn.Close(cctx)
 	}()
+	last := time.Now() // when the last round trip that was answered began
 	for {
-		wctx, cancel := context.WithTimeout(ctx, check)
-		n, err := l.conn.WaitForNotification(wctx)
-		cancel()
-		if n != nil {
-			l.dispatch(n.Payload)
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		if err == nil {
-			continue
-		}
-		if errors.Is(err, context.DeadlineExceeded) && !l.conn.IsClosed() {
-			// Silence: is the connection still there?
-			pctx, cancel := context.WithTimeout(ctx, check)
-			err = l.conn.Ping(pctx)
+		every := l.interval(check)
+		if wait := time.Until(last.Add(every)); wait > 0 {
+			wctx, cancel := context.WithTimeout(ctx, wait)
+			l.mu.Lock()
+			l.rewait = cancel
+			l.mu.Unlock()
+			n, err := l.conn.WaitForNotification(wctx)
+			l.mu.Lock()
+			l.rewait = nil
+			l.mu.Unlock()
 			cancel()
+			if n != nil {
+				l.dispatch(n.Payload)
+			}
 			if ctx.Err() != nil {
 				return
 			}
-			if err == nil {
-				continue
+			if err != nil && (l.conn.IsClosed() || wctx.Err() == nil) {
+				l.fail(fmt.Errorf("postgres: the listening connection failed: %w", err))
+				return
 			}
+			continue // a notification, the end of the wait, or a watch asking for more
 		}
-		l.fail(fmt.Errorf("postgres: the listening connection failed: %w", err))
-		return
+		// A round trip: its answer comes after the notifications sent before it, which pgx
+		// keeps for WaitForNotification; they are dispatched before the heartbeat.
+		sent := time.Now()
+		pctx, cancel := context.WithTimeout(ctx, check)
+		err := l.conn.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			l.fail(fmt.Errorf("postgres: the listening connection failed: no answer to a round trip within %v: %w", check, err))
+			return
+		}
+		done, cancelDone := context.WithCancel(ctx)
+		cancelDone() // only the notifications already received
+		for {
+			n, _ := l.conn.WaitForNotification(done)
+			if n == nil {
+				break
+			}
+			l.dispatch(n.Payload)
+		}
+		l.heartbeat()
+		last = sent
+	}
+}
+
+// interval returns how often to make a round trip: the shortest interval the watches ask for,
+// check when none asks for a shorter one.
+func (l *listener) interval(check time.Duration) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	every := check
+	for _, d := range l.beats {
+		every = min(every, d)
+	}
+	return every
+}
+
+// heartbeat gives a heartbeat to the watches that ask for them.
+func (l *listener) heartbeat() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for u := range l.beats {
+		u.beat++
+		u.poke()
 	}
 }
 
@@ -369,12 +534,15 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	if s.channel == "" {
 		return store.ErrWatchUnsupported
 	}
-	u, err := s.subscribe(ctx, key)
+	u, err := s.subscribe(ctx, key, store.HeartbeatEvery(ctx))
 	if err != nil {
 		return err
 	}
 	defer s.unsubscribe(u)
 	consumed, err := s.sync(ctx, u, fn)
+	u.l.mu.Lock()
+	beats := u.beat // those given before the first state are not delivered
+	u.l.mu.Unlock()
 	for err == nil {
 		select {
 		case <-u.wake:
@@ -384,7 +552,7 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 			return ctx.Err()
 		}
 		u.l.mu.Lock()
-		seq, lastSeq, last := u.seq, u.lastSeq, u.last
+		seq, lastSeq, last, beat := u.seq, u.lastSeq, u.last, u.beat
 		u.l.mu.Unlock()
 		switch {
 		case seq == consumed:
@@ -395,6 +563,11 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 		default:
 			// The newest is a signal: read.
 			consumed, err = s.sync(ctx, u, fn)
+		}
+		if err == nil && beat != beats {
+			// After the states of the notifications dispatched before it.
+			beats = beat
+			err = fn(driver.Notice{Heartbeat: true})
 		}
 	}
 	return err

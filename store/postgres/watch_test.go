@@ -235,3 +235,75 @@ func TestWatchIgnoresSameNameInOtherSchema(t *testing.T) {
 		t.Fatalf("next state %+v; want this table's document, not the other schema's", c)
 	}
 }
+
+// T8: asked for heartbeats, a watch gets one after each round trip on the listening connection;
+// when that connection goes silent without failing, the heartbeats stop and the unanswered round
+// trip ends the watch with an error; a new watch gets heartbeats again.
+func TestWatchHeartbeatFrozen(t *testing.T) {
+	t.Parallel()
+	base := openTest(t)
+	storetest.WatchHeartbeatFrozen(t, testurl.Parse(t, serverURL(t)).Host, false, func(t *testing.T, addr string) store.Store {
+		s, err := Open(t.Context(), testurl.With(t, testurl.Host(t, serverURL(t), addr), "table", base.Table()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.b.listenCheck = time.Second // the test waits for the end, not for the time
+		return s
+	})
+}
+
+// T8: the listening connection is dialled by the store, not under the lock its watches share
+// nor with one watch's context: while that dial is stalled (the proxy accepts the connection
+// and forwards nothing), another lease's watch with a short context returns with its context's
+// error, and the watch that started the dial returns at once when its context is cancelled,
+// both before the proxy lets the dial through. Once it does, a new watch works.
+func TestWatchStalledDialHoldsNoOne(t *testing.T) {
+	t.Parallel()
+	p := newProxy(t, testurl.Parse(t, serverURL(t)).Host)
+	base := openTest(t)
+	// connect_timeout far beyond the test's bounds: a watch held up by the dial would wait it out.
+	s, err := Open(t.Context(), testurl.With(t, testurl.Host(t, serverURL(t), p.Addr()), "table", base.Table(), "connect_timeout", "120"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	accepted := p.Accepted()
+	p.Hold()
+	a := watchtest.Start(t, s, "a")
+	for deadline := time.Now().Add(watchtest.Wait); p.Accepted() == accepted; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch did not dial its listening connection")
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- store.Watch(ctx, s, "b", func(store.Change) {}) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("watch b during a stalled dial returned %v, want its context's error", err)
+		}
+	case <-time.After(watchtest.Wait):
+		p.Release()
+		t.Fatalf("watch b, whose context ended, still waits %v for the stalled dial of another watch", watchtest.Wait)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- a.Stop() }()
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("watch a cancelled during its stalled dial returned %v, want context.Canceled", err)
+		}
+	case <-time.After(watchtest.Wait):
+		p.Release()
+		t.Fatalf("watch a, cancelled, still waits %v for its stalled dial", watchtest.Wait)
+	}
+	p.Release()
+	c := watchtest.Start(t, s, "c")
+	c.Next(t)
+	if err := s.Create(t.Context(), "c", map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitDoc(t, map[string]any{"n": float64(1)})
+}

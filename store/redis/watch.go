@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -40,8 +42,19 @@ import (
 // The hub fails, and every watch of the Store returns an error, when its connection fails (the
 // server closed it, a reset) or the Store is closed: messages published meanwhile are lost, so
 // the watch cannot go on as if nothing had happened; its caller watches again, on a new
-// connection. A connection that goes silent without failing is not noticed here: the caller
-// polls when a watch is quiet (T8: a watch is a hint).
+// connection.
+//
+// Heartbeats (store.WithHeartbeat): while a watch asks for them, the hub sends a PING on the
+// Pub/Sub connection every interval (the shortest its watches ask for). Redis answers it on
+// that connection, after the messages it delivered before it, so the answer (a *Pong, read in
+// order with the messages) proves that every state published before the PING has been handed
+// to the watches: the hub then gives each watch that asked a heartbeat, after the states it
+// holds. A connection that goes silent without failing (half-open) answers nothing, so the
+// watches get no heartbeat, and their callers stop trusting them; a PING unanswered for
+// pingTimeout ends the hub with an error, so that the watches are opened again, on a new
+// connection. pingTimeout is longer than the interval: the heartbeats stop at once anyway, and
+// a server slow to answer under load is not worth a new connection and a resubscription of
+// every key.
 
 var _ driver.Watcher = (*backend)(nil)
 
@@ -76,14 +89,19 @@ func (s *backend) create(ctx context.Context, key string, doc []byte) error {
 	return nil
 }
 
+// defaultPingTimeout is how long the hub waits for the answer to a heartbeat's PING before it
+// counts the connection dead.
+const defaultPingTimeout = 5 * time.Second
+
 // errStoreClosed ends the watches of a closed Store, and fails its queued writes.
 var errStoreClosed = errors.New("store/redis: the store was closed")
 
 // watchState is the backend's hub, made on demand.
 type watchState struct {
-	mu     sync.Mutex
-	hub    *watchHub // nil when no watch runs
-	closed bool
+	mu          sync.Mutex
+	hub         *watchHub // nil when no watch runs
+	closed      bool
+	pingTimeout time.Duration // 0: defaultPingTimeout (tests set it)
 }
 
 // acquire returns the hub, opening one if needed, with a reference the caller releases.
@@ -152,6 +170,12 @@ type watchHub struct {
 	kick    chan struct{}                     // cap 1: queue is not empty
 	tokens  atomic.Uint64
 	id      string // the hub's random part of its watches' tokens
+
+	// Heartbeats. Under mu.
+	beats   map[*keyWatch]time.Duration // the watches that ask for heartbeats, and how often
+	pings   []time.Time                 // when each PING not yet answered was sent, oldest first
+	beatNew chan struct{}               // cap 1: beats changed
+	timeout time.Duration               // how long a PING may go unanswered
 }
 
 // subOp is a SUBSCRIBE (sub) or an UNSUBSCRIBE of a channel.
@@ -169,6 +193,7 @@ type keyWatch struct {
 	synced bool   // the watch's own sync message has come
 	latest string // the newest state since then: a document's text, or "" (no document)
 	seq    uint64 // counts the states put in latest
+	beat   uint64 // counts the heartbeats given to the watch
 }
 
 func newWatchHub(b *backend, ws *watchState) *watchHub {
@@ -180,9 +205,13 @@ func newWatchHub(b *backend, ws *watchState) *watchHub {
 		pending: map[string]int{},
 		kick:    make(chan struct{}, 1),
 		id:      rand.Text()[:12],
+		beats:   map[*keyWatch]time.Duration{},
+		beatNew: make(chan struct{}, 1),
+		timeout: cmp.Or(ws.pingTimeout, defaultPingTimeout),
 	}
 	go h.read()
 	go h.write()
+	go h.ping()
 	return h
 }
 
@@ -196,8 +225,9 @@ func (h *watchHub) fail(err error) {
 	})
 }
 
-// add registers a watch of channel, subscribing to it if it is the first.
-func (h *watchHub) add(channel string) *keyWatch {
+// add registers a watch of channel, subscribing to it if it is the first; every > 0 asks for
+// heartbeats that often.
+func (h *watchHub) add(channel string, every time.Duration) *keyWatch {
 	w := &keyWatch{
 		token: "#" + h.id + "-" + strconv.FormatUint(h.tokens.Add(1), 10) + "\n",
 		ready: make(chan struct{}),
@@ -213,6 +243,13 @@ func (h *watchHub) add(channel string) *keyWatch {
 		h.enqueue(subOp{channel, true})
 	}
 	ws[w] = struct{}{}
+	if every > 0 {
+		h.beats[w] = every
+		select {
+		case h.beatNew <- struct{}{}:
+		default:
+		}
+	}
 	if h.pending[channel] == 0 {
 		w.isRdy = true
 		close(w.ready)
@@ -226,6 +263,7 @@ func (h *watchHub) remove(channel string, w *keyWatch) {
 	defer h.mu.Unlock()
 	ws := h.chans[channel]
 	delete(ws, w)
+	delete(h.beats, w)
 	if len(ws) == 0 {
 		delete(h.chans, channel)
 		h.enqueue(subOp{channel, false})
@@ -293,6 +331,8 @@ func (h *watchHub) read() {
 			}
 		case *goredis.Message:
 			h.dispatch(m.Channel, m.Payload)
+		case *goredis.Pong:
+			h.pong()
 		}
 	}
 }
@@ -347,11 +387,92 @@ func (h *watchHub) dispatch(channel, payload string) {
 	}
 }
 
-// take returns w's newest state and its number.
-func (h *watchHub) take(w *keyWatch) (string, uint64) {
+// take returns w's newest state, its number, and the number of heartbeats given to w.
+func (h *watchHub) take(w *keyWatch) (string, uint64, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return w.latest, w.seq
+	return w.latest, w.seq, w.beat
+}
+
+// ping sends a PING every interval while watches ask for heartbeats (the shortest interval
+// asked), and fails the hub when one has gone unanswered for h.timeout, until the hub fails.
+func (h *watchHub) ping() {
+	var tick *time.Ticker
+	defer func() {
+		if tick != nil {
+			tick.Stop()
+		}
+	}()
+	every := time.Duration(0)
+	for {
+		h.mu.Lock()
+		want := time.Duration(0)
+		for _, d := range h.beats {
+			if want == 0 || d < want {
+				want = d
+			}
+		}
+		var late bool
+		if len(h.pings) > 0 {
+			late = time.Since(h.pings[0]) > h.timeout
+		}
+		h.mu.Unlock()
+		if late {
+			h.fail(fmt.Errorf("store/redis: watch connection: no answer to a PING within %v", h.timeout))
+			return
+		}
+		if want != every {
+			if tick != nil {
+				tick.Stop()
+				tick = nil
+			}
+			every = want
+			if every > 0 {
+				tick = time.NewTicker(every)
+			}
+		}
+		var c <-chan time.Time
+		if tick != nil {
+			c = tick.C
+		}
+		select {
+		case <-h.done:
+			return
+		case <-h.beatNew:
+			continue
+		case <-c:
+		}
+		h.mu.Lock()
+		h.pings = append(h.pings, time.Now())
+		h.mu.Unlock()
+		// The answer comes through read, in order with the messages.
+		if err := h.ps.Ping(context.Background()); err != nil {
+			h.fail(fmt.Errorf("store/redis: watch connection: ping: %w", err))
+			return
+		}
+	}
+}
+
+// pong counts the answer to the oldest PING, and gives a heartbeat to every watch that asks
+// for them and has had its first state: every message published before the PING has been
+// dispatched.
+func (h *watchHub) pong() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.pings) == 0 {
+		return // a PING of go-redis's own
+	}
+	h.pings = h.pings[1:]
+	for w := range h.beats {
+		if !w.synced {
+			continue
+		}
+		w.beat++
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Watch implements driver.Watcher (see the comment at the top of this file).
@@ -363,7 +484,7 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	defer s.watches.release(h)
 	rkey := s.prefix + key
 	channel := watchChannel(rkey)
-	w := h.add(channel)
+	w := h.add(channel, store.HeartbeatEvery(ctx))
 	defer h.remove(channel, w)
 	select {
 	case <-w.ready:
@@ -375,7 +496,7 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	if err := syncScript.Run(ctx, s.client, []string{rkey}, w.token).Err(); err != nil {
 		return fmt.Errorf("store/redis: read for a watch: %w", err)
 	}
-	var seen uint64
+	var seen, beats uint64
 	for {
 		select {
 		case <-w.wake:
@@ -387,21 +508,27 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		state, seq := h.take(w)
-		if seq == seen {
-			continue
-		}
-		seen = seq
-		n := driver.Notice{}
-		if state != "" {
-			doc, err := decode([]byte(state))
-			if err != nil {
+		state, seq, beat := h.take(w)
+		if seq != seen {
+			seen = seq
+			n := driver.Notice{}
+			if state != "" {
+				doc, err := decode([]byte(state))
+				if err != nil {
+					return err
+				}
+				n = driver.Notice{Found: true, Doc: doc}
+			}
+			if err := fn(n); err != nil {
 				return err
 			}
-			n = driver.Notice{Found: true, Doc: doc}
 		}
-		if err := fn(n); err != nil {
-			return err
+		// A heartbeat after the states dispatched before it; none before the first state.
+		if beat != beats && seen > 0 {
+			beats = beat
+			if err := fn(driver.Notice{Heartbeat: true}); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
@@ -27,6 +28,28 @@ func TestWatchConnectionLost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		return s
+	})
+}
+
+// TestWatchHeartbeatFrozen: asked for heartbeats, a watch gets the answers to the PINGs on its
+// Pub/Sub connection; when that connection goes silent without failing, the heartbeats stop and
+// the unanswered PING ends the watch with an error; a new watch gets heartbeats again (T8).
+func TestWatchHeartbeatFrozen(t *testing.T) {
+	t.Parallel()
+	raw, _ := serverURL(t)
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.WatchHeartbeatFrozen(t, u.Host, false, func(t *testing.T, addr string) store.Store {
+		v := *u
+		v.Host = addr
+		s, err := Open(t.Context(), v.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.b.watches.pingTimeout = time.Second // the test waits for the end, not for the time
 		return s
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/leasehold/leasehold/internal/filewatch"
+	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/driver"
 )
 
@@ -41,7 +42,10 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	if err != nil {
 		return err
 	}
-	return hub.Each(ctx, func() error { return fn(driver.Notice{Signal: true}) })
+	// Heartbeats (store.WithHeartbeat) are a ticker: see filewatch.Hub.Each.
+	return hub.Each(ctx, store.HeartbeatEvery(ctx),
+		func() error { return fn(driver.Notice{Signal: true}) },
+		func() error { return fn(driver.Notice{Heartbeat: true}) })
 }
 
 func (s *backend) hubFor() (*filewatch.Hub, error) {

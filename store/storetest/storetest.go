@@ -57,7 +57,9 @@
 //     it, in order, ending with the last (states skipped or repeated allowed, never older after
 //     newer); writes to other keys deliver nothing of theirs; two watches of one key both see
 //     a write; a cancelled watch returns the context's error in a *store.KeyError and calls
-//     nothing after.
+//     nothing after; a watch asked for heartbeats (store.WithHeartbeat) first delivers the
+//     key's state, then heartbeats without a write, the write's state among them, and
+//     heartbeats after it; a watch not asked delivers none.
 //
 // The races catch a store that ignores conditions whatever the scheduling; a store that checks
 // a condition apart from its write is caught only when the racers interleave, which a

@@ -28,7 +28,13 @@ type watchRecorder struct {
 
 func startWatch(t *testing.T, s store.Store, key string) *watchRecorder {
 	t.Helper()
-	ctx, cancel := context.WithCancel(t.Context())
+	return startWatchCtx(t, t.Context(), s, key)
+}
+
+// startWatchCtx is startWatch with the watch's context derived from ctx.
+func startWatchCtx(t *testing.T, ctx context.Context, s store.Store, key string) *watchRecorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
 	r := &watchRecorder{key: key, states: make(chan store.Change, 1024), cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		err := store.Watch(ctx, s, key, func(c store.Change) {
@@ -116,6 +122,7 @@ func (s *suite) watch(t *testing.T) {
 	t.Run("OtherKeys", s.run(testWatchOtherKeys))
 	t.Run("Cancel", s.run(testWatchCancel))
 	t.Run("Concurrent", s.run(testWatchConcurrent))
+	t.Run("Heartbeat", s.run(testWatchHeartbeat))
 }
 
 func testWatchInitial(t *testing.T, s store.Store, key string) {
@@ -234,6 +241,62 @@ func testWatchConcurrent(t *testing.T, s store.Store, key string) {
 		t.Fatal(err)
 	}
 	waitState(t, b, map[string]any{"n": float64(8)})
+}
+
+// heartbeatEvery is the interval testWatchHeartbeat asks of a watch: short, so that the test
+// is quick, and long enough that a networked store's round trips fit in it.
+const heartbeatEvery = 50 * time.Millisecond
+
+// testWatchHeartbeat checks a watch asked for heartbeats (store.WithHeartbeat): its first call
+// is the key's state, not a heartbeat; then, with no write, it delivers heartbeats (carrying no
+// state); a write is still delivered among them, and heartbeats go on after it. A watch not
+// asked delivers none (the other subtests fail on a call that is neither a state nor expected).
+func testWatchHeartbeat(t *testing.T, s store.Store, key string) {
+	r := startWatchCtx(t, store.WithHeartbeat(t.Context(), heartbeatEvery), s, key)
+	if c := r.next(t, "the first call"); c.Heartbeat || c.Found {
+		t.Fatalf("T8: watch of missing %q asked for heartbeats first delivered %+v, want its state (Found false)", key, c)
+	}
+	plain := startWatch(t, s, key)
+	plain.next(t, "the first call")
+	// heartbeats waits for n heartbeats; the calls among them may repeat the state current,
+	// nil for the key missing (a watch may repeat a state).
+	heartbeats := func(n int, current map[string]any) {
+		t.Helper()
+		for i := 0; i < n; {
+			c := r.next(t, fmt.Sprintf("heartbeat %d of %d", i+1, n))
+			switch {
+			case c.Heartbeat && (c.Found || c.Doc != nil):
+				t.Fatalf("T8: watch of %q delivered a heartbeat with a state: %+v", key, c)
+			case c.Heartbeat:
+				i++
+			case c.Found != (current != nil) || c.Found && !reflect.DeepEqual(c.Doc, current):
+				t.Fatalf("T8: watch of %q delivered %+v among heartbeats, want only the current state %v again", key, c, current)
+			}
+		}
+	}
+	heartbeats(3, nil)
+	mustCreate(t, s, key, map[string]any{"n": 1})
+	for {
+		c := r.next(t, "the write among the heartbeats")
+		if c.Heartbeat {
+			continue
+		}
+		if c.Found && reflect.DeepEqual(c.Doc, map[string]any{"n": float64(1)}) {
+			break
+		}
+	}
+	heartbeats(3, map[string]any{"n": float64(1)})
+	// The watch not asked for heartbeats saw the write, and nothing else but states.
+	for {
+		c := plain.next(t, "the write")
+		if c.Heartbeat {
+			t.Fatalf("T8: watch of %q not asked for heartbeats delivered one", key)
+		}
+		if c.Found {
+			break
+		}
+	}
+	r.stop(t)
 }
 
 // waitState waits for the watch to deliver doc.

@@ -232,3 +232,99 @@ func BenchmarkWatchLatency(b *testing.B, open func(b *testing.B) store.Store) {
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 }
+
+// WatchHeartbeatFrozen checks a watch's heartbeats (store.WithHeartbeat) against a connection
+// that goes silent without failing (T8): target is the server's host:port on loopback, and open
+// returns a store whose client reaches it at addr instead, through a loopback proxy. The watch,
+// asked for heartbeats every 100ms, delivers them; then the proxy stops forwarding without
+// closing anything (tcpproxy's Cut), and the heartbeats stop: at most the two whose answers
+// may already have been on their way, until the watch ends with an error of its own (resumes
+// false: the store gives up the silent connection, and its caller watches again), or until the
+// client opens another connection (resumes true: a client, etcd's, that resumes its watches on
+// a new connection by itself). Once the proxy forwards again (its Heal resets the frozen
+// connections), heartbeats come again: from a new watch, or from the same one when it resumes.
+func WatchHeartbeatFrozen(t *testing.T, target string, resumes bool, open func(t *testing.T, addr string) store.Store) {
+	t.Helper()
+	const every = 100 * time.Millisecond
+	p, err := tcpproxy.New(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	s := open(t, p.Addr())
+	t.Cleanup(func() { store.Close(s) })
+	key := newKey(t)
+	mustCreate(t, s, key, map[string]any{"n": 1})
+	ctx := store.WithHeartbeat(t.Context(), every)
+	heartbeats := func(r *watchRecorder, n int) {
+		t.Helper()
+		for i := 0; i < n; {
+			c := r.next(t, fmt.Sprintf("heartbeat %d of %d", i+1, n))
+			switch {
+			case c.Heartbeat:
+				i++
+			case !c.Found || c.Doc["n"] != float64(1):
+				t.Fatalf("T8: watch of %q delivered %+v, never written", key, c)
+			}
+		}
+	}
+	r := startWatchCtx(t, ctx, s, key)
+	if c := r.next(t, "the first call"); !c.Found || c.Heartbeat {
+		t.Fatalf("T8: watch of %q first delivered %+v, want its document", key, c)
+	}
+	heartbeats(r, 3)
+	accepted := p.Accepted()
+	p.Cut()
+	start := time.Now()
+	after := 0 // heartbeats delivered after the cut
+	for ended := false; !ended; {
+		select {
+		case c := <-r.states:
+			if c.Heartbeat {
+				after++
+			}
+		case err := <-r.done:
+			r.done <- err
+			if resumes {
+				t.Fatalf("T8: watch of %q ended (%v) after its connection froze; the client should resume it", key, err)
+			}
+			t.Logf("the watch returned %v after its connection froze: %v", time.Since(start), err)
+			var ke *store.KeyError
+			if errors.Is(err, context.Canceled) || !errors.As(err, &ke) || ke.Key != key {
+				t.Errorf("T8: watch of %q ended by a frozen connection returned %v, want an error of its own in a *store.KeyError naming the key", key, err)
+			}
+			ended = true
+		case <-time.After(10 * time.Millisecond):
+			// Polls the proxy: no call comes while the connection is frozen.
+			if resumes && p.Accepted() > accepted {
+				t.Logf("the client opened another connection %v after the freeze", time.Since(start))
+				ended = true
+			}
+		}
+		if !ended && time.Since(start) > watchWait {
+			t.Fatalf("T8: watch of %q neither ended nor reconnected within %v of its connection freezing (%d heartbeats since)", key, watchWait, after)
+		}
+	}
+	for draining := true; draining; { // calls made before the end
+		select {
+		case c := <-r.states:
+			if c.Heartbeat {
+				after++
+			}
+		default:
+			draining = false
+		}
+	}
+	if after > 2 {
+		t.Errorf("T8: watch of %q delivered %d heartbeats after its connection froze, want at most the 2 that may have been on their way", key, after)
+	}
+	p.Heal()
+	if !resumes {
+		waitRecovered(t, s, key)
+		r = startWatchCtx(t, ctx, s, key)
+		if c := r.next(t, "the first call after the freeze"); !c.Found || c.Heartbeat {
+			t.Fatalf("T8: watch of %q after the freeze first delivered %+v, want its document", key, c)
+		}
+	}
+	heartbeats(r, 3)
+}
