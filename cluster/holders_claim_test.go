@@ -133,7 +133,7 @@ func TestH2SlotReleaseConflictReadsOnce(t *testing.T) {
 		cl.mu.Unlock()
 		w.at(sec(2))
 		now := stamp(time.Now(), Record{})
-		if _, err := plain.Create(context.Background(), other, Record{Holder: "x", Term: 4, AcquiredAt: now, RenewedAt: now, Duration: testL}); err != nil {
+		if _, err := plain.Create(context.Background(), other, Record{Holder: "x", Session: h.Slots()[1-held].session, Term: 4, AcquiredAt: now, RenewedAt: now, Duration: testL}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
