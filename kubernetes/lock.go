@@ -123,8 +123,8 @@ func (l *leaseLock) bound(ctx context.Context) (context.Context, context.CancelF
 // remembered since): an update never replaces the Lease by a bare one, which would drop what
 // other tools wrote on it (K1). It returns a copy of the Lease when rev is still its
 // resourceVersion; otherwise the update would be refused with 409 Conflict, and it returns
-// that lost race (cluster.ErrConflict) without sending it. The read is consistent (a get
-// without a resourceVersion is served as of the latest write), so a Lease of another
+// that answer, a lost race (cluster.ErrConflict), without sending it. The read is consistent
+// (a get without a resourceVersion is served as of the latest write), so a Lease of another
 // resourceVersion was written after rev.
 func (l *leaseLock) current(ctx context.Context, name, rev string) (*coordinationv1.Lease, error) {
 	ctx, cancel := l.bound(ctx)
@@ -135,7 +135,8 @@ func (l *leaseLock) current(ctx context.Context, name, rev string) (*coordinatio
 	}
 	l.remember(lease)
 	if lease.ResourceVersion != rev {
-		return nil, fmt.Errorf("%w: %w", cluster.ErrConflict, l.fail("update", name,
+		// The API server's answer to that update, which is not sent.
+		return nil, l.wrap("update", name, apierrors.NewConflict(coordinationv1.Resource("leases"), name,
 			fmt.Errorf("the Lease's resourceVersion is %s, not %q", lease.ResourceVersion, rev)))
 	}
 	return lease.DeepCopy(), nil
