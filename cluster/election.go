@@ -336,7 +336,8 @@ func (e *Elector) startAttempt(base context.Context, now time.Time, obs observat
 // with a new term otherwise (E11).
 func (e *Elector) try(ctx context.Context, obs observation, known *Record, leading bool) outcome {
 	reread := false // a release found its record changed, and the attempt read once more
-	if known != nil {
+	// A known record whose revision no Lock wrote (a slot refused or missing, H2) is read.
+	if known != nil && !madeUp(known.Revision) {
 		// A known record is decided on as a read one is (the hook: a reservation, a slot this
 		// instance may not take), then written without a read (E10).
 		k := *known

@@ -42,7 +42,11 @@ func (e *Elector) takeOrRenew(rec Record, now time.Time, leading bool) Record {
 }
 
 // tryKnown writes on the known record without reading it (E10). It returns false when the
-// record changed or vanished since: the attempt then reads and decides.
+// record changed or vanished since, and after any other error while the attempt's deadline
+// has not passed: the attempt then reads and decides. An error is not a conflict, yet the
+// record known may be the cause (a revision the Lock refuses, a record it can no longer
+// write): writing the same record again at the next attempt would fail the same way for
+// good, and a write whose outcome is unknown may have landed, which the read shows.
 func (e *Elector) tryKnown(ctx context.Context, known Record, leading bool) (outcome, bool) {
 	e.wrote.Store(true)
 	updated, err := e.lock.Update(ctx, e.name, e.takeOrRenew(known, time.Now(), leading))
@@ -52,7 +56,10 @@ func (e *Elector) tryKnown(ctx context.Context, known Record, leading bool) (out
 		return outcome{kind: held, rec: updated, at: time.Now()}, true
 	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
 		return outcome{}, false
-	default:
+	case ctx.Err() != nil:
 		return outcome{kind: failed, err: err, at: time.Now()}, true
+	default:
+		e.log.Info("leasehold: write on the known record failed: reading it", "term", known.Term, "error", err)
+		return outcome{}, false
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -80,6 +81,14 @@ const missingRevision = "\x00missing"
 // refusedRevision marks the revision of a record followed because another slot of the instance
 // is claimed (H2).
 const refusedRevision = "\x00refused"
+
+// madeUp reports whether rev is one of the revisions above, which no Lock wrote. An observation
+// that carries one orders the attempts of a slot (H2), but is never a record to write on
+// without reading (E10): no Lock knows that revision (a Kubernetes API server refuses it as an
+// invalid resourceVersion, not as a conflict), so the attempt reads the record instead.
+func madeUp(rev string) bool {
+	return strings.HasPrefix(rev, missingRevision) || strings.Contains(rev, refusedRevision)
+}
 
 // ResignPending reports whether rec carries a resign request its holder has not acted on yet.
 func ResignPending(rec Record) bool { return rec.Holder != "" && !rec.ResignRequested.IsZero() }

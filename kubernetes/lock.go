@@ -41,9 +41,9 @@ type leaseLock struct {
 	timeout   time.Duration
 
 	mu sync.Mutex
-	// last is the last Lease read or written, by name: an update starts from it when its
-	// resourceVersion is the one being replaced, so labels, annotations and owner references
-	// that others put on the Lease are kept.
+	// last is the newest Lease read, written or watched, by name (remember): an update starts
+	// from it when its resourceVersion is the one being replaced, so labels, annotations and
+	// owner references that others put on the Lease are kept (K1).
 	last map[string]*coordinationv1.Lease
 }
 
@@ -88,7 +88,10 @@ func (l *leaseLock) Update(ctx context.Context, name string, r cluster.Record) (
 	}
 	l.mu.Unlock()
 	if lease == nil {
-		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l.namespace}}
+		var err error
+		if lease, err = l.current(ctx, name, r.Revision); err != nil {
+			return cluster.Record{}, err
+		}
 	}
 	// The API server refuses the update with 409 Conflict unless this is still the Lease's
 	// resourceVersion: that is the compare-and-swap.
@@ -115,10 +118,56 @@ func (l *leaseLock) bound(ctx context.Context) (context.Context, context.CancelF
 	return ctx, func() {}
 }
 
+// current reads the Lease name for an update on revision rev when no Lease of that
+// resourceVersion is remembered (the record was read by another Lock, or a newer Lease was
+// remembered since): an update never replaces the Lease by a bare one, which would drop what
+// other tools wrote on it (K1). It returns a copy of the Lease when rev is still its
+// resourceVersion; otherwise the update would be refused with 409 Conflict, and it returns
+// that answer, a lost race (cluster.ErrConflict), without sending it. The read is consistent
+// (a get without a resourceVersion is served as of the latest write), so a Lease of another
+// resourceVersion was written after rev.
+func (l *leaseLock) current(ctx context.Context, name, rev string) (*coordinationv1.Lease, error) {
+	ctx, cancel := l.bound(ctx)
+	defer cancel()
+	lease, err := l.client.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, l.wrap("update", name, err)
+	}
+	l.remember(lease)
+	if lease.ResourceVersion != rev {
+		// The API server's answer to that update, which is not sent.
+		return nil, l.wrap("update", name, apierrors.NewConflict(coordinationv1.Resource("leases"), name,
+			fmt.Errorf("the Lease's resourceVersion is %s, not %q", lease.ResourceVersion, rev)))
+	}
+	return lease.DeepCopy(), nil
+}
+
+// remember keeps lease as the newest of its name, unless the one kept is newer: the watch
+// delivers on a goroutine of its own, and an event may come after the answer to a later write
+// (or a later get). Kept, that older Lease would not match the next update's resourceVersion.
 func (l *leaseLock) remember(lease *coordinationv1.Lease) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if prev := l.last[lease.Name]; prev != nil && !newerVersion(lease.ResourceVersion, prev.ResourceVersion) {
+		return
+	}
 	l.last[lease.Name] = lease
-	l.mu.Unlock()
+}
+
+// newerVersion reports whether a is a newer resourceVersion of one object than b. Clients must
+// treat a resourceVersion as opaque in general, but the API server's, for a single object
+// over etcd, are etcd's revisions of its writes, integers that grow with every write: when
+// both parse as unsigned integers, the larger is newer. When either does not (a server over
+// another storage), they cannot be ordered, and a differing a counts as newer: the Lease that
+// came last is kept, as before this order existed; an update that then finds no Lease of its
+// resourceVersion reads it (current) rather than dropping what others wrote.
+func newerVersion(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA != nil || errB != nil {
+		return a != b
+	}
+	return x > y
 }
 
 // record reads a Lease into a Record; a Lease that does not fit (no resourceVersion, a
