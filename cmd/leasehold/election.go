@@ -447,6 +447,10 @@ func (ac *appConfig) openLock(ctx context.Context, usage string) (lock cluster.L
 	}, nil
 }
 
+// urlChecks check the URL of a store that absentStore keeps from being opened, by scheme: a URL
+// the opener would refuse is refused all the same (backend_*.go fill it).
+var urlChecks = map[string]func(rawURL string) error{}
+
 // absentStore reports whether --store is a file or SQLite store whose file does not exist: its
 // lease is missing, and opening the store would create the file (SQLite's), or its lock file
 // and, for the default store, the state directory (the file store's), which a command that
@@ -463,8 +467,8 @@ func absentStore(f *commonFlags) bool {
 			return false // the opener says what is wrong with the URL
 		}
 	case strings.EqualFold(u.Scheme, "sqlite"):
-		if u.Opaque != "" || u.Host != "" || !filepath.IsAbs(u.Path) {
-			return false
+		if check := urlChecks["sqlite"]; check != nil && check(f.store) != nil {
+			return false // the opener says what is wrong with the URL
 		}
 	default:
 		return false

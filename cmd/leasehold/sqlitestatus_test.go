@@ -58,3 +58,17 @@ func TestStatusCreatesNothingSQLite(t *testing.T) {
 	_, errOut, code = runLeasehold(t, "status", "--store", "sqlite://"+filepath.Join(w.dir, "nowhere", "x.db"))
 	checkFailure(t, "status of a SQLite file in a missing directory", code, "", errOut, "nowhere")
 }
+
+// A SQLite file that does not exist is not opened by status, but its URL is still checked: an
+// unknown parameter is refused, not read as a lease nobody took.
+func TestStatusSQLiteBadParamWithoutFile(t *testing.T) {
+	w := newWorld(t)
+	path := filepath.Join(w.dir, "x.db")
+	out, errOut, code := runLeasehold(t, "status", "--store", "sqlite://"+path+"?bogus=1", "--lease", "jobs")
+	if code == 0 || code == 3 || !strings.Contains(errOut, `"bogus"`) {
+		t.Errorf("status over a missing SQLite file with an unknown parameter: exit %d, want an error naming bogus\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("status created %s (%v)", path, err)
+	}
+}

@@ -71,6 +71,18 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	return driver.OpenWith(ctx, "sqlite", rawURL, openURL)
 }
 
+// CheckURL reports what Open would find wrong with rawURL's form and parameters, without
+// opening (and so creating) the database: for a tool that only reads, and must not create a
+// file that does not exist, yet must refuse a URL that Open would refuse.
+func CheckURL(rawURL string) error {
+	u, err := store.ParseURL(rawURL)
+	if err != nil {
+		return err
+	}
+	_, err = parseURL(u)
+	return err
+}
+
 func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	c, err := parseURL(u)
 	if err != nil {
