@@ -108,9 +108,27 @@ func TestCredentialsNotShown(t *testing.T) {
 func TestBadURL(t *testing.T) {
 	t.Parallel()
 	storetest.BadURLs(t, "hunter2secret", map[string]string{
-		"redis://:pw-hunter2secret@127.0.0.1:6379/0?bogus=1":           "bogus",
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?bogus=1":           `unknown URL parameter "bogus" (known: prefix, `,
 		"redis://:pw-hunter2secret@127.0.0.1:6379/notanumber":          "database",
 		"redis://:pw-hunter2secret@127.0.0.1:6379/0?dial_timeout=soon": "dial_timeout",
 		"redis://:pw-hunter2secret@127.0.0.1:6379/0?max_retries=3":     "max_retries",
 	}, func(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) })
+}
+
+// Every parameter this package leaves to go-redis is one go-redis takes: the list that names the
+// known parameters in errors stays true of the go-redis version in go.mod.
+func TestGoRedisParamsKnownToGoRedis(t *testing.T) {
+	for _, p := range goRedisParams {
+		ok := false
+		for _, scheme := range []string{"redis", "rediss"} { // skip_verify goes with rediss
+			for _, v := range []string{"1", "1s", "true", "x"} {
+				if _, _, err := parseOptions(&url.URL{Scheme: scheme, Host: "127.0.0.1:6379", Path: "/0", RawQuery: p + "=" + v}); err == nil {
+					ok = true
+				}
+			}
+		}
+		if !ok {
+			t.Errorf("go-redis refuses the parameter %q with every value tried", p)
+		}
+	}
 }

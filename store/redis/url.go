@@ -3,6 +3,7 @@ package redis
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,12 @@ func parseOptions(u *url.URL) (*goredis.Options, string, error) {
 	if err := takeRetries(q); err != nil {
 		return nil, "", err
 	}
+	for k := range q {
+		if !slices.Contains(goRedisParams, k) {
+			// go-redis names an unknown option but not the known ones: say them all here.
+			return nil, "", fmt.Errorf("store/redis: unknown URL parameter %q (known: %s)", k, strings.Join(knownParams(), ", "))
+		}
+	}
 	c := *u
 	c.Scheme = scheme
 	c.RawQuery = q.Encode()
@@ -51,6 +58,20 @@ func parseOptions(u *url.URL) (*goredis.Options, string, error) {
 	}
 	return opts, prefix, nil
 }
+
+// ownParams are the URL parameters this package reads; goRedisParams, those it leaves to
+// go-redis's ParseURL (of the version in go.mod), which refuses any other.
+var (
+	ownParams     = []string{"prefix", "tls", "ca", "cert", "key", "servername", "password_file", "max_retries"}
+	goRedisParams = []string{
+		"db", "protocol", "client_name", "dial_timeout", "read_timeout", "write_timeout", "pool_fifo",
+		"pool_size", "pool_timeout", "min_idle_conns", "max_idle_conns", "max_active_conns",
+		"max_concurrent_dials", "conn_max_idle_time", "conn_max_lifetime", "conn_max_lifetime_jitter",
+		"idle_timeout", "max_conn_age", "min_retry_backoff", "max_retry_backoff", "skip_verify",
+	}
+)
+
+func knownParams() []string { return slices.Concat(ownParams, goRedisParams) }
 
 // takeRetries removes max_retries, which may only say what the store does anyway: no retries
 // (0 is go-redis's default of 3 once parsed, but a user writing it means none).
