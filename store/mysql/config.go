@@ -43,12 +43,12 @@ var (
 		"allowAllFiles", "allowCleartextPasswords", "allowFallbackToPlaintext", "allowNativePasswords",
 		"allowOldPasswords", "charset", "checkConnLiveness", "clientFoundRows", "collation", "columnsWithAlias",
 		"compress", "connectionAttributes", "interpolateParams", "loc", "maxAllowedPacket", "multiStatements",
-		"parseTime", "readTimeout", "rejectReadOnly", "serverPubKey", "timeTruncate", "timeout", "tls",
+		"parseTime", "readTimeout", "rejectReadOnly", "serverPubKey", "timeTruncate", "timeout",
 		"writeTimeout", "time_zone",
 	}
 )
 
-// knownParams are every URL parameter the store takes.
+// knownParams are every URL parameter the store takes (the driver's tls among TLSParams).
 func knownParams() []string {
 	out := append(slices.Clone(ownParams), driver.TLSParams...)
 	out = append(out, "password", driver.PasswordFileParam)
