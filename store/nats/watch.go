@@ -324,35 +324,12 @@ func (h *watchHub) dispatch(e jetstream.KeyValueEntry) {
 // interval asked), and hands each answer to run; a flush unanswered within h.timeout fails the
 // hub. It returns when the hub fails.
 func (h *watchHub) ping() {
-	var tick *time.Ticker
-	defer func() {
-		if tick != nil {
-			tick.Stop()
-		}
-	}()
-	every := time.Duration(0)
+	var pace driver.Pace
+	defer pace.Stop()
 	for {
 		h.mu.Lock()
-		want := time.Duration(0)
-		for _, d := range h.beats {
-			if want == 0 || d < want {
-				want = d
-			}
-		}
+		c := pace.C(driver.Shortest(h.beats))
 		h.mu.Unlock()
-		if want != every {
-			if tick != nil {
-				tick.Stop()
-				tick = nil
-			}
-			if every = want; every > 0 {
-				tick = time.NewTicker(every)
-			}
-		}
-		var c <-chan time.Time
-		if tick != nil {
-			c = tick.C
-		}
 		select {
 		case <-h.done:
 			return

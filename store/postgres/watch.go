@@ -468,11 +468,10 @@ func (l *listener) run(ctx context.Context, check time.Duration) {
 func (l *listener) interval(check time.Duration) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	every := check
-	for _, d := range l.beats {
-		every = min(every, d)
+	if d := driver.Shortest(l.beats); d > 0 {
+		return min(check, d)
 	}
-	return every
+	return check
 }
 
 // heartbeat gives a heartbeat to the watches that ask for them.

@@ -397,21 +397,11 @@ func (h *watchHub) take(w *keyWatch) (string, uint64, uint64) {
 // ping sends a PING every interval while watches ask for heartbeats (the shortest interval
 // asked), and fails the hub when one has gone unanswered for h.timeout, until the hub fails.
 func (h *watchHub) ping() {
-	var tick *time.Ticker
-	defer func() {
-		if tick != nil {
-			tick.Stop()
-		}
-	}()
-	every := time.Duration(0)
+	var pace driver.Pace
+	defer pace.Stop()
 	for {
 		h.mu.Lock()
-		want := time.Duration(0)
-		for _, d := range h.beats {
-			if want == 0 || d < want {
-				want = d
-			}
-		}
+		want := driver.Shortest(h.beats)
 		var late bool
 		if len(h.pings) > 0 {
 			late = time.Since(h.pings[0]) > h.timeout
@@ -421,20 +411,7 @@ func (h *watchHub) ping() {
 			h.fail(fmt.Errorf("store/redis: watch connection: no answer to a PING within %v", h.timeout))
 			return
 		}
-		if want != every {
-			if tick != nil {
-				tick.Stop()
-				tick = nil
-			}
-			every = want
-			if every > 0 {
-				tick = time.NewTicker(every)
-			}
-		}
-		var c <-chan time.Time
-		if tick != nil {
-			c = tick.C
-		}
+		c := pace.C(want)
 		select {
 		case <-h.done:
 			return
