@@ -239,14 +239,8 @@ func setSession(m *metav1.ObjectMeta, r cluster.Record) {
 // term is an error naming the annotation.
 func readSession(m metav1.ObjectMeta, term uint64, r *cluster.Record) error {
 	a := m.Annotations
-	if s, ok := a[AnnotationSessionTerm]; ok {
-		t, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return fmt.Errorf("annotation %s is %q, want a non-negative term", AnnotationSessionTerm, s)
-		}
-		if t != term {
-			return nil // left by a writer that took the Lease over without knowing it
-		}
+	if current, err := annotationsOfTerm(a, AnnotationSessionTerm, term); err != nil || !current {
+		return err // malformed, or left by a writer that took the Lease over without knowing it
 	}
 	r.Session = a[AnnotationSession]
 	return nil

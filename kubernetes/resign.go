@@ -59,20 +59,30 @@ func setResign(m *metav1.ObjectMeta, r cluster.Record) {
 	m.Annotations[AnnotationResignTerm] = strconv.FormatUint(r.Term, 10)
 }
 
+// annotationsOfTerm says whether annotations written for a term (named by the annotation
+// termKey, which a writer that does not know them leaves behind when it takes the Lease over,
+// changing the term) are those of the Lease's term: true when termKey is absent (annotations
+// written before it existed). A malformed termKey is an error naming it.
+func annotationsOfTerm(a map[string]string, termKey string, term uint64) (bool, error) {
+	s, ok := a[termKey]
+	if !ok {
+		return true, nil
+	}
+	t, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return false, fmt.Errorf("annotation %s is %q, want a non-negative term", termKey, s)
+	}
+	return t == term, nil
+}
+
 // readResign reads the resign annotations of a Lease whose term is term into r. A Lease
 // without them (written before they existed, or by another writer) has nothing pending; so
 // have annotations of another term (AnnotationResignTerm). A malformed value is an error
 // naming the annotation, as a malformed field is.
 func readResign(m metav1.ObjectMeta, term uint64, r *cluster.Record) error {
 	a := m.Annotations
-	if s, ok := a[AnnotationResignTerm]; ok {
-		t, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return fmt.Errorf("annotation %s is %q, want a non-negative term", AnnotationResignTerm, s)
-		}
-		if t != term {
-			return nil // left by a writer that took the Lease over without knowing them
-		}
+	if current, err := annotationsOfTerm(a, AnnotationResignTerm, term); err != nil || !current {
+		return err // malformed, or left by a writer that took the Lease over without knowing them
 	}
 	if s := a[AnnotationResignRequested]; s != "" {
 		t, err := time.Parse(time.RFC3339Nano, s)
