@@ -107,7 +107,17 @@ func TestP2AcquireThenLose(t *testing.T) {
 				if !closed(h.Done()) || h.Context().Err() == nil {
 					t.Fatalf("Done not closed at %v", tc.lostAt)
 				}
-				// The Elector stops on its own at the loss; Release waits for that, and
+				// A lost key is not taken again behind the holder's back: the Elector
+				// stops at the loss, and writes no new term once the store is back.
+				f.heal()
+				w.at(tc.lostAt + 3*testL)
+				if !closed(h.e.Done()) {
+					t.Fatal("the Elector still runs after the loss")
+				}
+				if rec, _ := NewStoreLock(w.mem).Get(context.Background(), "job"); rec.Term != h.Term() {
+					t.Fatalf("record after the loss: %+v, want no term after %d", rec, h.Term())
+				}
+				// The Elector stopped on its own at the loss; Release waits for that, and
 				// reports that the record could not be released (it expires by itself).
 				if err := h.Release(context.Background()); err == nil || !strings.Contains(err.Error(), "expires by itself") {
 					t.Fatalf("Release after the loss = %v, want the failed release reported", err)
