@@ -37,6 +37,11 @@ type Locker struct {
 	l, r     time.Duration
 	log      *slog.Logger
 	observer func(Event)
+
+	// local holds, for each key this Locker is acquiring or holding, a channel closed once
+	// that election has ended (P5): one Elector per key at a time in the process.
+	mu    sync.Mutex
+	local map[string]chan struct{}
 }
 
 // NewLocker checks cfg as NewElector checks an ElectorConfig (E0) and returns a Locker.
@@ -55,7 +60,8 @@ func NewLocker(cfg LockerConfig) (*Locker, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Locker{lock: cfg.Lock, id: cfg.InstanceID, l: l, r: r, log: log, observer: cfg.Observer}, nil
+	return &Locker{lock: cfg.Lock, id: cfg.InstanceID, l: l, r: r, log: log, observer: cfg.Observer,
+		local: make(map[string]chan struct{})}, nil
 }
 
 // InstanceID returns the holder name this Locker writes in the records of the keys it holds.
@@ -66,6 +72,7 @@ type Held struct {
 	key  string
 	term uint64
 	e    *Elector
+	free func()          // ends the key's turn in the Locker (P5)
 	ctx  context.Context // the leadership's: cancelled when it ends
 	auto chan struct{}   // closed once the goroutine that stops the Elector after a loss returns
 }
@@ -131,8 +138,9 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, erro
 	if key == "" {
 		return nil, errors.New("cluster: Locker: empty key")
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
+	free, err := l.turn(ctx, key, try)
+	if err != nil {
+		return nil, err
 	}
 	verdict := &tryVerdict{err: make(chan error, 1)}
 	observer := l.observer
@@ -144,6 +152,7 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, erro
 		InstanceID: l.id, Logger: l.log, Observer: observer,
 	})
 	if err != nil {
+		free()
 		return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
 	}
 	won := make(chan context.Context, 1)
@@ -155,13 +164,14 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, erro
 		return nil
 	}, nil)
 	if err := e.Start(context.WithoutCancel(ctx)); err != nil {
+		free()
 		return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
 	}
 	var fail error
 	select {
 	case lctx := <-won:
 		term, _ := TermOf(lctx)
-		h := &Held{key: key, term: term, e: e, ctx: lctx, auto: make(chan struct{})}
+		h := &Held{key: key, term: term, e: e, free: free, ctx: lctx, auto: make(chan struct{})}
 		go h.stopOnLoss(l.l)
 		return h, nil
 	case fail = <-verdict.err:
@@ -174,7 +184,42 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, erro
 	if err := e.Stop(sctx); err != nil {
 		fail = errors.Join(fail, err)
 	}
+	free()
 	return nil, fail
+}
+
+// turn waits until no other Acquire of this Locker is acquiring or holding key, and takes the
+// key's turn (P5); free ends it. Two holdings of one key in one process would be two Electors
+// writing one instance ID under two sessions (E12): the second would only wait for the
+// first's record to expire. TryAcquire does not wait: the key's holder in this process is a
+// live one.
+func (l *Locker) turn(ctx context.Context, key string, try bool) (free func(), err error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
+		}
+		l.mu.Lock()
+		busy, ok := l.local[key]
+		if !ok {
+			ch := make(chan struct{})
+			l.local[key] = ch
+			l.mu.Unlock()
+			return func() {
+				l.mu.Lock()
+				delete(l.local, key)
+				l.mu.Unlock()
+				close(ch)
+			}, nil
+		}
+		l.mu.Unlock()
+		if try {
+			return nil, fmt.Errorf("cluster: lock %q: held by this Locker (%q): %w", key, l.id, ErrHeld)
+		}
+		select {
+		case <-busy:
+		case <-ctx.Done():
+		}
+	}
 }
 
 // stopOnLoss stops the Elector once its leadership has ended (P2): a lost lease is not taken
@@ -186,6 +231,7 @@ func (h *Held) stopOnLoss(l time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), l)
 	defer cancel()
 	_ = h.e.Stop(ctx)
+	h.free()
 }
 
 // Key returns the key held.

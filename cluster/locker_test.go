@@ -338,3 +338,65 @@ func TestP4ManyKeysAndTerms(t *testing.T) {
 		}
 	})
 }
+
+// P5: one Locker holds a key once at a time. A second Acquire of a key it holds waits for the
+// Release, then takes the key at once, with a larger term; TryAcquire returns ErrHeld at
+// once; no two Electors of the process ever share the key (E12's warning is never logged).
+func TestP5OneKeyOnceInALocker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		var logs logCapture
+		l, err := NewLocker(LockerConfig{
+			Lock: NewStoreLock(w.mem), InstanceID: "a", LeaseDuration: testL, RenewInterval: testR, Logger: logs.logger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := l.Acquire(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.TryAcquire(context.Background(), "job"); !errors.Is(err, ErrHeld) || w.since() != 0 {
+			t.Fatalf("TryAcquire of a key the Locker holds = %v at %v, want ErrHeld at once", err, w.since())
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancelled := make(chan error, 1)
+		go func() {
+			_, err := l.Acquire(ctx, "job")
+			cancelled <- err
+		}()
+		got := make(chan *Held, 1)
+		go func() {
+			h, err := l.Acquire(context.Background(), "job")
+			if err != nil {
+				t.Error(err)
+			}
+			got <- h
+		}()
+		w.at(2 * testL)
+		cancel()
+		if err := <-cancelled; !errors.Is(err, context.Canceled) {
+			t.Fatalf("waiting Acquire after cancel = %v, want context.Canceled", err)
+		}
+		if len(got) != 0 || closed(first.Done()) {
+			t.Fatal("a second holding of the key while the first lasts")
+		}
+		released := w.since()
+		if err := first.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		second := <-got
+		if w.since() != released {
+			t.Fatalf("second Acquire took the key at %v, want at the release (%v)", w.since(), released)
+		}
+		if second.Term() <= first.Term() {
+			t.Fatalf("second term %d not above the first's %d", second.Term(), first.Term())
+		}
+		if err := second.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if twins := logs.find("leasehold: another process uses this instance ID: following its leadership; give each process an ID of its own"); len(twins) != 0 {
+			t.Fatalf("two Electors of the Locker shared the key: %v", twins)
+		}
+	})
+}
