@@ -10,7 +10,7 @@ import (
 )
 
 // ErrHeld is returned, wrapped, by Locker.TryAcquire when a live holder has the key (P3).
-var ErrHeld = errors.New("held by a live holder")
+var ErrHeld = errors.New("cluster: key held by a live holder")
 
 // LockerConfig configures a Locker. Zero values take the defaults, as in ElectorConfig:
 // DefaultLeaseDuration, DefaultRenewInterval, DefaultInstanceID() and slog.Default().
@@ -118,7 +118,7 @@ func (v *tryVerdict) observe(key string, ev Event) {
 		if !live {
 			return // the first sight of the record: its holder may have crashed
 		}
-		err = fmt.Errorf("cluster: lock %q: held by %q (term %d): %w", key, ev.Holder, ev.Term, ErrHeld)
+		err = fmt.Errorf("cluster: lock %q: %q wrote it again (term %d): %w", key, ev.Holder, ev.Term, ErrHeld)
 	case AttemptFailed:
 		if ev.Reason == ReasonConflict {
 			err = fmt.Errorf("cluster: lock %q: another instance won the race for it: %w", key, ErrHeld)
@@ -213,7 +213,7 @@ func (l *Locker) turn(ctx context.Context, key string, try bool) (free func(), e
 		}
 		l.mu.Unlock()
 		if try {
-			return nil, fmt.Errorf("cluster: lock %q: held by this Locker (%q): %w", key, l.id, ErrHeld)
+			return nil, fmt.Errorf("cluster: lock %q: this Locker (%q) is acquiring or holding it: %w", key, l.id, ErrHeld)
 		}
 		select {
 		case <-busy:
