@@ -82,7 +82,8 @@ type Held struct {
 // ends first, Acquire returns an error wrapping ctx's, having joined no election: the
 // election it ran is stopped, and a lease it won meanwhile released. ctx bounds only the wait:
 // the lease, once held, lasts until it is lost or released; its values are kept in
-// Held.Context.
+// Held.Context. While this Locker is acquiring or holding key, Acquire first waits for that
+// holding to end (P5). The empty key is refused.
 func (l *Locker) Acquire(ctx context.Context, key string) (*Held, error) {
 	return l.acquire(ctx, key, false)
 }
