@@ -8,6 +8,9 @@
 // read, created and updated with compare-and-swap. [NewStoreLock] makes a Lock from a
 // store.Store; the kubernetes module makes one from a coordination.k8s.io Lease.
 //
+// [Locker] is a per-key lock over the same engine: [Locker.Acquire] holds a named key, as an
+// Elector of its own on the lease of that name, until the [Held] is released or lost.
+//
 // # Timing
 //
 // With lease duration L and renew interval R, an Elector attempts to acquire or renew the lease

@@ -1,0 +1,270 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// ErrHeld is returned, wrapped, by Locker.TryAcquire when a live holder has the key (P3).
+var ErrHeld = errors.New("cluster: key held by a live holder")
+
+// LockerConfig configures a Locker. Zero values take the defaults, as in ElectorConfig:
+// DefaultLeaseDuration, DefaultRenewInterval, DefaultInstanceID() and slog.Default().
+type LockerConfig struct {
+	Lock          Lock
+	InstanceID    string
+	LeaseDuration time.Duration // L: how long a key's lease is valid without renewal
+	RenewInterval time.Duration // R: time between two attempts, lower than L
+	Logger        *slog.Logger
+
+	// Observer, when set, receives every Event of every key's election (Event.Lease is the
+	// key), with the constraints of ElectorConfig.Observer.
+	Observer func(Event)
+}
+
+// Locker hands out leases on named keys: a distributed mutex around one job at a time per key
+// (P1–P5 in docs/design.md). Each held key is an Elector of its own on the lease named by the
+// key, so a held key is renewed, lost and released with the Elector's rules (E1–E12); the keys
+// of one Locker share its Lock, and so the store's connection. A Locker is safe for
+// concurrent use.
+type Locker struct {
+	lock     Lock
+	id       string
+	l, r     time.Duration
+	log      *slog.Logger
+	observer func(Event)
+
+	// local holds, for each key this Locker is acquiring or holding, a channel closed once
+	// that election has ended (P5): one Elector per key at a time in the process.
+	mu    sync.Mutex
+	local map[string]chan struct{}
+}
+
+// NewLocker checks cfg as NewElector checks an ElectorConfig (E0) and returns a Locker.
+func NewLocker(cfg LockerConfig) (*Locker, error) {
+	if cfg.Lock == nil {
+		return nil, errors.New("cluster: LockerConfig.Lock is nil")
+	}
+	l, r, err := ResolveTiming(cfg.LeaseDuration, cfg.RenewInterval, ElectorNames)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: Locker: %w", err)
+	}
+	if cfg.InstanceID == "" {
+		cfg.InstanceID = DefaultInstanceID()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Locker{lock: cfg.Lock, id: cfg.InstanceID, l: l, r: r, log: log, observer: cfg.Observer,
+		local: make(map[string]chan struct{})}, nil
+}
+
+// InstanceID returns the holder name this Locker writes in the records of the keys it holds.
+func (l *Locker) InstanceID() string { return l.id }
+
+// Held is a key this process holds. Its lease is renewed every R until it is lost or released.
+type Held struct {
+	key  string
+	term uint64
+	e    *Elector
+	free func()          // ends the key's turn in the Locker (P5)
+	ctx  context.Context // the leadership's: cancelled when it ends
+	auto chan struct{}   // closed once the goroutine that stops the Elector after a loss returns
+}
+
+// Acquire blocks until this process holds key, and returns it held (P1). An attempt that
+// fails (a store error, no answer) is retried every R, as an Elector retries (E8). When ctx
+// ends first, Acquire returns an error wrapping ctx's, having joined no election: the
+// election it ran is stopped, and a lease it won meanwhile released. ctx bounds only the wait:
+// the lease, once held, lasts until it is lost or released; its values are kept in
+// Held.Context. While this Locker is acquiring or holding key, Acquire first waits for that
+// holding to end (P5). The empty key is refused.
+func (l *Locker) Acquire(ctx context.Context, key string) (*Held, error) {
+	return l.acquire(ctx, key, false)
+}
+
+// TryAcquire takes key if no live holder has it (P3), the rule of `leasehold run --try` (C5):
+// it returns key held when the record is free, released, or expired (a crashed holder's
+// record, left unchanged, expires as E6 judges it: it is taken within L + R of its last
+// write); an error wrapping ErrHeld when it saw a live holder (the record changed after its
+// first read, or another instance won a race for it), within about R; and the store's error,
+// wrapped, at the first attempt that gets no answer. ctx's end returns as Acquire's does. When
+// it returns an error, nothing is left held.
+func (l *Locker) TryAcquire(ctx context.Context, key string) (*Held, error) {
+	return l.acquire(ctx, key, true)
+}
+
+// tryVerdict is what ends a TryAcquire without the key: an error wrapping ErrHeld or the
+// store's.
+type tryVerdict struct {
+	mu   sync.Mutex
+	seen int // revisions of another holder's record seen
+	err  chan error
+}
+
+// observe follows C5's rule, on the election's goroutine: it only records.
+func (v *tryVerdict) observe(key string, ev Event) {
+	var err error
+	switch ev.Kind {
+	case ObservedRevision:
+		v.mu.Lock()
+		v.seen++
+		live := v.seen > 1
+		v.mu.Unlock()
+		if !live {
+			return // the first sight of the record: its holder may have crashed
+		}
+		err = fmt.Errorf("cluster: lock %q: %q wrote it again (term %d): %w", key, ev.Holder, ev.Term, ErrHeld)
+	case AttemptFailed:
+		if ev.Reason == ReasonConflict {
+			err = fmt.Errorf("cluster: lock %q: another instance won the race for it: %w", key, ErrHeld)
+		} else {
+			err = fmt.Errorf("cluster: lock %q: the store did not answer (%s): %w", key, ev.Reason, ev.Err)
+		}
+	default:
+		return
+	}
+	select {
+	case v.err <- err:
+	default:
+	}
+}
+
+func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, error) {
+	if key == "" {
+		return nil, errors.New("cluster: Locker: empty key")
+	}
+	free, err := l.turn(ctx, key, try)
+	if err != nil {
+		return nil, err
+	}
+	verdict := &tryVerdict{err: make(chan error, 1)}
+	observer := l.observer
+	if try {
+		observer = Observers(func(ev Event) { verdict.observe(key, ev) }, l.observer)
+	}
+	e, err := NewElector(ElectorConfig{
+		Lock: l.lock, LeaseName: key, LeaseDuration: l.l, RenewInterval: l.r,
+		InstanceID: l.id, Logger: l.log, Observer: observer,
+	})
+	if err != nil {
+		free()
+		return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
+	}
+	won := make(chan context.Context, 1)
+	e.WhenLeader(func(lctx context.Context) error {
+		select {
+		case won <- lctx:
+		default: // a later leadership: the first one's loss stops the Elector
+		}
+		return nil
+	}, nil)
+	if err := e.Start(context.WithoutCancel(ctx)); err != nil {
+		free()
+		return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
+	}
+	var fail error
+	select {
+	case lctx := <-won:
+		term, _ := TermOf(lctx)
+		h := &Held{key: key, term: term, e: e, free: free, ctx: lctx, auto: make(chan struct{})}
+		go h.stopOnLoss(l.l)
+		return h, nil
+	case fail = <-verdict.err:
+	case <-ctx.Done():
+		fail = fmt.Errorf("cluster: lock %q: %w", key, ctx.Err())
+	}
+	// Leave nothing behind: a leadership won meanwhile is released by Stop (E7), within L.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.l)
+	defer cancel()
+	if err := e.Stop(sctx); err != nil {
+		fail = errors.Join(fail, err)
+	}
+	free()
+	return nil, fail
+}
+
+// turn waits until no other Acquire of this Locker is acquiring or holding key, and takes the
+// key's turn (P5); free ends it. Two holdings of one key in one process would be two Electors
+// writing one instance ID under two sessions (E12): the second would only wait for the
+// first's record to expire. TryAcquire does not wait: the key's holder in this process is a
+// live one.
+func (l *Locker) turn(ctx context.Context, key string, try bool) (free func(), err error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
+		}
+		l.mu.Lock()
+		busy, ok := l.local[key]
+		if !ok {
+			ch := make(chan struct{})
+			l.local[key] = ch
+			l.mu.Unlock()
+			return func() {
+				l.mu.Lock()
+				delete(l.local, key)
+				l.mu.Unlock()
+				close(ch)
+			}, nil
+		}
+		l.mu.Unlock()
+		if try {
+			return nil, fmt.Errorf("cluster: lock %q: this Locker (%q) is acquiring or holding it: %w", key, l.id, ErrHeld)
+		}
+		select {
+		case <-busy:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// stopOnLoss stops the Elector once its leadership has ended (P2): a lost lease is not taken
+// again behind the holder's back, and a record still held is released. It returns once that
+// Stop has, within L.
+func (h *Held) stopOnLoss(l time.Duration) {
+	defer close(h.auto)
+	<-h.ctx.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), l)
+	defer cancel()
+	_ = h.e.Stop(ctx)
+	h.free()
+}
+
+// Key returns the key held.
+func (h *Held) Key() string { return h.key }
+
+// Term returns the term of this holding: a fencing token, larger than that of every earlier
+// holding of the key (E11).
+func (h *Held) Term() uint64 { return h.term }
+
+// Done returns a channel closed when the key is no longer held: lost (an attempt failed, E4,
+// or no renewal succeeded within (L+R)/2 of the start of the last successful one, E5) or
+// released. Work done under the lock must stop when it closes.
+func (h *Held) Done() <-chan struct{} { return h.ctx.Done() }
+
+// Context returns a context cancelled when Done closes, carrying the term (TermOf) and the
+// values of Acquire's context.
+func (h *Held) Context() context.Context { return h.ctx }
+
+// Release stops renewing and releases the key (E7), so that another Acquire takes it within R;
+// Done closes at once. It returns once the election has ended, or with an error wrapping
+// ctx's when ctx ends first (a release not yet done is then left to the lease's expiry). A
+// second call waits for the first and returns its result. After a loss it only finishes
+// ending the election.
+func (h *Held) Release(ctx context.Context) error {
+	err := h.e.Stop(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: lock %q: release: %w", h.key, err)
+	}
+	select {
+	case <-h.auto:
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: lock %q: release: %w", h.key, ctx.Err())
+	}
+	return nil
+}

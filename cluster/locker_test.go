@@ -1,0 +1,402 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/leakcheck"
+	"github.com/leasehold/leasehold/store/memory"
+)
+
+// locker returns a Locker named id over its own faultStore on the world's memory store.
+func (w *world) locker(id string) (*Locker, *faultStore) {
+	w.t.Helper()
+	f := newFaultStore(w.mem)
+	l, err := NewLocker(LockerConfig{
+		Lock: NewStoreLock(f), InstanceID: id, LeaseDuration: testL, RenewInterval: testR, Logger: quietLogger(),
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return l, f
+}
+
+// holderOf returns the holder named in key's record, "" when released or missing.
+func (w *world) holderOf(key string) string {
+	rec, err := NewStoreLock(w.mem).Get(context.Background(), key)
+	if err != nil {
+		return ""
+	}
+	return rec.Holder
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestP0LockerConfigAndKeys(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  LockerConfig
+		want string
+	}{
+		{LockerConfig{}, "LockerConfig.Lock is nil"},
+		{LockerConfig{Lock: NewStoreLock(memory.New()), LeaseDuration: time.Second, RenewInterval: time.Second}, "RenewInterval 1s must be positive and less than LeaseDuration 1s"},
+		{LockerConfig{Lock: NewStoreLock(memory.New()), LeaseDuration: -time.Second}, "LeaseDuration -1s must be positive"},
+	} {
+		if _, err := NewLocker(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewLocker(%+v) = %v, want an error saying %q", tc.cfg, err, tc.want)
+		}
+	}
+	l, err := NewLocker(LockerConfig{Lock: NewStoreLock(memory.New()), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, acquire := range []func(context.Context, string) (*Held, error){l.Acquire, l.TryAcquire} {
+		if _, err := acquire(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "empty key") {
+			t.Errorf("acquiring the empty key: %v, want an error naming the empty key", err)
+		}
+	}
+}
+
+// P1, P2: a held key whose store stops answering is lost by E5's deadline, (L+R)/2 after the
+// start of its last successful renewal; one whose store fails is lost at the failed attempt
+// (E4). Done closes, Context is cancelled, the Elector stops.
+func TestP2AcquireThenLose(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fault  func(f *faultStore)
+		lostAt time.Duration
+	}{
+		// Renewals at 0, 5 s succeed; from 6 s calls hang: the renewal at 10 s never
+		// answers, and the deadline is 5 s + (L+R)/2 = 15 s, before E3's timeout (20 s).
+		{"no answer", func(f *faultStore) { f.hang = true }, 15 * time.Second},
+		// The renewal at 10 s fails: the holding ends at once (E4).
+		{"error", func(f *faultStore) { f.err = errInjected }, 10 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newWorld(t)
+				l, f := w.locker("a")
+				h, err := l.Acquire(context.Background(), "job")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h.Key() != "job" || h.Term() == 0 {
+					t.Fatalf("Key, Term = %q, %d; want job and a term", h.Key(), h.Term())
+				}
+				if term, ok := TermOf(h.Context()); !ok || term != h.Term() {
+					t.Fatalf("TermOf(Context) = %d, %v; want %d", term, ok, h.Term())
+				}
+				w.at(6 * time.Second)
+				f.set(tc.fault)
+				w.at(tc.lostAt - time.Millisecond)
+				if closed(h.Done()) {
+					t.Fatalf("Done closed before %v", tc.lostAt)
+				}
+				w.at(tc.lostAt)
+				if !closed(h.Done()) || h.Context().Err() == nil {
+					t.Fatalf("Done not closed at %v", tc.lostAt)
+				}
+				// A lost key is not taken again behind the holder's back: the Elector
+				// stops at the loss, and writes no new term once the store is back.
+				f.heal()
+				w.at(tc.lostAt + 3*testL)
+				if !closed(h.e.Done()) {
+					t.Fatal("the Elector still runs after the loss")
+				}
+				if rec, _ := NewStoreLock(w.mem).Get(context.Background(), "job"); rec.Term != h.Term() {
+					t.Fatalf("record after the loss: %+v, want no term after %d", rec, h.Term())
+				}
+				// The Elector stopped on its own at the loss; Release waits for that, and
+				// reports that the record could not be released (it expires by itself).
+				if err := h.Release(context.Background()); err == nil || !strings.Contains(err.Error(), "expires by itself") {
+					t.Fatalf("Release after the loss = %v, want the failed release reported", err)
+				}
+				if !closed(h.e.Done()) {
+					t.Fatal("the Elector still runs after the loss and Release")
+				}
+			})
+		})
+	}
+}
+
+// P1, P2: Release releases at once, and another Locker's Acquire, blocked on the key, takes
+// it within R, with a larger term. Release is idempotent.
+func TestP2ReleaseThenAcquireWithinR(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a, _ := w.locker("a")
+		b, _ := w.locker("b")
+		ha, err := a.Acquire(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *Held, 1)
+		go func() {
+			hb, err := b.Acquire(context.Background(), "job")
+			if err != nil {
+				t.Error(err)
+			}
+			got <- hb
+		}()
+		w.at(7 * time.Second)
+		if len(got) != 0 {
+			t.Fatal("b acquired a key a holds")
+		}
+		released := time.Now()
+		if err := ha.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if !closed(ha.Done()) {
+			t.Fatal("Done not closed by Release")
+		}
+		hb := <-got
+		if d := time.Since(released); d > testR {
+			t.Fatalf("b acquired %v after the release, want within R = %v", d, testR)
+		}
+		if hb.Term() <= ha.Term() {
+			t.Fatalf("b's term %d not above a's %d", hb.Term(), ha.Term())
+		}
+		if err := ha.Release(context.Background()); err != nil {
+			t.Fatalf("second Release: %v", err)
+		}
+		if h := w.holderOf("job"); h != "b" {
+			t.Fatalf("holder after a's second Release = %q, want b", h)
+		}
+		if err := hb.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if h := w.holderOf("job"); h != "" {
+			t.Fatalf("holder after b's Release = %q, want none", h)
+		}
+	})
+}
+
+// P3: TryAcquire against a live holder gives up with ErrHeld within about R (the holder's next
+// renewal), leaving nothing held and no election running.
+func TestP3TryAcquireLiveHolder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a, _ := w.locker("a")
+		b, _ := w.locker("b")
+		ha, err := a.Acquire(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.at(time.Second)
+		tr := leakcheck.New()
+		var herr error
+		tr.Do(func() { _, herr = b.TryAcquire(context.Background(), "job") })
+		if !errors.Is(herr, ErrHeld) || !strings.Contains(herr.Error(), `"job"`) {
+			t.Fatalf("TryAcquire = %v, want ErrHeld naming the key", herr)
+		}
+		if d := w.since(); d > time.Second+testR {
+			t.Fatalf("TryAcquire gave up at %v, want within R of its start (1s)", d)
+		}
+		synctest.Wait()
+		if left := tr.Running(); len(left) != 0 {
+			t.Fatalf("TryAcquire left goroutines running:\n%s", strings.Join(left, "\n\n"))
+		}
+		w.at(w.since() + 3*testL)
+		if closed(ha.Done()) || w.holderOf("job") != "a" {
+			t.Fatalf("a lost the key after a failed TryAcquire (holder %q)", w.holderOf("job"))
+		}
+		if err := ha.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// P3: TryAcquire takes over a crashed holder's record, never renewed, within L + R of its
+// write, with a larger term; a store that does not answer returns its error.
+func TestP3TryAcquireCrashedHolder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		dead, err := NewStoreLock(w.mem).Create(context.Background(), "job",
+			Record{Holder: "dead", Term: 7, AcquiredAt: time.Now(), RenewedAt: time.Now(), Duration: testL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, f := w.locker("b")
+		h, err := b.TryAcquire(context.Background(), "job")
+		if err != nil {
+			t.Fatalf("TryAcquire on a crashed holder's record: %v", err)
+		}
+		if d := w.since(); d < testL || d > testL+testR {
+			t.Fatalf("took the crashed holder's record at %v, want in [L, L+R]", d)
+		}
+		if h.Term() <= dead.Term {
+			t.Fatalf("term %d not above the crashed holder's %d", h.Term(), dead.Term)
+		}
+		if err := h.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		f.set(func(f *faultStore) { f.err = errInjected })
+		if _, err := b.TryAcquire(context.Background(), "job"); !errors.Is(err, errInjected) || errors.Is(err, ErrHeld) {
+			t.Fatalf("TryAcquire on a failing store = %v, want the store's error", err)
+		}
+	})
+}
+
+// P1: an Acquire blocked on a held key returns ctx's error when ctx ends, leaving no
+// goroutine and no write behind.
+func TestP1AcquireCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a, _ := w.locker("a")
+		b, _ := w.locker("b")
+		ha, err := a.Acquire(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev, _ := NewStoreLock(w.mem).Get(context.Background(), "job")
+		ctx, cancel := context.WithCancel(context.Background())
+		tr := leakcheck.New()
+		res := make(chan error, 1)
+		tr.Do(func() {
+			go func() {
+				_, err := b.Acquire(ctx, "job")
+				res <- err
+			}()
+		})
+		w.at(3 * time.Second)
+		if len(res) != 0 {
+			t.Fatalf("Acquire returned while the key is held: %v", <-res)
+		}
+		cancel()
+		if err := <-res; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Acquire after cancel = %v, want context.Canceled", err)
+		}
+		if d := w.since(); d != 3*time.Second {
+			t.Fatalf("Acquire returned at %v, want at once (3s)", d)
+		}
+		synctest.Wait()
+		if left := tr.Running(); len(left) != 0 {
+			t.Fatalf("Acquire left goroutines running:\n%s", strings.Join(left, "\n\n"))
+		}
+		if rec, _ := NewStoreLock(w.mem).Get(context.Background(), "job"); rec.Holder != "a" || rec.Term != rev.Term {
+			t.Fatalf("record after the cancelled Acquire: %+v, want a's, term %d", rec, rev.Term)
+		}
+		if err := ha.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// P4: 500 keys held by one Locker over one memory store are all kept over several L, and each
+// re-acquisition of a key gets a larger term.
+func TestP4ManyKeysAndTerms(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		l, _ := w.locker("a")
+		const n = 500
+		held := make([]*Held, n)
+		for i := range held {
+			h, err := l.Acquire(context.Background(), fmt.Sprintf("job-%d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			held[i] = h
+		}
+		w.at(4 * testL)
+		for i, h := range held {
+			if closed(h.Done()) {
+				t.Fatalf("key %s lost", h.Key())
+			}
+			if got := w.holderOf(h.Key()); got != "a" {
+				t.Fatalf("key %d: holder %q, want a", i, got)
+			}
+		}
+		for _, h := range held {
+			if err := h.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		last := held[0].Term()
+		for range 3 {
+			h, err := l.Acquire(context.Background(), "job-0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Term() <= last {
+				t.Fatalf("re-acquired term %d, not above %d", h.Term(), last)
+			}
+			last = h.Term()
+			if err := h.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// P5: one Locker holds a key once at a time. A second Acquire of a key it holds waits for the
+// Release, then takes the key at once, with a larger term; TryAcquire returns ErrHeld at
+// once; no two Electors of the process ever share the key (E12's warning is never logged).
+func TestP5OneKeyOnceInALocker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		var logs logCapture
+		l, err := NewLocker(LockerConfig{
+			Lock: NewStoreLock(w.mem), InstanceID: "a", LeaseDuration: testL, RenewInterval: testR, Logger: logs.logger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, err := l.Acquire(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.TryAcquire(context.Background(), "job"); !errors.Is(err, ErrHeld) || w.since() != 0 {
+			t.Fatalf("TryAcquire of a key the Locker holds = %v at %v, want ErrHeld at once", err, w.since())
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancelled := make(chan error, 1)
+		go func() {
+			_, err := l.Acquire(ctx, "job")
+			cancelled <- err
+		}()
+		got := make(chan *Held, 1)
+		go func() {
+			h, err := l.Acquire(context.Background(), "job")
+			if err != nil {
+				t.Error(err)
+			}
+			got <- h
+		}()
+		w.at(2 * testL)
+		cancel()
+		if err := <-cancelled; !errors.Is(err, context.Canceled) {
+			t.Fatalf("waiting Acquire after cancel = %v, want context.Canceled", err)
+		}
+		if len(got) != 0 || closed(first.Done()) {
+			t.Fatal("a second holding of the key while the first lasts")
+		}
+		released := w.since()
+		if err := first.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		second := <-got
+		if w.since() != released {
+			t.Fatalf("second Acquire took the key at %v, want at the release (%v)", w.since(), released)
+		}
+		if second.Term() <= first.Term() {
+			t.Fatalf("second term %d not above the first's %d", second.Term(), first.Term())
+		}
+		if err := second.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if twins := logs.find("leasehold: another process uses this instance ID: following its leadership; give each process an ID of its own"); len(twins) != 0 {
+			t.Fatalf("two Electors of the Locker shared the key: %v", twins)
+		}
+	})
+}
