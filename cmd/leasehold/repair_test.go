@@ -192,7 +192,7 @@ func TestRepairMissingRecord(t *testing.T) {
 func TestRepairRefusesLiveLeader(t *testing.T) {
 	w := newWorld(t)
 	p := w.start("a", []string{"LEASEHOLD_TEST_CMD=record"}, runArgs(w, "leader-1")...)
-	w.waitCmd(30*time.Second, "CMD-START", nil)
+	led, _ := w.waitCmd(30*time.Second, "CMD-START", nil)
 	for _, extra := range [][]string{nil, {"--force", "--min-term", "99"}} {
 		out, errOut, code, term, took := repair(t, w, extra...)
 		if code != 1 || term != 0 || !strings.Contains(errOut, `held by "leader-1"`) || !strings.Contains(errOut, "expires") {
@@ -203,8 +203,8 @@ func TestRepairRefusesLiveLeader(t *testing.T) {
 		}
 		t.Logf("repair %v of a live leader's record:\n%s%s", extra, out, errOut)
 	}
-	if doc := readRecord(t, w, "jobs"); doc["holder"] != "leader-1" || doc["term"] != 1.0 {
-		t.Errorf("the live leader's record after repair: %v", doc)
+	if doc := readRecord(t, w, "jobs"); doc["holder"] != "leader-1" || doc["term"] != float64(led.term) {
+		t.Errorf("the live leader's record after repair: %v; want it held by leader-1 at term %d", doc, led.term)
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
