@@ -86,7 +86,7 @@ func CheckURL(rawURL string) error {
 func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	c, err := parseURL(u)
 	if err != nil {
-		return nil, err
+		return nil, store.ConfigError(err)
 	}
 	db, err := sql.Open("sqlite", c.dsn())
 	if err != nil {
