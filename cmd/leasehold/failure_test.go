@@ -47,7 +47,7 @@ func TestStoreFailures(t *testing.T) {
 			want: []string{"bogus"}},
 		{name: "relative file URL", store: "file:registry.json", cmds: []string{"run", "status", "repair"},
 			want: []string{"file:registry.json", "relative path"}},
-		{name: "configuration's Registry refused", config: pgDown, cmds: []string{"run", "status"},
+		{name: "configuration's Registry refused", config: pgDown, cmds: []string{"status"},
 			want: []string{"127.0.0.1:1", "connection refused"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package main
+package storewait
 
 import (
 	"bytes"
@@ -16,10 +16,10 @@ import (
 )
 
 // C7 in fake time: a store that could not be opened is tried again after R capped at 1s, then
-// twice the last wait each time up to openBackoffMax; its calls fail with errStoreNotOpen and
+// twice the last wait each time up to openBackoffMax; its calls fail with ErrNotOpen and
 // the last failure until an attempt succeeds, then go to the store. The same failure is
 // logged once, a new one at once; the success is logged; Close ends the attempts.
-func TestPendingStoreBackoff(t *testing.T) {
+func TestBackoff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
 		var logMu sync.Mutex
@@ -41,10 +41,10 @@ func TestPendingStoreBackoff(t *testing.T) {
 			}
 			return mem, nil
 		}
-		p := newPendingStore(t.Context(), open, refused, 2*time.Second, log)
+		p := New(t.Context(), open, refused, 2*time.Second, log)
 		defer p.Close()
-		if _, err := p.Get(t.Context(), "k"); !errors.Is(err, errStoreNotOpen) || !errors.Is(err, refused) {
-			t.Fatalf("Get before the store opens: %v, want errStoreNotOpen and the failure", err)
+		if _, err := p.Get(t.Context(), "k"); !errors.Is(err, ErrNotOpen) || !errors.Is(err, refused) {
+			t.Fatalf("Get before the store opens: %v, want ErrNotOpen and the failure", err)
 		}
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -79,7 +79,7 @@ func TestPendingStoreBackoff(t *testing.T) {
 }
 
 // Close before the store opens ends the attempts: none is made after it.
-func TestPendingStoreCloseStops(t *testing.T) {
+func TestCloseStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		n := 0
@@ -89,7 +89,7 @@ func TestPendingStoreCloseStops(t *testing.T) {
 			n++
 			return nil, errors.New("connection refused")
 		}
-		p := newPendingStore(t.Context(), open, errors.New("connection refused"), time.Second, slog.New(slog.DiscardHandler))
+		p := New(t.Context(), open, errors.New("connection refused"), time.Second, slog.New(slog.DiscardHandler))
 		time.Sleep(5 * time.Second)
 		if err := p.Close(); err != nil {
 			t.Fatal(err)
