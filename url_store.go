@@ -271,6 +271,18 @@ func (s *URLStore) Store() store.Store {
 	return nil
 }
 
+// NotOpen returns, while the store Init could not open yet is being opened in the background
+// (C7), the last attempt's error; nil once it is open, and before Init or after Stop. A
+// one-shot tool that cannot wait (leasehold status) fails with it.
+func (s *URLStore) NotOpen() error {
+	if p := s.cur.Load(); p != nil {
+		if w, ok := (*p).(*storewait.Store); ok && w.Opened() == nil {
+			return w.LastErr()
+		}
+	}
+	return nil
+}
+
 // opened returns the opened store, or an error for op on key saying the service is not
 // initialized.
 func (s *URLStore) opened(op, key string) (store.Store, error) {

@@ -352,6 +352,16 @@ func (ac *appConfig) startRegistry(ctx context.Context) (*leasehold.Application,
 	if err := reg.Start(ctx); err != nil {
 		return nil, fmt.Errorf("--config %s: %w", ac.path, err)
 	}
+	// A Registry whose server does not answer is waited for by run (C7), not by a one-shot
+	// reader: it fails as the store's opening did.
+	if svc, ok := reg.Service("Registry"); ok {
+		if us, ok := svc.(*leasehold.URLStore); ok {
+			if err := us.NotOpen(); err != nil {
+				_ = reg.Stop(ctx)
+				return nil, fmt.Errorf("--config %s: service %q: %w", ac.path, "Registry", err)
+			}
+		}
+	}
 	return reg, nil
 }
 
