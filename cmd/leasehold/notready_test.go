@@ -81,3 +81,17 @@ func TestRunTryStoreNotReady(t *testing.T) {
 		t.Errorf("--try took %v, want it within L-R and the stop", took)
 	}
 }
+
+// C7: --wait D over a store that does not answer gives up at D, exit 1.
+func TestRunWaitStoreNotReady(t *testing.T) {
+	url := fmt.Sprintf("redis://127.0.0.1:%d/0", freePort(t))
+	start := time.Now()
+	stdout, stderr, code := runLeasehold(t, "run", "--wait", "1500ms", "--store", url, "--lease-duration", "2s", "--renew-interval", "500ms", "--", "true")
+	took := time.Since(start)
+	if code != exitFailure || !strings.Contains(stderr, "connection refused") || !strings.Contains(stderr, "--wait 1.5s") || stdout != "" {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 1 at --wait's end, with the store's refusal", code, stdout, stderr)
+	}
+	if took < 1500*time.Millisecond || took > 1500*time.Millisecond+3*time.Second {
+		t.Errorf("--wait 1.5s gave up after %v, want at 1.5s", took)
+	}
+}
