@@ -24,6 +24,7 @@ const (
 // first wait is R capped at one second, each next one twice the last, up to BackoffMax.
 type Backoff struct{ next time.Duration }
 
+// NewBackoff returns the schedule for an election renewing every r.
 func NewBackoff(r time.Duration) *Backoff {
 	return &Backoff{next: max(min(r, time.Second), 10*time.Millisecond)}
 }
@@ -35,7 +36,7 @@ func (b *Backoff) Wait() time.Duration {
 	return d
 }
 
-// ErrNotOpen is in the errors of a pendingStore's calls before the store opens.
+// ErrNotOpen is in the errors of a Store's calls before the store opens.
 var ErrNotOpen = errors.New("the store is not open yet")
 
 // Store is a store being opened in the background: its calls fail with ErrNotOpen
@@ -48,8 +49,10 @@ type Store struct {
 	once    sync.Once
 }
 
-// New returns a Store whose first attempt, open's, failed with first: it
-// tries again with open after the waits of openBackoff until it succeeds or the store closes.
+// New returns a Store whose first attempt, open's, failed with first: it tries again with open
+// after the waits of NewBackoff(r) until it succeeds or the Store is closed. The first failure
+// is logged at WARN, a different one at once, the same one again after LogEvery, the success
+// at INFO.
 func New(ctx context.Context, open func(context.Context) (store.Store, error), first error, r time.Duration, log *slog.Logger) *Store {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &Store{cancel: cancel, done: make(chan struct{})}
@@ -162,7 +165,7 @@ func (p *Store) Close() error {
 	return err
 }
 
-// Opened returns the open store, nil until an attempt succeeded (and after Close).
+// Opened returns the open store, nil until an attempt succeeded.
 func (p *Store) Opened() store.Store {
 	if st := p.st.Load(); st != nil {
 		return *st
