@@ -178,8 +178,8 @@ func (s *URLStore) Init(ctx context.Context, app *Application) error {
 	st, err := b.Open(ctx, u)
 	if err != nil {
 		err = wrap(err)
-		if !store.NotReady(err) || storewait.Local(u.Scheme) {
-			return err
+		if !store.NotReady(err) || storewait.Local(u.Scheme) || ctx.Err() != nil {
+			return err // bad configuration, a local store, or Init cancelled (A3)
 		}
 		// A server that cannot be reached or is not ready yet (C7): the store keeps being
 		// opened in the background, and until then its methods fail (ErrNotInitialized), so
