@@ -95,3 +95,19 @@ func TestRunWaitStoreNotReady(t *testing.T) {
 		t.Errorf("--wait 1.5s gave up after %v, want at 1.5s", took)
 	}
 }
+
+// C7 and A8 with --config: run over a Registry whose server does not answer joins the
+// election and --try gives up (exit 1) saying why; status fails at once naming the Registry.
+func TestRunConfigStoreNotReady(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "down.json", fmt.Sprintf(`
+		"Registry": {"type": "Webda/RedisStore", "url": "redis://127.0.0.1:%d/0"},
+		"cluster": {"type": "StoreClusterService", "leaseDuration": 2000, "renewInterval": 500}`, freePort(t)))
+	stdout, stderr, code := runLeasehold(t, "run", "--try", "--config", cfg, "--", "true")
+	if code != exitFailure || !strings.Contains(stderr, "the store cannot be opened yet") || !strings.Contains(stderr, "giving up") ||
+		!strings.Contains(stderr, "connection refused") || stdout != "" {
+		t.Errorf("run --try: exit %d, stdout %q, stderr:\n%s\nwant exit 1, waiting for the store then giving up", code, stdout, stderr)
+	}
+	stdout, stderr, code = runLeasehold(t, "status", "--config", cfg)
+	checkFailure(t, "status", code, stdout, stderr, `"Registry"`, "connection refused")
+}
