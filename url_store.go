@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
+	"github.com/leasehold/leasehold/internal/storewait"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -34,7 +37,10 @@ import (
 //	"Registry": {"type": "Webda/RedisStore", "urlEnv": "REGISTRY_URL"}
 //
 // Init opens the store and Stop closes it. Until then, and after Stop, the store methods fail
-// with an error saying the service is not initialized. Between the two, the service implements
+// with an error saying the service is not initialized. A store whose server cannot be reached
+// or is not ready at Init (an error without store.ErrConfig) does not fail Init: it keeps being
+// opened in the background, with a back-off, and until it opens the store methods fail with
+// ErrNotInitialized and the last failure, so an election over it follows (C7). Between the two, the service implements
 // store.Store by delegating to the opened store, so a service of such a type named Registry is
 // the application's Registry.
 type URLStore struct {
@@ -139,7 +145,7 @@ func (s *URLStore) UnmarshalJSON(data []byte) error {
 // replaced by the backend's parameters given, closing a store opened before. Errors name the
 // service type and the parameter, and never hold the URL's secrets. It does not use app, which
 // may be nil.
-func (s *URLStore) Init(ctx context.Context, _ *Application) error {
+func (s *URLStore) Init(ctx context.Context, app *Application) error {
 	b := s.backend
 	if b.Open == nil {
 		return errors.New("leasehold: a URLStore is made by NewURLStore or by a configuration")
@@ -163,15 +169,41 @@ func (s *URLStore) Init(ctx context.Context, _ *Application) error {
 		}
 		u.RawQuery = q.Encode()
 	}
+	wrap := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return fmt.Errorf("%s: %s (%s): %w", b.ServiceType, param, store.Redact(u), store.RedactError(err, u))
+	}
 	st, err := b.Open(ctx, u)
 	if err != nil {
-		return fmt.Errorf("%s: %s (%s): %w", b.ServiceType, param, store.Redact(u), store.RedactError(err, u))
+		err = wrap(err)
+		if !store.NotReady(err) || storewait.Local(u.Scheme) || ctx.Err() != nil {
+			return err // bad configuration, a local store, or Init cancelled (A3)
+		}
+		// A server that cannot be reached or is not ready yet (C7): the store keeps being
+		// opened in the background, and until then its methods fail (ErrNotInitialized), so
+		// an election over it follows.
+		log := slog.Default()
+		if app != nil {
+			log = app.Logger()
+		}
+		open := func(ctx context.Context) (store.Store, error) {
+			ctx, cancel := context.WithTimeout(ctx, openAttemptBound)
+			defer cancel()
+			st, err := b.Open(ctx, u)
+			return st, wrap(err)
+		}
+		st = storewait.New(ctx, open, err, time.Second, log)
 	}
 	if old := s.cur.Swap(&st); old != nil {
 		store.Close(*old)
 	}
 	return nil
 }
+
+// openAttemptBound bounds each attempt to open a store that was not ready at Init.
+const openAttemptBound = 10 * time.Second
 
 // rawURL returns the URL that url, urlFile or urlEnv gives, and the parameter that gave it as
 // errors name it: `parameter "url"`, `parameter "urlFile" (file PATH)` or
@@ -231,7 +263,22 @@ func (s *URLStore) Stop(context.Context) error {
 // Init and after Stop.
 func (s *URLStore) Store() store.Store {
 	if p := s.cur.Load(); p != nil {
+		if w, ok := (*p).(*storewait.Store); ok {
+			return w.Opened()
+		}
 		return *p
+	}
+	return nil
+}
+
+// NotOpen returns, while the store Init could not open yet is being opened in the background
+// (C7), the last attempt's error; nil once it is open, and before Init or after Stop. A
+// one-shot tool that cannot wait (leasehold status) fails with it.
+func (s *URLStore) NotOpen() error {
+	if p := s.cur.Load(); p != nil {
+		if w, ok := (*p).(*storewait.Store); ok && w.Opened() == nil {
+			return w.LastErr()
+		}
 	}
 	return nil
 }
@@ -245,6 +292,11 @@ func (s *URLStore) opened(op, key string) (store.Store, error) {
 	name := s.backend.ServiceType
 	if name == "" {
 		name = "store service"
+	}
+	if p := s.cur.Load(); p != nil {
+		if w, ok := (*p).(*storewait.Store); ok {
+			return nil, &store.KeyError{Op: op, Key: key, Err: fmt.Errorf("%s: %w: %w: %w", name, ErrNotInitialized, storewait.ErrNotOpen, w.LastErr())}
+		}
 	}
 	return nil, &store.KeyError{Op: op, Key: key, Err: fmt.Errorf("%s: %w", name, ErrNotInitialized)}
 }

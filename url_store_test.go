@@ -5,13 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
@@ -35,6 +38,10 @@ const fakeURLSecret = "pw-7c1e9"
 // fakeURLOpens counts the stores opened by test/FakeURLStore.
 var fakeURLOpens atomic.Int32
 
+// fakeDown makes test/FakeURLStore's opens of a URL with the parameter down fail as a server
+// that cannot be reached.
+var fakeDown atomic.Bool
+
 func init() {
 	store.Register(store.Backend{
 		Schemes:     []string{"fake", "fakes"},
@@ -43,8 +50,12 @@ func init() {
 		Params:      []string{"prefix"},
 		Open: func(_ context.Context, u *url.URL) (store.Store, error) {
 			if u.Query().Has("fail") {
-				// A driver quoting what it was given: the password must not get through.
-				return nil, fmt.Errorf("cannot log in as %s", u.User)
+				// A driver quoting what it was given: the password must not get through. A
+				// refused login is a configuration error: waiting does not cure it.
+				return nil, store.ConfigError(fmt.Errorf("cannot log in as %s", u.User))
+			}
+			if u.Query().Has("down") && fakeDown.Load() {
+				return nil, errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
 			}
 			fakeURLOpens.Add(1)
 			return &fakeURLStore{Store: memory.New(), url: u}, nil
@@ -429,5 +440,54 @@ func TestURLStoreFromFileOrEnv(t *testing.T) {
 		if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `service "Registry"`) {
 			t.Errorf("New with %s: %v, want an error naming the service and saying %s", params, err, want)
 		}
+	}
+}
+
+// C7 in the library: a Registry whose server cannot be reached at Start does not fail the
+// application's Start; until the store opens, the store methods fail with ErrNotInitialized and
+// the last failure, and the cluster service over it follows; once the server answers, the store
+// opens in the background and the instance leads through the election.
+func TestURLStoreNotReadyAtStart(t *testing.T) {
+	fakeDown.Store(true)
+	defer fakeDown.Store(false)
+	cfg, err := ParseConfig([]byte(`{"services": {
+		"Registry": {"type": "test/FakeURLStore", "url": "fake://h/d?down=1"},
+		"cluster": {"type": "StoreClusterService", "leaseDuration": 400, "renewInterval": 100}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app.SetLogger(slog.New(slog.DiscardHandler))
+	if err := app.Start(t.Context()); err != nil {
+		t.Fatalf("Start with a Registry not reachable yet: %v", err)
+	}
+	defer app.Stop(context.Background())
+	_, err = app.Registry().Get(t.Context(), "k")
+	if !errors.Is(err, ErrNotInitialized) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("Get before the store opens: %v, want ErrNotInitialized and the last failure", err)
+	}
+	led := make(chan struct{})
+	var once sync.Once
+	app.WhenLeader(func(ctx context.Context) error {
+		once.Do(func() { close(led) })
+		<-ctx.Done()
+		return nil
+	}, nil)
+	select {
+	case <-led:
+		t.Fatal("led over a store that cannot be opened")
+	case <-time.After(500 * time.Millisecond):
+	}
+	fakeDown.Store(false)
+	select {
+	case <-led:
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not lead within 10s of the store answering")
+	}
+	if _, err := app.Registry().Get(t.Context(), "k"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get once open: %v, want ErrNotFound", err)
 	}
 }

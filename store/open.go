@@ -103,14 +103,14 @@ func Backends() []Backend {
 func Open(ctx context.Context, rawURL string) (Store, error) {
 	u, err := ParseURL(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, ConfigError(err)
 	}
 	backendsMu.RLock()
 	b, ok := backends[strings.ToLower(u.Scheme)]
 	backendsMu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("store: unknown URL scheme %q in %s (known: %s)",
-			u.Scheme, Redact(u), strings.Join(Schemes(), ", "))
+		return nil, ConfigError(fmt.Errorf("store: unknown URL scheme %q in %s (known: %s)",
+			u.Scheme, Redact(u), strings.Join(Schemes(), ", ")))
 	}
 	s, err := b.Open(ctx, u)
 	if err != nil {

@@ -72,7 +72,8 @@ func storeElectorConfig(ctx context.Context, f *commonFlags, log *slog.Logger, o
 	if err := f.makeStateDir(); err != nil {
 		return nil, nil, cluster.ElectorConfig{}, err
 	}
-	st, err := openStore(ctx, f.store)
+	// A store not ready yet is waited for (C7); the first attempt has the bound of an attempt.
+	st, err := openStoreWaiting(ctx, f.store, f.leaseDuration-f.renewInterval, f.renewInterval, log)
 	if err != nil {
 		return nil, nil, cluster.ElectorConfig{}, err
 	}
@@ -351,6 +352,16 @@ func (ac *appConfig) startRegistry(ctx context.Context) (*leasehold.Application,
 	if err := reg.Start(ctx); err != nil {
 		return nil, fmt.Errorf("--config %s: %w", ac.path, err)
 	}
+	// A Registry whose server does not answer is waited for by run (C7), not by a one-shot
+	// reader: it fails as the store's opening did.
+	if svc, ok := reg.Service("Registry"); ok {
+		if us, ok := svc.(*leasehold.URLStore); ok {
+			if err := us.NotOpen(); err != nil {
+				_ = reg.Stop(ctx)
+				return nil, fmt.Errorf("--config %s: service %q: %w", ac.path, "Registry", err)
+			}
+		}
+	}
 	return reg, nil
 }
 
@@ -372,8 +383,9 @@ func applyFlags(es *leasehold.ElectionService, f *commonFlags) {
 
 // openStore opens the store of a URL. Every error it returns is a failure (exit 1), whether a
 // server refused the credentials, could not be reached, or the backend rejected a parameter
-// of the URL: the backends' errors carry no mark telling a URL they reject from a server that
-// fails, and a failure taken for bad input would bury its one line under the usage. What the
+// of the URL (store.ErrConfig marks the errors waiting cannot cure: run waits for a store that
+// is not ready, see openStoreWaiting), never bad input: a failure taken for bad input would
+// bury its one line under the usage. What the
 // command can judge without a backend (the URL's syntax and scheme) validateStore refused
 // before. store.Open's errors never show a password.
 func openStore(ctx context.Context, rawURL string) (store.Store, error) {

@@ -12,7 +12,8 @@ import (
 
 // A store that cannot be reached, that refuses the credentials, or that rejects its URL is a
 // failure: exit 1 with one line on stderr naming the store (its password hidden) and what went
-// wrong, and no usage. Exit 2 is for bad input only (TestBadInput).
+// wrong, and no usage. Exit 2 is for bad input only (TestBadInput). run waits for a store that
+// cannot be reached (C7: TestRunWaitsForStoreNotReady), and stops at once on the others.
 func TestStoreFailures(t *testing.T) {
 	dir := t.TempDir()
 	pgDown := writeConfig(t, dir, "pg-down.json", `
@@ -26,7 +27,7 @@ func TestStoreFailures(t *testing.T) {
 		cmds   []string // the subcommands to try
 		want   []string // in the one line
 	}{
-		{name: "connection refused", store: "postgres://nobody:pg-secret@127.0.0.1:1/x", cmds: []string{"run", "status", "repair"},
+		{name: "connection refused", store: "postgres://nobody:pg-secret@127.0.0.1:1/x", cmds: []string{"status", "repair"},
 			want: []string{"postgres://nobody:xxxxx@127.0.0.1:1/x", "127.0.0.1:1", "connection refused"}},
 		{name: "unknown PostgreSQL role", server: &testenv.Postgres, store: "postgres://nobody@127.0.0.1:5432/test?sslmode=disable",
 			cmds: []string{"run", "status", "repair"}, want: []string{"127.0.0.1:5432", `role "nobody" does not exist`}},
@@ -34,7 +35,7 @@ func TestStoreFailures(t *testing.T) {
 			cmds: []string{"run", "status", "repair"}, want: []string{"mysql://root:xxxxx@127.0.0.1:3306/test", "Access denied"}},
 		{name: "wrong Redis password", server: &testenv.Redis, store: "redis://nobody:redis-secret@127.0.0.1:6379/0",
 			cmds: []string{"run", "status"}, want: []string{"127.0.0.1:6379", "WRONGPASS"}},
-		{name: "Redis refused", store: "redis://127.0.0.1:1/0", cmds: []string{"run", "status"},
+		{name: "Redis refused", store: "redis://127.0.0.1:1/0", cmds: []string{"status"},
 			want: []string{"127.0.0.1:1", "connection refused"}},
 		{name: "NATS refused", store: "nats://127.0.0.1:1?dial_timeout=1s", cmds: []string{"status"},
 			want: []string{"127.0.0.1:1"}},
@@ -42,11 +43,11 @@ func TestStoreFailures(t *testing.T) {
 			want: []string{"etcd", "127.0.0.1:1"}},
 		{name: "SQLite directory missing", store: "sqlite://" + filepath.Join(dir, "nowhere", "r.db"), cmds: []string{"run", "status"},
 			want: []string{filepath.Join(dir, "nowhere", "r.db"), "unable to open"}},
-		{name: "parameter the backend rejects", store: "redis://user:redis-secret@127.0.0.1:1/0?bogus=1", cmds: []string{"status"},
+		{name: "parameter the backend rejects", store: "redis://user:redis-secret@127.0.0.1:1/0?bogus=1", cmds: []string{"run", "status"},
 			want: []string{"bogus"}},
 		{name: "relative file URL", store: "file:registry.json", cmds: []string{"run", "status", "repair"},
 			want: []string{"file:registry.json", "relative path"}},
-		{name: "configuration's Registry refused", config: pgDown, cmds: []string{"run", "status"},
+		{name: "configuration's Registry refused", config: pgDown, cmds: []string{"status"},
 			want: []string{"127.0.0.1:1", "connection refused"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

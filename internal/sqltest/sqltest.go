@@ -91,5 +91,8 @@ func Unreachable(t *testing.T, url, addr, secret string, open func(ctx context.C
 		if !strings.Contains(msg, addr) {
 			t.Errorf("%s: error does not name the address %s: %s", o.name, addr, msg)
 		}
+		if !store.NotReady(err) {
+			t.Errorf("%s: C7: a server that cannot be reached is a configuration error: %s", o.name, msg)
+		}
 	}
 }

@@ -17,7 +17,7 @@ func OpenWith[S any](ctx context.Context, name, rawURL string, open func(context
 	u, err := store.ParseURL(rawURL)
 	if err != nil {
 		var zero S
-		return zero, fmt.Errorf("%s: %w", name, err)
+		return zero, store.ConfigError(fmt.Errorf("%s: %w", name, err))
 	}
 	return OpenURLWith(ctx, name, u, open)
 }

@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"github.com/leasehold/leasehold/store"
+
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -79,16 +81,16 @@ func ExplainTLS(err error) error {
 	msg := err.Error()
 	switch {
 	case errors.As(err, &ua) || strings.Contains(msg, "certificate signed by unknown authority"):
-		return fmt.Errorf("%w (the server's certificate is not signed by an authority of the URL parameter \"ca\", or of the system when there is none)", err)
+		return store.ConfigError(fmt.Errorf("%w (the server's certificate is not signed by an authority of the URL parameter \"ca\", or of the system when there is none)", err))
 	case errors.As(err, &hn) || strings.Contains(msg, "x509: certificate is valid for") || strings.Contains(msg, "x509: cannot validate certificate"):
-		return fmt.Errorf("%w (the URL parameter \"servername\" sets the name to verify)", err)
+		return store.ConfigError(fmt.Errorf("%w (the URL parameter \"servername\" sets the name to verify)", err))
 	case errors.As(err, &ci) || strings.Contains(msg, "x509: certificate has expired") || strings.Contains(msg, "x509: certificate is not"):
-		return fmt.Errorf("%w (the server's certificate)", err)
+		return store.ConfigError(fmt.Errorf("%w (the server's certificate)", err))
 	case strings.Contains(msg, "certificate required") || strings.Contains(msg, "bad certificate") ||
 		strings.Contains(msg, "unknown certificate authority") || strings.Contains(msg, "closed by remote after TLS handshake"):
 		return fmt.Errorf("%w (the server refused the client certificate, or wants one: URL parameters \"cert\" and \"key\")", err)
 	case strings.Contains(msg, "first record does not look like a TLS handshake"):
-		return fmt.Errorf("%w (the server does not speak TLS on this port)", err)
+		return store.ConfigError(fmt.Errorf("%w (the server does not speak TLS on this port)", err))
 	}
 	return err
 }

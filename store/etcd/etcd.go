@@ -62,7 +62,7 @@ func OpenURL(ctx context.Context, u *url.URL) (*Store, error) {
 func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	cfg, prefix, err := parseConfig(u)
 	if err != nil {
-		return nil, err
+		return nil, store.ConfigError(err)
 	}
 	// The client outlives ctx, but connecting (and authenticating, which New does when the URL
 	// has a user) must not.

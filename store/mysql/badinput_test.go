@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -39,6 +40,9 @@ func TestWrongPassword(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "Access denied") {
 		t.Errorf("error does not say access was denied: %v", err)
+	}
+	if !errors.Is(err, store.ErrConfig) {
+		t.Errorf("C7: refused credentials are not a configuration error (store.ErrConfig): %v", err)
 	}
 }
 

@@ -52,11 +52,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	c, err := parseURL(u)
 	if err != nil {
-		return nil, err
+		return nil, store.ConfigError(err)
 	}
 	conn, err := mysql.NewConnector(c.driver)
 	if err != nil {
-		return nil, err
+		return nil, store.ConfigError(err)
 	}
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(c.pool.maxOpen)
@@ -66,6 +66,11 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	s := &backend{db: db, table: c.table}
 	if err := s.setup(ctx); err != nil {
 		db.Close()
+		var me *mysql.MySQLError
+		if errors.As(err, &me) && (me.Number == 1045 || me.Number == 1044 || me.Number == 1698) {
+			// Access denied (for the user, to the database): waiting does not cure it.
+			err = store.ConfigError(err)
+		}
 		return nil, driver.ExplainTLS(err)
 	}
 	return &Store{Portable: driver.New(s), b: s}, nil

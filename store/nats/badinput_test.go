@@ -68,6 +68,9 @@ func TestUnreachable(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Open on a closed port took %v", d)
 	}
+	if !store.NotReady(err) {
+		t.Errorf("C7: a server that cannot be reached is a configuration error: %v", err)
+	}
 	// A token is a credential too; store.Open's own prefix is the store package's business.
 	_, err = Open(t.Context(), "nats://tokenhunter2secret@"+addr)
 	if err == nil || strings.Contains(err.Error(), "hunter2secret") {
@@ -95,6 +98,9 @@ func TestCredentialsNotShown(t *testing.T) {
 		}
 		if !strings.Contains(strings.ToLower(err.Error()), "authorization") {
 			t.Errorf("the error does not say what went wrong: %v", err)
+		}
+		if !errors.Is(err, store.ErrConfig) {
+			t.Errorf("C7: refused credentials are not a configuration error (store.ErrConfig): %v", err)
 		}
 	}
 }

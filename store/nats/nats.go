@@ -67,7 +67,7 @@ func OpenURL(ctx context.Context, u *url.URL) (*Store, error) {
 func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	cfg, err := parseConfig(u)
 	if err != nil {
-		return nil, err
+		return nil, store.ConfigError(err)
 	}
 	if _, ok := ctx.Deadline(); !ok && cfg.dialTimeout > 0 {
 		var cancel context.CancelFunc
@@ -79,7 +79,11 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	}
 	conn, err := natsgo.Connect(cfg.servers, cfg.options...)
 	if err != nil {
-		return nil, fmt.Errorf("store/nats: connect to %s: %w", cfg.addrs, scrub(driver.ExplainTLS(err), u))
+		err = fmt.Errorf("store/nats: connect to %s: %w", cfg.addrs, scrub(driver.ExplainTLS(err), u))
+		if errors.Is(err, natsgo.ErrAuthorization) || errors.Is(err, natsgo.ErrAuthExpired) || errors.Is(err, natsgo.ErrAuthRevoked) {
+			err = store.ConfigError(err) // the server refused the credentials
+		}
+		return nil, err
 	}
 	s := &backend{conn: conn}
 	if err := s.openBucket(ctx, cfg); err != nil {

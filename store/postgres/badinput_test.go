@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -40,6 +41,9 @@ func TestWrongCredentials(t *testing.T) {
 	}
 	if !strings.Contains(msg, "no_such_user_lh") {
 		t.Errorf("error does not name the user: %s", msg)
+	}
+	if !errors.Is(err, store.ErrConfig) {
+		t.Errorf("C7: a refused user is not a configuration error (store.ErrConfig): %s", msg)
 	}
 	// The password in a query parameter is hidden too.
 	_, err = Open(t.Context(), "postgres://no_such_user_lh@"+u.Host+u.Path+"?sslmode=disable&password="+secret)

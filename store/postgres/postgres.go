@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,11 +82,11 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	u, notify, err := takeNotify(u)
 	if err != nil {
-		return nil, err
+		return nil, store.ConfigError(err)
 	}
 	cfg, table, err := parseURL(u)
 	if err != nil {
-		return nil, err
+		return nil, store.ConfigError(err)
 	}
 	return openConfig(ctx, cfg, table, notify)
 }
@@ -102,6 +103,9 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config, table string, notify b
 	// "failed to connect" error rather than under the table's creation.
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
+		if refusedCredentials(err) {
+			err = store.ConfigError(err)
+		}
 		return nil, err
 	}
 	if err := s.createTable(ctx); err != nil {
@@ -263,4 +267,12 @@ func encodeCondition(cond *driver.Condition) (string, error) {
 		return "", err
 	}
 	return encodeJSON(v)
+}
+
+// refusedCredentials reports whether err is the server's refusal of the connection's
+// credentials or authorization (SQLSTATE class 28: invalid_authorization_specification 28000,
+// invalid_password 28P01): a configuration error, which waiting does not cure.
+func refusedCredentials(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && strings.HasPrefix(pe.Code, "28")
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -87,6 +88,9 @@ func TestCredentialsNotShown(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "hunter2secret") {
 			t.Errorf("T4: the error shows the password: %v", err)
+		}
+		if !errors.Is(err, store.ErrConfig) {
+			t.Errorf("C7: refused credentials are not a configuration error (store.ErrConfig): %v", err)
 		}
 		t.Logf("error: %v", err)
 		svc, err := leasehold.NewURLStore(ServiceType)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -63,13 +64,17 @@ func OpenURL(ctx context.Context, u *url.URL) (*Store, error) {
 func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	opts, prefix, err := parseOptions(u)
 	if err != nil {
-		return nil, err
+		return nil, store.ConfigError(err)
 	}
 	client := goredis.NewClient(opts)
 	s := &backend{client: client, prefix: prefix, batch: newBatcher(client)}
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		s.client.Close()
-		return nil, fmt.Errorf("store/redis: ping %s: %w", opts.Addr, store.RedactError(driver.ExplainTLSFailure(ctx, opts.Addr, opts.TLSConfig, err), u))
+		err = fmt.Errorf("store/redis: ping %s: %w", opts.Addr, store.RedactError(driver.ExplainTLSFailure(ctx, opts.Addr, opts.TLSConfig, err), u))
+		if refusedCredentials(err) {
+			err = store.ConfigError(err)
+		}
+		return nil, err
 	}
 	return &Store{Portable: driver.New(s), b: s}, nil
 }
@@ -135,3 +140,16 @@ func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition
 
 // decode reads a stored document, refusing anything but a JSON object with ErrNotJSON.
 func decode(raw []byte) (map[string]any, error) { return driver.DecodeObject(raw, ErrNotJSON) }
+
+// refusedCredentials reports whether err is the server's refusal of the URL's credentials
+// (WRONGPASS, or NOAUTH for a URL without a password to a server that wants one): a
+// configuration error, which waiting does not cure.
+func refusedCredentials(err error) bool {
+	var re goredis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "WRONGPASS") || strings.HasPrefix(msg, "NOAUTH") ||
+		strings.Contains(msg, "invalid password") || strings.Contains(msg, "invalid username-password pair")
+}

@@ -83,10 +83,17 @@ func CheckURL(rawURL string) error {
 	return err
 }
 
-func openURL(ctx context.Context, u *url.URL) (*Store, error) {
+func openURL(ctx context.Context, u *url.URL) (s *Store, err error) {
+	// A local file has no server to wait for: every error opening it is the configuration's
+	// (a missing directory, a file that is not a database, no permission).
+	defer func() { err = store.ConfigError(err) }()
+	return openFile(ctx, u)
+}
+
+func openFile(ctx context.Context, u *url.URL) (*Store, error) {
 	c, err := parseURL(u)
 	if err != nil {
-		return nil, err
+		return nil, store.ConfigError(err)
 	}
 	db, err := sql.Open("sqlite", c.dsn())
 	if err != nil {

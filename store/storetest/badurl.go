@@ -36,5 +36,8 @@ func BadURLs(t *testing.T, secret string, cases map[string]string, open func(ctx
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Open(%s): error %q does not name %q", hide(raw), hide(err.Error()), want)
 		}
+		if store.NotReady(err) {
+			t.Errorf("Open(%s): error %q is not a configuration error (store.ErrConfig): a caller would wait for it to go away (C7)", hide(raw), hide(err.Error()))
+		}
 	}
 }
