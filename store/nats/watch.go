@@ -270,27 +270,30 @@ func (h *watchHub) fail(err error) {
 // run hands the consumer's entries to the watches of their keys until the hub fails.
 func (h *watchHub) run() {
 	updates := h.kw.Updates()
+	// take dispatches an entry received, or fails the hub when the consumer ended (false).
+	take := func(e jetstream.KeyValueEntry, ok bool) bool {
+		if !ok {
+			h.fail(errors.New("store/nats: the watch's subscription ended"))
+			return false
+		}
+		if e != nil {
+			h.dispatch(e)
+		}
+		return true
+	}
 	for {
 		select {
 		case e, ok := <-updates:
-			if !ok {
-				h.fail(errors.New("store/nats: the watch's subscription ended"))
+			if !take(e, ok) {
 				return
-			}
-			if e != nil {
-				h.dispatch(e)
 			}
 		case <-h.beatc:
 			// The entries received before the flush's answer first, then the heartbeat.
 			for drained := false; !drained; {
 				select {
 				case e, ok := <-updates:
-					if !ok {
-						h.fail(errors.New("store/nats: the watch's subscription ended"))
+					if !take(e, ok) {
 						return
-					}
-					if e != nil {
-						h.dispatch(e)
 					}
 				default:
 					drained = true
