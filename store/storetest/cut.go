@@ -22,13 +22,7 @@ import (
 // cleanups; the store is closed when the test ends.
 func CutConnection(t *testing.T, target string, open func(t *testing.T, addr string) store.Store) {
 	t.Helper()
-	p, err := tcpproxy.New(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	s := open(t, p.Addr())
-	t.Cleanup(func() { store.Close(s) })
+	p, s := openProxied(t, target, open)
 	if err := s.Create(t.Context(), "k", map[string]any{"rev": 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +31,7 @@ func CutConnection(t *testing.T, target string, open func(t *testing.T, addr str
 	for _, op := range []string{"get", "patch"} {
 		ctx, cancel := context.WithTimeout(t.Context(), deadline)
 		start := time.Now()
+		var err error
 		if op == "get" {
 			_, err = s.Get(ctx, "k")
 		} else {
@@ -85,4 +80,18 @@ func waitRecovered(t *testing.T, s store.Store, key string) time.Duration {
 		}
 		<-tick.C
 	}
+}
+
+// openProxied starts a loopback proxy to target (internal/tcpproxy: its Cut is a partition) and
+// opens a store through it with open; both are closed when the test ends.
+func openProxied(t *testing.T, target string, open func(t *testing.T, addr string) store.Store) (*tcpproxy.Proxy, store.Store) {
+	t.Helper()
+	p, err := tcpproxy.New(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	s := open(t, p.Addr())
+	t.Cleanup(func() { store.Close(s) })
+	return p, s
 }

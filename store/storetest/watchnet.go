@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/internal/tcpproxy"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -29,13 +28,7 @@ import (
 // store whose client resumes a watch where it stopped (etcd) checks that instead.
 func WatchConnectionLost(t *testing.T, target string, open func(t *testing.T, addr string) store.Store) {
 	t.Helper()
-	p, err := tcpproxy.New(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	s := open(t, p.Addr())
-	t.Cleanup(func() { store.Close(s) })
+	p, s := openProxied(t, target, open)
 	key := newKey(t)
 	mustCreate(t, s, key, map[string]any{"n": 1})
 	r := startWatch(t, s, key)
@@ -246,13 +239,7 @@ func BenchmarkWatchLatency(b *testing.B, open func(b *testing.B) store.Store) {
 func WatchHeartbeatFrozen(t *testing.T, target string, resumes bool, open func(t *testing.T, addr string) store.Store) {
 	t.Helper()
 	const every = 100 * time.Millisecond
-	p, err := tcpproxy.New(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	s := open(t, p.Addr())
-	t.Cleanup(func() { store.Close(s) })
+	p, s := openProxied(t, target, open)
 	key := newKey(t)
 	mustCreate(t, s, key, map[string]any{"n": 1})
 	ctx := store.WithHeartbeat(t.Context(), every)
