@@ -1,0 +1,52 @@
+package storecluster
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrUnavailable marks a cluster that cannot be started here: a server binary is missing or
+// refuses to run. Tests skip on it unless servers are required (testenv.Required).
+var ErrUnavailable = errors.New("storecluster: unavailable")
+
+// ErrNoFailover is returned by Cluster.Failover for a cluster that has no way to fail over on
+// request (its members elect their own leader; kill or pause the leader instead).
+var ErrNoFailover = errors.New("storecluster: this cluster does not fail over on request")
+
+// Cluster is a store running as several server processes on loopback.
+//
+// Its methods may be called from any goroutine, but a test drives one fault at a time.
+type Cluster interface {
+	// Backend is the store's URL scheme: "etcd", "nats", "redis", "postgres".
+	Backend() string
+
+	// Members are the server processes, in a fixed order. For Redis these are the data
+	// servers (primary and replicas); the Sentinels are part of the cluster's own machinery
+	// and are not faulted.
+	Members() []*Member
+
+	// URL is the store URL a client opens to reach the cluster, naming the members by
+	// addrs instead of their own client addresses when addrs is not nil (same order and
+	// length as Members): a test puts a proxy in front of each member and passes the
+	// proxies' addresses. Extra query parameters the tests need are in params (may be nil).
+	URL(addrs []string, params map[string]string) string
+
+	// Leader returns the member the cluster now treats as its leader (etcd's raft leader, the
+	// NATS stream leader of the bucket, the Redis primary, the PostgreSQL primary). It waits,
+	// until ctx ends, while the cluster has none.
+	Leader(ctx context.Context) (*Member, error)
+
+	// Failover makes another member the leader or primary, as an operator or an automatic
+	// failover would. With loseWrites, the old primary is stopped first and the writes it
+	// acknowledged but had not replicated are lost (a promoted asynchronous replica); without
+	// it, the hand-over waits for the new primary to catch up. It returns once the cluster
+	// answers writes through its new leader. ErrNoFailover when the cluster cannot.
+	Failover(ctx context.Context, loseWrites bool) error
+
+	// Restart stops every member and starts them all again on their data, and returns once
+	// the cluster answers again.
+	Restart(ctx context.Context) error
+
+	// Close stops every process and removes nothing (the directory is the caller's).
+	Close() error
+}
