@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasehold/leasehold/store"
@@ -72,7 +73,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	}
 	c, err := clientv3.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("store/etcd: connect to %s: %w", strings.Join(cfg.Endpoints, ","), store.RedactError(explainTLS(ctx, cfg, err), u))
+		return nil, refused(fmt.Errorf("store/etcd: connect to %s: %w", strings.Join(cfg.Endpoints, ","), store.RedactError(explainTLS(ctx, cfg, err), u)), err)
 	}
 	pctx := ctx
 	if _, ok := ctx.Deadline(); !ok && cfg.DialTimeout > 0 {
@@ -83,10 +84,24 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	// The client connects lazily: a first request tells an unreachable cluster at once.
 	if _, err := c.Get(pctx, prefix, clientv3.WithCountOnly(), clientv3.WithLimit(1)); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("store/etcd: no answer from %s: %w", strings.Join(cfg.Endpoints, ","), store.RedactError(explainTLS(ctx, cfg, err), u))
+		return nil, refused(fmt.Errorf("store/etcd: no answer from %s: %w", strings.Join(cfg.Endpoints, ","), store.RedactError(explainTLS(ctx, cfg, err), u)), err)
 	}
 	b := &backend{client: c, prefix: prefix}
 	return &Store{Portable: driver.New(b), b: b}, nil
+}
+
+// refused returns wrapped, the error of an Open that failed with cause, marked as a
+// configuration error when cause is the cluster's refusal of the URL's credentials: a wrong
+// user or password, none where authentication is on, or a user without permission on the
+// prefix. Waiting does not cure those (C7, A8).
+func refused(wrapped, cause error) error {
+	for e := cause; e != nil; e = errors.Unwrap(e) {
+		switch rpctypes.Error(e) {
+		case rpctypes.ErrAuthFailed, rpctypes.ErrUserEmpty, rpctypes.ErrPermissionDenied, rpctypes.ErrInvalidAuthToken:
+			return store.ConfigError(wrapped)
+		}
+	}
+	return wrapped
 }
 
 // Close closes the connections to the cluster.

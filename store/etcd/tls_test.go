@@ -1,6 +1,7 @@
 package etcd
 
 import (
+	"errors"
 	"net/url"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/leasehold/leasehold/internal/testcerts"
 	"github.com/leasehold/leasehold/internal/tlstest"
+	"github.com/leasehold/leasehold/store"
 )
 
 // tlsEtcd is an embedded etcd serving its clients over TLS only, requiring a client
@@ -128,4 +130,15 @@ func testTLSOpen(t *testing.T, srv *tlsEtcd) {
 		tlstest.Refused("unreadable CA", srv.url("root", "ca", filepath.Join(c.Dir, "nope.pem"), "password_file", pwFile), `"ca"`, "nope.pem"),
 		tlstest.Refused("key of another certificate", srv.url("root", "ca", c.CA, "cert", c.ClientCert, "key", c.OtherKey), `"cert" and "key"`, "does not match"),
 	})
+
+	// C7: refused credentials stop a start; waiting does not cure them.
+	for name, raw := range map[string]string{
+		"wrong password": srv.url("root", append(full, "password_file", wrongPW)...),
+		"no password":    srv.url("", full...),
+	} {
+		_, err := openStore(t.Context(), raw)
+		if !errors.Is(err, store.ErrConfig) {
+			t.Errorf("C7: %s: the error is not a configuration error (store.ErrConfig): %v", name, err)
+		}
+	}
 }
