@@ -361,6 +361,13 @@ func (c *RedisCluster) failoverLosing(ctx context.Context, old, next *Member) er
 	return c.demote(ctx, old, next)
 }
 
+// WaitPromoted returns when the Sentinels name another primary than old, and it answers as
+// a master: the moment from which a client can find it.
+func (c *RedisCluster) WaitPromoted(ctx context.Context, old *Member) (*Member, error) {
+	next := c.other(old)
+	return next, c.waitPromoted(ctx, next)
+}
+
 // sentinelFailover asks a Sentinel to fail over, again while it answers that it cannot yet
 // (a failover in progress, a replica not yet seen as good).
 func (c *RedisCluster) sentinelFailover(ctx context.Context) error {
@@ -402,16 +409,43 @@ func (c *RedisCluster) waitPromoted(ctx context.Context, m *Member) error {
 }
 
 // demote makes old a replica of primary at once, as the Sentinels would at their next look at
-// it, and writes that into its configuration file.
+// it: REPLICAOF, CONFIG REWRITE, and the connections of its clients closed (normal and
+// Pub/Sub), so that they connect again and find the primary.
 func (c *RedisCluster) demote(ctx context.Context, old, primary *Member) error {
 	h, p, _ := net.SplitHostPort(primary.Addr)
-	if _, err := respDo(ctx, old.Addr, "REPLICAOF", h, p); err != nil {
-		return fmt.Errorf("storecluster: REPLICAOF on %s: %w", old.Name, err)
-	}
-	if _, err := respDo(ctx, old.Addr, "CONFIG", "REWRITE"); err != nil {
-		return fmt.Errorf("storecluster: CONFIG REWRITE on %s: %w", old.Name, err)
+	for _, cmd := range [][]string{
+		{"REPLICAOF", h, p},
+		{"CONFIG", "REWRITE"},
+		{"CLIENT", "KILL", "TYPE", "normal"},
+		{"CLIENT", "KILL", "TYPE", "pubsub"},
+	} {
+		if _, err := respDo(ctx, old.Addr, cmd...); err != nil {
+			return fmt.Errorf("storecluster: %s on %s: %w", strings.Join(cmd, " "), old.Name, err)
+		}
 	}
 	return nil
+}
+
+// Rejoin starts m, a data server that was killed, and makes it a replica of the primary (it
+// would come back as the primary it was, with the data it alone had, until the Sentinels
+// turned it into a replica), and waits until it is in sync and every Sentinel counts on it.
+func (c *RedisCluster) Rejoin(ctx context.Context, m *Member) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, err := c.Leader(ctx)
+	if err != nil {
+		return err
+	}
+	if p == m {
+		return fmt.Errorf("storecluster: the Sentinels still name %s the primary", m.Name)
+	}
+	if err := m.Start(ctx); err != nil {
+		return err
+	}
+	if err := c.demote(ctx, m, p); err != nil {
+		return err
+	}
+	return c.waitReplica(ctx, p, m, true)
 }
 
 // waitReplica waits until replica is replicating from primary with its link up and, with

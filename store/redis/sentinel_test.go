@@ -1,0 +1,309 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/storecluster"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest"
+)
+
+// TestSentinel runs the store over Redis with a replica behind three Sentinels
+// (storecluster.StartRedis), one cluster for its subtests, which run in order: each leaves
+// the cluster whole (a primary, its replica in sync).
+func TestSentinel(t *testing.T) {
+	c := startSentinels(t)
+	t.Run("Conformance", func(t *testing.T) {
+		s := openSentinel(t, sentinelURL(t, c, nil))
+		storetest.Run(t, func(*testing.T) store.Store { return s })
+	})
+	t.Run("WaitReplicas", func(t *testing.T) { testWaitReplicas(t, c) })
+	t.Run("WatchFollowsPrimary", func(t *testing.T) { testWatchFollowsPrimary(t, c) })
+	t.Run("Election", func(t *testing.T) { testElection(t, c) })
+	t.Run("LostWrites", func(t *testing.T) { testLostWrites(t, c) })
+}
+
+func ready(t *testing.T, c *storecluster.RedisCluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testWaitReplicas: with wait_replicas=1, a write the replica does not acknowledge within
+// wait_timeout (the replica stopped) is an unknown outcome (ErrNotReplicated, no store
+// sentinel), though the primary made it; an answer that made no write stays definite.
+func testWaitReplicas(t *testing.T, c *storecluster.RedisCluster) {
+	ready(t, c)
+	s := openSentinel(t, sentinelURL(t, c, map[string]string{"wait_replicas": "1", "wait_timeout": "100ms"}))
+	ctx := t.Context()
+	if err := s.Create(ctx, "k", map[string]any{"rev": 1}); err != nil {
+		t.Fatalf("Create with the replica up: %v", err)
+	}
+	if err := s.Patch(ctx, "k", map[string]any{"rev": 2}, &store.Condition{Field: "rev", Value: 1}); err != nil {
+		t.Fatalf("Patch with the replica up: %v", err)
+	}
+	p, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := c.Members()[0]
+	if replica == p {
+		replica = c.Members()[1]
+	}
+	if err := replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer replica.Resume()
+
+	start := time.Now()
+	err = s.Patch(ctx, "k", map[string]any{"rev": 3}, &store.Condition{Field: "rev", Value: 2})
+	took := time.Since(start)
+	if !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("Patch with the replica stopped: %v, want ErrNotReplicated", err)
+	}
+	for _, sentinel := range []error{store.ErrConditionFailed, store.ErrNotFound, store.ErrExists} {
+		if errors.Is(err, sentinel) {
+			t.Errorf("T7: the unreplicated write's error holds %v: %v", sentinel, err)
+		}
+	}
+	t.Logf("unreplicated Patch: %v after %v", err, took.Round(time.Millisecond))
+	if err := s.Create(ctx, "k2", map[string]any{"rev": 1}); !errors.Is(err, ErrNotReplicated) {
+		t.Errorf("Create with the replica stopped: %v, want ErrNotReplicated", err)
+	}
+	// No write, nothing to wait for: the answer is the primary's.
+	if err := s.Patch(ctx, "k", map[string]any{"rev": 9}, &store.Condition{Field: "rev", Value: 1}); !errors.Is(err, store.ErrConditionFailed) {
+		t.Errorf("Patch on a stale revision with the replica stopped: %v, want ErrConditionFailed", err)
+	}
+	if err := s.Create(ctx, "k", map[string]any{"rev": 1}); !errors.Is(err, store.ErrExists) {
+		t.Errorf("Create of an existing key with the replica stopped: %v, want ErrExists", err)
+	}
+	if err := replica.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	// The primary made the write: unknown was true, not "failed".
+	if doc, err := s.Get(ctx, "k"); err != nil || doc["rev"] != float64(3) {
+		t.Errorf("Get after the unreplicated Patch: %v, %v, want rev 3 (on the primary)", doc, err)
+	}
+	// Once the replica is back, the writes are acknowledged again.
+	ready(t, c)
+	if err := s.Patch(ctx, "k", map[string]any{"rev": 4}, &store.Condition{Field: "rev", Value: 3}); err != nil {
+		t.Errorf("Patch with the replica back: %v", err)
+	}
+}
+
+// testWatchFollowsPrimary: a watch, watched again after each error as the Elector does, sees
+// the writes made after a failover (the old primary demoted) and after the primary's death.
+func testWatchFollowsPrimary(t *testing.T, c *storecluster.RedisCluster) {
+	ready(t, c)
+	raw := sentinelURL(t, c, nil)
+	s := openSentinel(t, raw)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	latest, failures := 0.0, 0
+	seen := make(chan struct{}, 1)
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		for ctx.Err() == nil {
+			err := store.Watch(ctx, s, "w", func(ch store.Change) {
+				if ch.Found {
+					mu.Lock()
+					latest, _ = ch.Doc["v"].(float64)
+					mu.Unlock()
+					select {
+					case seen <- struct{}{}:
+					default:
+					}
+				}
+			})
+			if ctx.Err() == nil {
+				mu.Lock()
+				failures++
+				mu.Unlock()
+				t.Logf("watch ended: %v", err)
+				select {
+				case <-ctx.Done():
+				case <-time.After(100 * time.Millisecond): // as an Elector watches again after a while
+				}
+			}
+		}
+	}()
+	defer func() { cancel(); <-watchDone }()
+	write := func(v float64) {
+		t.Helper()
+		for {
+			c, cancel := context.WithTimeout(ctx, time.Second)
+			err := s.Patch(c, "w", map[string]any{"v": v}, nil)
+			if errors.Is(err, store.ErrNotFound) {
+				err = s.Create(c, "w", map[string]any{"v": v})
+			}
+			cancel()
+			if err == nil {
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("write %v: %v", v, err)
+			}
+			time.Sleep(50 * time.Millisecond) // the client finding the new primary
+		}
+	}
+	waitSeen := func(v float64) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for {
+			mu.Lock()
+			got := latest
+			mu.Unlock()
+			if got == v {
+				return time.Since(start)
+			}
+			select {
+			case <-seen:
+			case <-ctx.Done():
+				t.Fatalf("the watch never saw v=%v (latest %v)", v, got)
+			}
+		}
+	}
+	write(1)
+	waitSeen(1)
+
+	if err := c.Failover(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	write(2)
+	t.Logf("after Failover(false): the watch saw the next write %v after it", waitSeen(2).Round(time.Millisecond))
+
+	ready(t, c)
+	old, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitPromoted(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	write(3)
+	t.Logf("after the primary's death: the watch saw the next write %v after it", waitSeen(3).Round(time.Millisecond))
+	if err := c.Rejoin(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if failures < 2 {
+		t.Errorf("the watch failed %d times over a failover and a primary's death: it stayed on an old primary", failures)
+	}
+}
+
+// testElection: three Electors over the Sentinel URL. After a failover (Failover(false)) and
+// after the primary's death, an instance leads again within L + R of the promotion (the
+// moment the Sentinels name the new primary and it answers as a master); never two at once.
+func testElection(t *testing.T, c *storecluster.RedisCluster) {
+	ready(t, c)
+	el := startElection(t, sentinelURL(t, c, nil))
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	first := el.leading("a first leader", 0, time.Time{})
+	t.Logf("%s leads", first.ev.Instance)
+	bound := sentinelL + sentinelR + sentinelSlack
+
+	old, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := el.mark()
+	promoted := promotion(t, c, old)
+	start := time.Now()
+	if err := c.Failover(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	at := <-promoted
+	s := el.leading("a leader after Failover(false)", from, at)
+	if d := s.ev.Time.Sub(at); d > bound {
+		t.Errorf("after Failover(false), %s renewed as the leader %v after the promotion, want at most L+R = %v (+ slack)", s.ev.Instance, d, sentinelL+sentinelR)
+	}
+	t.Logf("Failover(false): promoted %v after it began; %s leads, renewing %v after the promotion (bound L+R+slack = %v)",
+		at.Sub(start).Round(time.Millisecond), s.ev.Instance, s.ev.Time.Sub(at).Round(time.Millisecond), bound)
+
+	ready(t, c)
+	old, err = c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from = el.mark()
+	promoted = promotion(t, c, old)
+	killed := time.Now()
+	if err := old.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	at = <-promoted
+	s = el.leading("a leader after the primary's death", from, at)
+	if d := s.ev.Time.Sub(at); d > bound {
+		t.Errorf("after the primary's death, %s renewed as the leader %v after the promotion, want at most L+R = %v (+ slack)", s.ev.Instance, d, sentinelL+sentinelR)
+	}
+	t.Logf("primary killed: promoted %v after the kill; %s leads, renewing %v after the promotion (bound L+R+slack = %v)",
+		at.Sub(killed).Round(time.Millisecond), s.ev.Instance, s.ev.Time.Sub(at).Round(time.Millisecond), bound)
+	if err := c.Rejoin(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("timeline:\n%s", el.timeline())
+}
+
+// testLostWrites: Failover(true) without wait_replicas loses the renewals the primary
+// acknowledged while the replica was stopped: the record goes back to an older revision. The
+// test shows what the election does then; never two leaders at once.
+func testLostWrites(t *testing.T, c *storecluster.RedisCluster) {
+	ready(t, c)
+	raw := sentinelURL(t, c, nil)
+	el := startElection(t, raw)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	lead := el.leading("a first leader", 0, time.Time{})
+	stop := recordHistory(t, raw, strings.ReplaceAll(t.Name(), "/", "-"))
+	from := el.mark()
+	start := time.Now()
+	if err := c.Failover(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	done := time.Now()
+	after := el.leading("a leader after Failover(true)", from, done)
+	time.Sleep(2 * sentinelL) // let the election run on the rolled-back record: nothing to wait for
+	hist := stop()
+	// A rollback: a revision seen again after another one.
+	pos := map[string]int{}
+	rollback := -1
+	for i, h := range hist {
+		if j, ok := pos[h.rev]; ok && j < i-1 && rollback < 0 {
+			rollback = i
+		}
+		if _, ok := pos[h.rev]; !ok {
+			pos[h.rev] = i
+		}
+	}
+	var b strings.Builder
+	for _, h := range hist {
+		fmt.Fprintf(&b, "%6d rev=%s holder=%s term=%d\n", h.at.Sub(start).Milliseconds(), h.rev[:8], h.holder, h.term)
+	}
+	t.Logf("the record's revisions as read every 10 ms (ms since Failover(true) began):\n%s", b.String())
+	if rollback < 0 {
+		t.Errorf("no revision came back after a later one: Failover(true) lost no acknowledged renewal")
+	} else {
+		h := hist[rollback]
+		t.Logf("rolled back at %v to revision %s (holder %s, term %d), first seen %v",
+			h.at.Sub(start).Round(time.Millisecond), h.rev[:8], h.holder, h.term, hist[pos[h.rev]].at.Sub(start).Round(time.Millisecond))
+	}
+	t.Logf("%s led before; %s leads after, renewing %v after Failover(true) returned (it took %v)",
+		lead.ev.Instance, after.ev.Instance, after.ev.Time.Sub(done).Round(time.Millisecond), done.Sub(start).Round(time.Millisecond))
+	t.Logf("events from Failover(true) on:\n%s", el.timelineFrom(from))
+}
