@@ -77,6 +77,61 @@ type election struct {
 	mu        sync.Mutex
 	events    []sample
 	callbacks []leaderCall
+	replaced  map[string]time.Time // revisions a successful Update replaced, and when
+	rollbacks []rollback
+}
+
+// rollback is a revision an instance read, or wrote on, after an acknowledged Update had
+// replaced it: the record went back.
+type rollback struct {
+	id, rev string
+	at      time.Time
+	op      string
+}
+
+// recordingLock is an instance's Lock, recording the revisions it reads and replaces.
+type recordingLock struct {
+	cluster.Lock
+	w  cluster.Watcher
+	el *election
+	id string
+}
+
+func (l recordingLock) Get(ctx context.Context, name string) (cluster.Record, error) {
+	start := time.Now()
+	r, err := l.Lock.Get(ctx, name)
+	if err == nil {
+		l.el.saw(l.id, "read", r.Revision, start)
+	}
+	return r, err
+}
+
+func (l recordingLock) Update(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
+	prev, start := r.Revision, time.Now()
+	u, err := l.Lock.Update(ctx, name, r)
+	if err == nil {
+		l.el.saw(l.id, "wrote on", prev, start)
+		l.el.mu.Lock()
+		if _, ok := l.el.replaced[prev]; !ok {
+			l.el.replaced[prev] = time.Now()
+		}
+		l.el.mu.Unlock()
+	}
+	return u, err
+}
+
+func (l recordingLock) Watch(ctx context.Context, name string, fn func(cluster.Record, error)) error {
+	return l.w.Watch(ctx, name, fn)
+}
+
+// saw notes a revision read or written on by a call that started at start: a rollback when
+// an acknowledged Update had replaced it before.
+func (el *election) saw(id, op, rev string, start time.Time) {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	if at, ok := el.replaced[rev]; ok && at.Before(start) {
+		el.rollbacks = append(el.rollbacks, rollback{id: id, rev: rev, at: time.Now(), op: op})
+	}
 }
 
 type electionInst struct {
@@ -98,13 +153,14 @@ type leaderCall struct {
 
 func startElection(t *testing.T, raw string) *election {
 	t.Helper()
-	el := &election{t: t, start: time.Now(), notify: make(chan struct{}, 1)}
+	el := &election{t: t, start: time.Now(), notify: make(chan struct{}, 1), replaced: map[string]time.Time{}}
 	logger := slog.New(slog.NewTextHandler(&el.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	lease := strings.ReplaceAll(t.Name(), "/", "-")
 	for i := range 3 {
 		in := &electionInst{id: fmt.Sprintf("i%d", i+1), s: openSentinel(t, raw)}
+		lock := cluster.NewStoreLock(in.s)
 		e, err := cluster.NewElector(cluster.ElectorConfig{
-			Lock:          cluster.NewStoreLock(in.s),
+			Lock:          recordingLock{Lock: lock, w: lock.(cluster.Watcher), el: el, id: in.id},
 			LeaseName:     lease,
 			LeaseDuration: sentinelL,
 			RenewInterval: sentinelR,
@@ -290,51 +346,6 @@ func promotion(t *testing.T, c *storecluster.RedisCluster, old *storecluster.Mem
 		ch <- time.Now()
 	}()
 	return ch
-}
-
-// recordHistory polls the lease's record every 10 ms through its own store, and returns the
-// revisions seen, in order, each once per run; stop ends it.
-func recordHistory(t *testing.T, raw, lease string) (stop func() []revisionSeen) {
-	s := openSentinel(t, raw)
-	lock := cluster.NewStoreLock(s)
-	done := make(chan struct{})
-	var mu sync.Mutex
-	var seen []revisionSeen
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-			r, err := lock.Get(ctx, lease)
-			cancel()
-			if err == nil {
-				mu.Lock()
-				if len(seen) == 0 || seen[len(seen)-1].rev != r.Revision {
-					seen = append(seen, revisionSeen{r.Revision, r.Holder, r.Term, time.Now()})
-				}
-				mu.Unlock()
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(10 * time.Millisecond): // sampling, not waiting for an event
-			}
-		}
-	}()
-	return func() []revisionSeen {
-		close(done)
-		<-finished
-		mu.Lock()
-		defer mu.Unlock()
-		return seen
-	}
-}
-
-type revisionSeen struct {
-	rev    string
-	holder string
-	term   uint64
-	at     time.Time
 }
 
 type syncLog struct {
