@@ -46,6 +46,9 @@ func parseSentinel(u *url.URL) (*settings, error) {
 	if sentinelUser != "" && !hasSentinelPassword {
 		return nil, errors.New("store/redis: URL parameter \"sentinel_user\" needs \"sentinel_password_file\", the file of its password")
 	}
+	if tls := strings.ToLower(q.Get("tls")); strings.EqualFold(u.Scheme, sentinelTLSScheme) && (tls == "false" || tls == "0") {
+		return nil, fmt.Errorf("store/redis: URL parameter \"tls\" is false, but the scheme %s is TLS", sentinelTLSScheme)
+	}
 	addrs, err := sentinelAddrs(u.Host)
 	if err != nil {
 		return nil, err
