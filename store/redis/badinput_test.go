@@ -122,13 +122,13 @@ func TestBadURL(t *testing.T) {
 		// Several hosts: Sentinel has its own scheme; Redis Cluster is not supported.
 		"redis://:pw-hunter2secret@127.0.0.1:6379,127.0.0.1:6380/0": "Redis Cluster is not supported",
 		// WAIT after each write.
-		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=-1":                                          `"wait_replicas"`,
-		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=one":                                         `"wait_replicas"`,
-		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_timeout=100ms":                                        `"wait_timeout" without "wait_replicas"`,
-		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=1&wait_timeout=0":                            `"wait_timeout"`,
-		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=1&wait_timeout=100":                          `"wait_timeout"`,
-		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=1&wait_timeout=500us":                        `"wait_timeout"`,
-		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=1&wait_timeout=5s":                           `"wait_timeout" (5s) is not shorter than read_timeout`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=-1":                                                   `"wait_replicas"`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=one":                                                  `"wait_replicas"`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_timeout=100ms":                                                 `"wait_timeout" without "wait_replicas"`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=1&wait_timeout=0":                                     `"wait_timeout"`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=1&wait_timeout=100":                                   `"wait_timeout"`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=1&wait_timeout=500us":                                 `"wait_timeout"`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=1&wait_timeout=5s":                                    `"wait_timeout" (5s) is not shorter than read_timeout`,
 		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0?master=m&wait_replicas=1&wait_timeout=2s&read_timeout=1s": "is not shorter than read_timeout (1s)",
 		// Sentinel URLs.
 		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0":                                                 `"master" is missing`,
