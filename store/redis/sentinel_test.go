@@ -3,6 +3,10 @@ package redis
 import (
 	"context"
 	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"slices"
 	"sync"
 	"testing"
@@ -22,6 +26,7 @@ func TestSentinel(t *testing.T) {
 		s := openSentinel(t, sentinelURL(t, c, nil))
 		storetest.Run(t, func(*testing.T) store.Store { return s })
 	})
+	t.Run("CredentialsNotShown", func(t *testing.T) { testSentinelCredentials(t, c) })
 	t.Run("WaitReplicas", func(t *testing.T) { testWaitReplicas(t, c) })
 	t.Run("WatchFollowsPrimary", func(t *testing.T) { testWatchFollowsPrimary(t, c) })
 	t.Run("Election", func(t *testing.T) { testElection(t, c) })
@@ -29,6 +34,46 @@ func TestSentinel(t *testing.T) {
 	t.Run("LostWritesWaitReplicas", func(t *testing.T) {
 		testLostWrites(t, c, map[string]string{"wait_replicas": "1", "wait_timeout": "50ms"})
 	})
+}
+
+// testSentinelCredentials: credentials the Sentinels (which have none) or the servers refuse
+// fail Open with a configuration error that shows neither the URL's password nor the
+// Sentinels' (T4, N2); go-redis's log lines are checked by TestMain.
+func testSentinelCredentials(t *testing.T, c *storecluster.RedisCluster) {
+	pw := filepath.Join(t.TempDir(), "sentinel-pw")
+	if err := os.WriteFile(pw, []byte("sen-hunter2secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, params := range map[string]map[string]string{
+		"sentinel":        {"sentinel_user": "nosuchuser", "sentinel_password_file": pw},
+		"server":          {},
+		"server, password in a file": {"password_file": pw},
+	} {
+		raw := sentinelURL(t, c, params)
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.UserPassword("nosuchuser", "pw-hunter2secret")
+		if params["password_file"] != "" {
+			u.User = url.User("nosuchuser")
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		s, err := Open(ctx, u.String())
+		cancel()
+		if err == nil {
+			s.Close()
+			t.Errorf("%s: Open with refused credentials succeeded", name)
+			continue
+		}
+		t.Logf("%s: %v", name, err)
+		if strings.Contains(err.Error(), "hunter2secret") {
+			t.Errorf("T4: %s: the error shows a password: %v", name, err)
+		}
+		if !errors.Is(err, store.ErrConfig) {
+			t.Errorf("C7: %s: refused credentials are not a configuration error: %v", name, err)
+		}
+	}
 }
 
 func ready(t *testing.T, c *storecluster.RedisCluster) {
