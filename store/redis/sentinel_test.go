@@ -6,8 +6,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,8 +45,8 @@ func testSentinelCredentials(t *testing.T, c *storecluster.RedisCluster) {
 		t.Fatal(err)
 	}
 	for name, params := range map[string]map[string]string{
-		"sentinel":        {"sentinel_user": "nosuchuser", "sentinel_password_file": pw},
-		"server":          {},
+		"sentinel":                   {"sentinel_user": "nosuchuser", "sentinel_password_file": pw},
+		"server":                     {},
 		"server, password in a file": {"password_file": pw},
 	} {
 		raw := sentinelURL(t, c, params)
