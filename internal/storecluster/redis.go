@@ -45,6 +45,11 @@ type RedisCluster struct {
 	members   []*Member // primary first, then the replica, as started
 	sentinels []*Member
 
+	// AfterReplicaStopped, when set, is called by Failover(true) once the replica is stopped
+	// and cut from the primary, before the 1 s during which the primary goes on alone: what a
+	// test writes then is acknowledged and lost.
+	AfterReplicaStopped func()
+
 	mu sync.Mutex // one fault at a time
 }
 
@@ -339,6 +344,9 @@ func (c *RedisCluster) failoverLosing(ctx context.Context, old, next *Member) er
 	}()
 	if _, err := respDo(ctx, old.Addr, "CLIENT", "KILL", "TYPE", "replica"); err != nil {
 		return fmt.Errorf("storecluster: drop the replica's connection on %s: %w", old.Name, err)
+	}
+	if c.AfterReplicaStopped != nil {
+		c.AfterReplicaStopped()
 	}
 	select {
 	case <-ctx.Done():

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/storecluster"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
@@ -31,6 +32,7 @@ func TestSentinel(t *testing.T) {
 	t.Run("WatchFollowsPrimary", func(t *testing.T) { testWatchFollowsPrimary(t, c) })
 	t.Run("Election", func(t *testing.T) { testElection(t, c) })
 	t.Run("LostWrites", func(t *testing.T) { testLostWrites(t, c, nil) })
+	t.Run("LostTakeover", func(t *testing.T) { testLostTakeover(t, c) })
 	t.Run("LostWritesWaitReplicas", func(t *testing.T) {
 		testLostWrites(t, c, map[string]string{"wait_replicas": "1", "wait_timeout": "50ms"})
 	})
@@ -340,4 +342,66 @@ func testLostWrites(t *testing.T, c *storecluster.RedisCluster, params map[strin
 	t.Logf("%s led before; %s leads after, renewing %v after Failover(true) returned (it took %v)",
 		lead.ev.Instance, after.ev.Instance, after.ev.Time.Sub(done).Round(time.Millisecond), done.Sub(start).Round(time.Millisecond))
 	t.Logf("events from Failover(true) on:\n%s", el.timelineFrom(from))
+}
+
+// testLostTakeover: a handover (the leader resigns to another instance, R1, R2) made while
+// the replica is stopped, then lost by Failover(true) without wait_replicas, with a lease long
+// enough (L = 8s, R = 2s) that the new leader's deadline (E5) outlasts the failover. The record
+// goes back to the resigner's, before the request: the new leader's next attempt finds it held
+// by the resigner and stops leading; the resigner, which remembers its release, takes it back
+// only once its own D has passed since then (R4); the third instance counts the rolled-back
+// revision as new (E6). So nobody leads for a while, and never two at once.
+func testLostTakeover(t *testing.T, c *storecluster.RedisCluster) {
+	ready(t, c)
+	const l, r = 8 * time.Second, 2 * time.Second
+	el := startElectionTimed(t, sentinelURL(t, c, nil), l, r, 0)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	first := el.leading("a first leader", 0, time.Time{})
+	from, to := first.ev.Instance, "i1"
+	if from == "i1" {
+		to = "i2"
+	}
+	var handedAt time.Time
+	c.AfterReplicaStopped = func() {
+		mark := el.mark()
+		var lock cluster.Lock
+		for _, in := range el.insts {
+			if in.id == from {
+				lock = recordingLock{Lock: cluster.NewStoreLock(in.s), el: el, id: "resign"}
+			}
+		}
+		if _, err := cluster.Resign(ctx, lock, el.lease, to); err != nil {
+			t.Errorf("Resign: %v", err)
+			return
+		}
+		el.waitFor(to+" taking over", mark, 30*time.Second, func(s sample) bool {
+			return s.ev.Instance == to && s.ev.Kind == cluster.BecameLeader
+		})
+		handedAt = time.Now()
+	}
+	defer func() { c.AfterReplicaStopped = nil }()
+	mark := el.mark()
+	if err := c.Failover(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	done := time.Now()
+	stopped := el.waitFor(to+" stopping after the failover", mark, 60*time.Second, func(s sample) bool {
+		return s.ev.Instance == to && s.ev.Kind == cluster.StoppedLeading
+	})
+	again := el.waitFor("a leader after the failover", mark, 60*time.Second, func(s sample) bool {
+		return s.ev.Kind == cluster.BecameLeader && s.ev.Time.After(stopped.ev.Time)
+	})
+	overlaps := el.finish()
+	el.mu.Lock()
+	rollbacks := len(el.rollbacks)
+	el.mu.Unlock()
+	t.Logf("%s handed over to %s at %v; Failover(true) returned %v later; %s stopped leading (%s) %v after that; %s led again %v after that (%v after the handover); %d reads or writes on a rolled-back revision; overlaps %v",
+		from, to, handedAt.Sub(el.start).Round(time.Millisecond), done.Sub(handedAt).Round(time.Millisecond),
+		to, stopped.ev.Reason, stopped.ev.Time.Sub(done).Round(time.Millisecond),
+		again.ev.Instance, again.ev.Time.Sub(stopped.ev.Time).Round(time.Millisecond), again.ev.Time.Sub(handedAt).Round(time.Millisecond), rollbacks, overlaps)
+	t.Logf("events from the failover on:\n%s", el.timelineFrom(mark))
+	if rollbacks == 0 {
+		t.Errorf("the handover was not lost")
+	}
 }
