@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,23 +119,99 @@ func TestBadURL(t *testing.T) {
 		"redis://:pw-hunter2secret@127.0.0.1:6379/notanumber":          "database",
 		"redis://:pw-hunter2secret@127.0.0.1:6379/0?dial_timeout=soon": "dial_timeout",
 		"redis://:pw-hunter2secret@127.0.0.1:6379/0?max_retries=3":     "max_retries",
+		// Several hosts: Sentinel has its own scheme; Redis Cluster is not supported.
+		"redis://:pw-hunter2secret@127.0.0.1:6379,127.0.0.1:6380/0": "Redis Cluster is not supported",
+		// WAIT after each write.
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=-1":                                                   `"wait_replicas"`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=one":                                                  `"wait_replicas"`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_timeout=100ms":                                                 `"wait_timeout" without "wait_replicas"`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=1&wait_timeout=0":                                     `"wait_timeout"`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=1&wait_timeout=100":                                   `"wait_timeout"`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=1&wait_timeout=500us":                                 `"wait_timeout"`,
+		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=1&wait_timeout=5s":                                    `"wait_timeout" (5s) is not shorter than read_timeout`,
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0?master=m&wait_replicas=1&wait_timeout=2s&read_timeout=1s": "is not shorter than read_timeout (1s)",
+		// Sentinel URLs.
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0":                                                 `"master" is missing`,
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0?master=":                                         `"master" is missing`,
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0?master=m&bogus=1":                                `unknown URL parameter "bogus" (known: prefix, `,
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0?master=m&addr=h:1":                               `unknown URL parameter "addr"`,
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0?master=m&sentinel_user=u":                        `"sentinel_user" needs "sentinel_password_file"`,
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0?master=m&sentinel_password_file=/nonexistent/pw": `"sentinel_password_file"`,
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379,,127.0.0.1:26380/0?master=m":                       "empty host",
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/notanumber?master=m":                               "database",
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0?master=m&max_retries=2":                          "max_retries",
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0?master=m&tls=false&ca=/x":                        `"tls" is false`,
+		"rediss+sentinel://:pw-hunter2secret@127.0.0.1:26379/0?master=m&tls=false":                             `"tls" is false`,
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0?master=m&ca=/nonexistent/ca.pem":                 `"ca"`,
+		"redis+sentinel://:pw-hunter2secret@127.0.0.1:26379/0?master=m&password_file=/nonexistent/pw":          `"password_file"`,
 	}, func(ctx context.Context, raw string) (store.Store, error) { return Open(ctx, raw) })
 }
 
 // Every parameter this package leaves to go-redis is one go-redis takes: the list that names the
-// known parameters in errors stays true of the go-redis version in go.mod.
+// known parameters in errors stays true of the go-redis version in go.mod. The Sentinel URL
+// takes them all too.
 func TestGoRedisParamsKnownToGoRedis(t *testing.T) {
 	for _, p := range goRedisParams {
-		ok := false
-		for _, scheme := range []string{"redis", "rediss"} { // skip_verify goes with rediss
-			for _, v := range []string{"1", "1s", "true", "x"} {
-				if _, _, err := parseOptions(&url.URL{Scheme: scheme, Host: "127.0.0.1:6379", Path: "/0", RawQuery: p + "=" + v}); err == nil {
-					ok = true
+		for _, schemes := range [][]string{{"redis", "rediss"}, {sentinelScheme, sentinelTLSScheme}} {
+			ok := false
+			for _, scheme := range schemes { // skip_verify goes with TLS
+				for _, v := range []string{"1", "1s", "true", "x"} {
+					q := p + "=" + v
+					if strings.HasSuffix(scheme, "sentinel") {
+						q += "&master=m"
+					}
+					if _, err := parseURL(&url.URL{Scheme: scheme, Host: "127.0.0.1:6379", Path: "/0", RawQuery: q}); err == nil {
+						ok = true
+					}
 				}
 			}
+			if !ok {
+				t.Errorf("%v: the parameter %q is refused with every value tried", schemes, p)
+			}
 		}
-		if !ok {
-			t.Errorf("go-redis refuses the parameter %q with every value tried", p)
-		}
+	}
+}
+
+// TestSentinelURL checks what a Sentinel URL becomes: the Sentinels (port 26379 by default),
+// the master's name, the servers' and the Sentinels' credentials, go-redis's parameters, TLS
+// checked against each server's own name, the replicas to wait for.
+func TestSentinelURL(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "sentinel-pw")
+	if err := os.WriteFile(pw, []byte("s3ntinel-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse("rediss+sentinel://app:data-pw@s2,s1:26380,127.0.0.1:26381/3?master=mymaster&sentinel_user=sen&sentinel_password_file=" + pw +
+		"&prefix=p:&dial_timeout=2s&wait_replicas=1&wait_timeout=100ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := parseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := set.failover
+	if f == nil || set.opts != nil {
+		t.Fatalf("not a failover client's options: %+v", set)
+	}
+	if want := []string{"s2:26379", "s1:26380", "127.0.0.1:26381"}; !slices.Equal(f.SentinelAddrs, want) {
+		t.Errorf("Sentinels %v, want %v", f.SentinelAddrs, want)
+	}
+	if f.MasterName != "mymaster" || f.DB != 3 || f.Username != "app" || f.Password != "data-pw" ||
+		f.SentinelUsername != "sen" || f.SentinelPassword != "s3ntinel-secret" || f.DialTimeout != 2*time.Second {
+		t.Errorf("options %+v", f)
+	}
+	if f.MaxRetries != -1 || !f.ContextTimeoutEnabled {
+		t.Errorf("retries %d, context timeouts %v: want none, and on", f.MaxRetries, f.ContextTimeoutEnabled)
+	}
+	if f.TLSConfig == nil || f.TLSConfig.ServerName != "" {
+		t.Errorf("TLS %+v: want TLS, each server checked for its own name", f.TLSConfig)
+	}
+	if set.prefix != "p:" || set.wait != (waitRule{1, 100 * time.Millisecond}) {
+		t.Errorf("prefix %q, wait %+v", set.prefix, set.wait)
+	}
+	set, err = parseURL(&url.URL{Scheme: "redis", Host: "h:6379", RawQuery: "wait_replicas=2"})
+	if err != nil || set.wait != (waitRule{2, defaultWaitTimeout}) {
+		t.Errorf("wait_replicas alone: %+v, %v", set, err)
 	}
 }

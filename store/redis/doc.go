@@ -36,8 +36,27 @@
 //     too. They cannot be combined with go-redis's skip_verify.
 //   - password_file: a file holding the password (of the URL's ACL user, or of the default
 //     user), instead of the URL.
+//   - wait_replicas, wait_timeout: after each write, in the same round trip, WAIT for that many
+//     replicas to acknowledge it, for at most wait_timeout (a Go duration, 1ms or more, shorter
+//     than read_timeout; default 1s). A write fewer replicas acknowledged is not a success: its
+//     error, [ErrNotReplicated], is an unknown outcome (the primary made it; a failover may lose
+//     it or keep it). An answer that made no write (condition failed, key exists, not found)
+//     stays as it is. See wait.go for what WAIT does not promise.
 //
-// Every other parameter goes to go-redis (github.com/redis/go-redis/v9, ParseURL), among them
+// Redis behind Sentinel is named by its Sentinels (a host without a port has 26379), and the
+// name they monitor the primary by:
+//
+//	redis+sentinel://[[user]:password@]sentinel:26379[,sentinel:26379...][/db]?master=<name>[&param=value...]
+//	rediss+sentinel://...   (TLS to the Sentinels and to the servers)
+//
+// The user information and password_file are the servers' credentials, as above; the
+// Sentinels' own are sentinel_user and sentinel_password_file (a file, never the URL). Every
+// other parameter is a redis:// URL's, TLS ones included. The client (go-redis's failover
+// client) asks a Sentinel for the primary and follows it through failovers; the watches too,
+// once their connection to the old primary fails or the Sentinels demote it. Redis Cluster is
+// not supported: a redis:// URL with several hosts is refused.
+//
+// The parameters not named here go to go-redis (github.com/redis/go-redis/v9, ParseURL), among them
 // dial_timeout, read_timeout and write_timeout (Go durations such as "2s", or seconds),
 // pool_size, protocol, client_name and skip_verify. The store never sends a command twice: a
 // write whose connection failed may have run, and sent again it would answer falsely that its
@@ -48,9 +67,10 @@
 // Operations honour their context's deadline on the wire (go-redis ContextTimeoutEnabled), so a
 // cut connection fails by the deadline even when read_timeout is longer. Open pings the server.
 //
-// Importing the package registers the redis and rediss URL schemes with [store.Register], and
-// with them the service type Webda/RedisStore, whose parameters are url and prefix (when given,
-// it replaces the URL's prefix parameter; "" means no prefix):
+// Importing the package registers the redis, rediss, redis+sentinel and rediss+sentinel URL
+// schemes with [store.Register], and with them the service type Webda/RedisStore, whose
+// parameters are url and prefix (when given, it replaces the URL's prefix parameter; "" means
+// no prefix):
 //
 //	"Registry": {"type": "Webda/RedisStore", "url": "redis://127.0.0.1:6379/0", "prefix": "myapp:"}
 //

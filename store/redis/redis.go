@@ -20,7 +20,7 @@ const ServiceType = "Webda/RedisStore"
 
 func init() {
 	store.Register(store.Backend{
-		Schemes:     []string{"redis", "rediss"},
+		Schemes:     []string{"redis", "rediss", sentinelScheme, sentinelTLSScheme},
 		Open:        driver.Opener(openURL),
 		ServiceType: ServiceType,
 		Example:     "redis://host:port/db",
@@ -62,15 +62,16 @@ func OpenURL(ctx context.Context, u *url.URL) (*Store, error) {
 
 // openURL is OpenURL for store.Open, which names the URL in its errors itself.
 func openURL(ctx context.Context, u *url.URL) (*Store, error) {
-	opts, prefix, err := parseOptions(u)
+	set, err := parseURL(u)
 	if err != nil {
 		return nil, store.ConfigError(err)
 	}
-	client := goredis.NewClient(opts)
-	s := &backend{client: client, prefix: prefix, batch: newBatcher(client)}
+	client := set.newClient()
+	s := &backend{client: client, prefix: set.prefix, batch: newBatcher(client, set.wait)}
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		s.client.Close()
-		err = fmt.Errorf("store/redis: ping %s: %w", opts.Addr, store.RedactError(driver.ExplainTLSFailure(ctx, opts.Addr, opts.TLSConfig, err), u))
+		tlsConfig := client.Options().TLSConfig
+		err = fmt.Errorf("store/redis: ping %s: %w", set.target(), store.RedactError(driver.ExplainTLSFailure(ctx, set.probeAddr(), tlsConfig, err), u))
 		if refusedCredentials(err) {
 			err = store.ConfigError(err)
 		}

@@ -14,36 +14,86 @@ import (
 	"github.com/leasehold/leasehold/store/driver"
 )
 
-// parseOptions turns a store URL into go-redis options and the key prefix. Its errors never
-// hold the URL's password.
+// settings is what a store URL says: the options of a client of one server (redis://,
+// rediss://) or of a client that asks Sentinels for the primary (redis+sentinel://,
+// rediss+sentinel://), the key prefix, and the replicas each write waits for.
+type settings struct {
+	opts     *goredis.Options         // nil with Sentinels
+	failover *goredis.FailoverOptions // nil without
+	prefix   string
+	wait     waitRule
+}
+
+// Sentinel schemes, and the port a Sentinel host without one has.
+const (
+	sentinelScheme    = "redis+sentinel"
+	sentinelTLSScheme = "rediss+sentinel"
+	sentinelPort      = "26379"
+)
+
+// parseURL reads a store URL. Its errors never hold the URL's password.
+func parseURL(u *url.URL) (*settings, error) {
+	switch strings.ToLower(u.Scheme) {
+	case "redis", "rediss":
+		if strings.Contains(u.Host, ",") {
+			return nil, fmt.Errorf("store/redis: a %s:// URL names one server; for Redis behind Sentinel name the Sentinels with %s://host:26379,host:26379/0?master=<name> (Redis Cluster is not supported)", u.Scheme, sentinelScheme)
+		}
+		opts, prefix, wait, err := parseOne(u, knownParams())
+		if err != nil {
+			return nil, err
+		}
+		return &settings{opts: opts, prefix: prefix, wait: wait}, nil
+	case sentinelScheme, sentinelTLSScheme:
+		return parseSentinel(u)
+	}
+	return nil, fmt.Errorf("store/redis: URL scheme %q is not redis, rediss, %s or %s", u.Scheme, sentinelScheme, sentinelTLSScheme)
+}
+
+// parseOptions turns a redis:// or rediss:// URL into go-redis options and the key prefix.
 func parseOptions(u *url.URL) (*goredis.Options, string, error) {
+	opts, prefix, _, err := parseOne(u, knownParams())
+	return opts, prefix, err
+}
+
+// parseOne reads a redis:// or rediss:// URL, refusing any parameter not in known.
+func parseOne(u *url.URL, known []string) (*goredis.Options, string, waitRule, error) {
 	scheme := strings.ToLower(u.Scheme)
 	if scheme != "redis" && scheme != "rediss" {
-		return nil, "", fmt.Errorf("store/redis: URL scheme %q is not redis or rediss", u.Scheme)
+		return nil, "", waitRule{}, fmt.Errorf("store/redis: URL scheme %q is not redis or rediss", u.Scheme)
 	}
 	q := u.Query()
 	prefix := driver.TakeParam(q, "prefix", DefaultPrefix)
+	wait, err := takeWait(q)
+	if err != nil {
+		return nil, "", waitRule{}, err
+	}
 	sec, err := takeSecurity(u, q)
 	if err != nil {
-		return nil, "", err
+		return nil, "", waitRule{}, err
 	}
 	if err := takeRetries(q); err != nil {
-		return nil, "", err
+		return nil, "", waitRule{}, err
 	}
-	for k := range q {
-		if !slices.Contains(goRedisParams, k) {
-			// go-redis names an unknown option but not the known ones: say them all here.
-			return nil, "", fmt.Errorf("store/redis: unknown URL parameter %q (known: %s)", k, strings.Join(knownParams(), ", "))
-		}
+	if err := refuseUnknown(q, known); err != nil {
+		return nil, "", waitRule{}, err
 	}
 	c := *u
 	c.Scheme = scheme
 	c.RawQuery = q.Encode()
 	opts, err := goredis.ParseURL(c.String())
 	if err != nil {
-		return nil, "", fmt.Errorf("store/redis: %w", store.RedactError(err, u))
+		return nil, "", waitRule{}, fmt.Errorf("store/redis: %w", store.RedactError(err, u))
 	}
 	sec.apply(opts)
+	setOptions(opts)
+	if err := wait.fits(opts.ReadTimeout); err != nil {
+		return nil, "", waitRule{}, err
+	}
+	return opts, prefix, wait, nil
+}
+
+// setOptions sets what the store needs of every client, whatever the URL says.
+func setOptions(opts *goredis.Options) {
 	// A lease's deadline must bound every call, including the time spent on a dead connection.
 	opts.ContextTimeoutEnabled = true
 	// The handshake for maintenance notifications fails on servers without them and go-redis
@@ -56,13 +106,23 @@ func parseOptions(u *url.URL) (*goredis.Options, string, error) {
 	if opts.DialTimeout == 0 {
 		opts.DialTimeout = 5 * time.Second
 	}
-	return opts, prefix, nil
+}
+
+// refuseUnknown returns an error naming a parameter of q not in known.
+func refuseUnknown(q url.Values, known []string) error {
+	for k := range q {
+		if !slices.Contains(known, k) {
+			// go-redis names an unknown option but not the known ones: say them all here.
+			return fmt.Errorf("store/redis: unknown URL parameter %q (known: %s)", k, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 // ownParams are the URL parameters this package reads; goRedisParams, those it leaves to
 // go-redis's ParseURL (of the version in go.mod), which refuses any other.
 var (
-	ownParams     = []string{"prefix", "tls", "ca", "cert", "key", "servername", "password_file", "max_retries"}
+	ownParams     = []string{"prefix", "tls", "ca", "cert", "key", "servername", "password_file", "max_retries", "wait_replicas", "wait_timeout"}
 	goRedisParams = []string{
 		"db", "protocol", "client_name", "dial_timeout", "read_timeout", "write_timeout", "pool_fifo",
 		"pool_size", "pool_timeout", "min_idle_conns", "max_idle_conns", "max_active_conns",

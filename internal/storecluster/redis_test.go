@@ -1,0 +1,130 @@
+//go:build unix
+
+package storecluster
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/testenv"
+)
+
+// startRedisTest starts the Redis cluster in the test's directory, stopped when the test ends.
+func startRedisTest(t *testing.T) *RedisCluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, err := startRedis(ctx, t.TempDir())
+	if errors.Is(err, ErrUnavailable) {
+		testenv.Unavailable(t, err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestRedisFailover: the Sentinels name the primary; each kind of failover hands the primary
+// to the other data server, and the one that loses writes does lose a write the primary
+// acknowledged; a restart keeps the data.
+func TestRedisFailover(t *testing.T) {
+	c := startRedisTest(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	first, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first != c.Members()[0] {
+		t.Errorf("the first primary is %s, want %s", first.Name, c.Members()[0].Name)
+	}
+	set := func(m *Member, k, v string) {
+		t.Helper()
+		if _, err := respDo(ctx, m.Addr, "SET", k, v); err != nil {
+			t.Fatalf("SET %s on %s: %v", k, m.Name, err)
+		}
+	}
+	get := func(m *Member, k string) any {
+		t.Helper()
+		v, err := respDo(ctx, m.Addr, "GET", k)
+		if err != nil {
+			t.Fatalf("GET %s on %s: %v", k, m.Name, err)
+		}
+		return v
+	}
+	set(first, "kept", "1")
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	start := time.Now()
+	if err := c.Failover(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second == first {
+		t.Fatalf("Failover(false) left %s the primary", first.Name)
+	}
+	t.Logf("Failover(false): %v", time.Since(start).Round(time.Millisecond))
+	if v := get(second, "kept"); v != "1" {
+		t.Errorf("after Failover(false) the new primary holds %v, want 1", v)
+	}
+	if _, err := respDo(ctx, first.Addr, "SET", "x", "1"); err == nil || !isReadonly(err) {
+		t.Errorf("SET on the old primary: %v, want READONLY", err)
+	}
+
+	// A write acknowledged once the replica is stopped is lost by Failover(true).
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lost := make(chan error, 1)
+	go func() {
+		// Failover stops the replica, then waits for the primary's offset to move.
+		time.Sleep(200 * time.Millisecond) // no event to wait for inside Failover
+		_, err := respDo(ctx, second.Addr, "SET", "lost", "1")
+		lost <- err
+	}()
+	start = time.Now()
+	if err := c.Failover(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-lost; err != nil {
+		t.Fatalf("the write to lose was refused: %v", err)
+	}
+	third, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third != first {
+		t.Fatalf("Failover(true) made %s the primary, want %s", third.Name, first.Name)
+	}
+	t.Logf("Failover(true): %v", time.Since(start).Round(time.Millisecond))
+	if v := get(third, "lost"); v != nil {
+		t.Errorf("Failover(true): the new primary holds the acknowledged write (%v): nothing was lost", v)
+	}
+	if v := get(third, "kept"); v != "1" {
+		t.Errorf("after Failover(true) the new primary holds kept=%v, want 1", v)
+	}
+
+	if err := c.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := get(p, "kept"); v != "1" {
+		t.Errorf("after Restart the primary %s holds kept=%v, want 1", p.Name, v)
+	}
+}
+
+func isReadonly(err error) bool {
+	var re respError
+	return errors.As(err, &re) && len(re) >= 8 && string(re[:8]) == "READONLY"
+}
