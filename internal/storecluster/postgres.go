@@ -24,9 +24,9 @@ import (
 // A PostgreSQL cluster is a primary and one streaming standby (pg_basebackup -R), as two
 // postgres processes on loopback with their data in the cluster's directory. The members are
 // named pg-1 and pg-2 and keep their name, port and directory across failovers; which of them
-// is the primary changes. Failover promotes the standby (pg_ctl promote), then makes the old
-// primary, whose data is discarded, the standby of the new one with a fresh pg_basebackup, so
-// that a cluster can fail over again and again.
+// is the primary changes. Failover promotes the standby (pg_ctl promote); the next Failover or
+// Restart first makes the old primary, whose data is discarded, the standby of the new one with
+// a fresh pg_basebackup, so that a cluster can fail over again and again.
 //
 // PostgreSQL refuses to run as root: when the tests run as root, the servers and their tools run
 // as the postgres user (setpriv for the servers, whose commands Member starts, and a credential
@@ -344,13 +344,16 @@ func (c *pgCluster) Leader(ctx context.Context) (*Member, error) {
 // walsender sends the standby all its WAL up to the shutdown checkpoint, which Failover checks
 // the standby replayed). With loseWrites, the standby stops receiving WAL (primary_conninfo
 // emptied), the primary goes on acknowledging writes until it has written WAL the standby does
-// not have, then is killed. Either way the old primary then becomes the new one's standby; when
-// that fails, Failover returns the error, and a later Failover says there is no standby left.
+// not have, then is killed. Failover returns right after the promotion, with the old primary
+// stopped: the next Failover or Restart first makes it the new primary's standby, from a fresh
+// copy of the new primary's data (its own has diverged). Starting the old primary's Member
+// directly would bring back a second primary: PostgreSQL's own split brain, which the cluster
+// does not model.
 func (c *pgCluster) Failover(ctx context.Context, loseWrites bool) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.standby < 0 {
-		return errors.New("storecluster: postgres: no standby left to promote (the old primary was not rebuilt as a standby after the last failover)")
+	if err := c.ensureStandby(ctx); err != nil {
+		return err
 	}
 	pi, si := c.primary, c.standby
 	p, s := c.members[pi], c.members[si]
@@ -366,22 +369,32 @@ func (c *pgCluster) Failover(ctx context.Context, loseWrites bool) error {
 			return err
 		}
 	}
+	c.primary, c.standby = si, -1
 	if err := c.run(ctx, c.bin.pgCtl, "promote", "-D", c.data[si], "-w", "-t", "60"); err != nil {
 		return c.withLog(si, err)
 	}
-	// The new primary's own settings: no replication source left over from detach.
+	// No replication source left over from detach, in the new primary's settings, which the
+	// next standby copies.
 	if _, err := c.sql(ctx, s, "ALTER SYSTEM RESET primary_conninfo"); err != nil {
 		return err
 	}
-	if _, err := c.sql(ctx, s, "SELECT pg_reload_conf()"); err != nil {
-		return err
+	_, err := c.sql(ctx, s, "SELECT pg_reload_conf()")
+	return err
+}
+
+// ensureStandby makes the member that is not the primary its standby, when it is not already.
+func (c *pgCluster) ensureStandby(ctx context.Context) error {
+	if c.standby >= 0 {
+		return nil
 	}
-	c.primary, c.standby = si, -1
-	if err := c.makeStandby(ctx, pi, s); err != nil {
-		_ = c.members[pi].Kill()
-		return fmt.Errorf("storecluster: %s is the new primary, but %s did not become its standby: %w", s.Name, p.Name, err)
+	old := 1 - c.primary
+	p := c.members[c.primary]
+	if err := c.makeStandby(ctx, old, p); err != nil {
+		_ = c.members[old].Kill()
+		return fmt.Errorf("storecluster: %s did not become the standby of %s, the cluster has no standby: %w",
+			c.members[old].Name, p.Name, err)
 	}
-	c.standby = pi
+	c.standby = old
 	return nil
 }
 
@@ -454,14 +467,15 @@ func (c *pgCluster) stop(m *Member) error {
 }
 
 // Restart stops the standby and the primary cleanly and starts them again on their data, the
-// primary first, and returns once the standby streams again.
+// primary first, and returns once the standby streams again. After a Failover, the old primary
+// is made the standby first.
 func (c *pgCluster) Restart(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	order := []int{c.primary}
-	if c.standby >= 0 {
-		order = append(order, c.standby)
+	if err := c.ensureStandby(ctx); err != nil {
+		return err
 	}
+	order := []int{c.primary, c.standby}
 	for _, i := range slices.Backward(order) {
 		if err := c.stop(c.members[i]); err != nil {
 			return err
@@ -471,9 +485,6 @@ func (c *pgCluster) Restart(ctx context.Context) error {
 		if err := c.members[i].Start(ctx); err != nil {
 			return c.withLog(i, err)
 		}
-	}
-	if c.standby < 0 {
-		return nil
 	}
 	p, s := c.members[c.primary], c.members[c.standby]
 	q := fmt.Sprintf("SELECT count(*) FROM pg_stat_replication WHERE application_name = '%s' AND state = 'streaming'", s.Name)

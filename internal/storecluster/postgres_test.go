@@ -32,8 +32,9 @@ func startPostgres(t *testing.T) storecluster.Cluster {
 	return c
 }
 
-// The primary changes with each failover, with or without losing writes, and the old primary
-// comes back as the standby, so that the cluster fails over again; Restart keeps the primary.
+// The primary changes with each failover, with or without losing writes; the old primary is
+// stopped, and comes back as the standby before the next failover or a restart, so that the
+// cluster fails over again; Restart keeps the primary.
 func TestPostgresFailover(t *testing.T) {
 	c := startPostgres(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
@@ -48,9 +49,11 @@ func TestPostgresFailover(t *testing.T) {
 	}
 	want := []*storecluster.Member{ms[1], ms[0], ms[1]}
 	for i, lose := range []bool{false, true, false} {
+		start := time.Now()
 		if err := c.Failover(ctx, lose); err != nil {
 			t.Fatalf("failover %d (loseWrites=%v): %v", i+1, lose, err)
 		}
+		t.Logf("failover %d (loseWrites=%v) took %v", i+1, lose, time.Since(start))
 		leader, err := c.Leader(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -58,16 +61,21 @@ func TestPostgresFailover(t *testing.T) {
 		if leader != want[i] {
 			t.Fatalf("leader after failover %d = %s, want %s", i+1, leader.Name, want[i].Name)
 		}
-		for _, m := range ms {
-			if !m.Running() {
-				t.Fatalf("%s is not running after failover %d", m.Name, i+1)
-			}
+		if old := ms[i%2]; old.Running() {
+			t.Fatalf("the old primary %s still runs after failover %d", old.Name, i+1)
 		}
 	}
+	start := time.Now()
 	if err := c.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("restart took %v", time.Since(start))
 	if leader, err := c.Leader(ctx); err != nil || leader != ms[1] {
 		t.Fatalf("leader after restart = %v, %v; want %s", leader, err, ms[1].Name)
+	}
+	for _, m := range ms {
+		if !m.Running() {
+			t.Fatalf("%s is not running after the restart", m.Name)
+		}
 	}
 }
