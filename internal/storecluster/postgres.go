@@ -87,9 +87,20 @@ type pgCluster struct {
 	data    []string   // each member's data directory
 	logs    []*os.File // each member's server log
 
-	mu      sync.Mutex // one fault at a time: Failover, Restart and Close hold it
-	primary int        // index in members
-	standby int        // index in members; -1 once there is none
+	mu       sync.Mutex // one fault at a time: Failover, Restart and Close hold it
+	primary  int        // index in members
+	standby  int        // index in members; -1 once there is none
+	promoted time.Time  // when the last promotion began
+}
+
+// PromotionBegan returns when the last Failover asked the standby to promote, zero before the
+// first: no write could succeed between the old primary's end and then, so a test measures
+// from it how long clients take to write through the new primary (at most that long, since the
+// promotion itself ends a little later).
+func (c *pgCluster) PromotionBegan() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.promoted
 }
 
 // StartPostgres starts a primary (initdb) and a streaming standby (pg_basebackup -R) with their
@@ -370,6 +381,7 @@ func (c *pgCluster) Failover(ctx context.Context, loseWrites bool) error {
 		}
 	}
 	c.primary, c.standby = si, -1
+	c.promoted = time.Now()
 	if err := c.run(ctx, c.bin.pgCtl, "promote", "-D", c.data[si], "-w", "-t", "60"); err != nil {
 		return c.withLog(si, err)
 	}
