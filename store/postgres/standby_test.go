@@ -439,9 +439,9 @@ func TestStandbyPromotedLosingWrites(t *testing.T) {
 
 // With synchronous replication (synchronous_commit on, the default, and
 // synchronous_standby_names naming the standby), a write is not acknowledged while the standby
-// does not answer: it waits until its context ends, an unknown outcome, never a success. The
-// write did commit on the primary, and is there once the standby answers again: only an
-// unknown outcome is true.
+// does not answer (paused: its processes stopped): it waits until its context ends, an unknown
+// outcome, never a success, whatever the server's statement_timeout. The writes did commit on
+// the primary, and are there once the standby answers again: only an unknown outcome is true.
 func TestStandbySynchronousWriteWaits(t *testing.T) {
 	c := startStandbyCluster(t)
 	ms := c.Members()
@@ -463,7 +463,11 @@ func TestStandbySynchronousWriteWaits(t *testing.T) {
 		if state == "sync" {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-t.Context().Done():
+			t.Fatal("the standby never became synchronous")
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	s := openCluster(t, c, nil, nil)
 	if err := s.Create(t.Context(), "k", map[string]any{"n": 0}); err != nil {
@@ -494,12 +498,26 @@ func TestStandbySynchronousWriteWaits(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("write while the synchronous standby is paused: %v; want an unknown outcome (its context's deadline)", err)
 	}
+	// The server's statement_timeout does not end the wait (PostgreSQL turns it off before the
+	// commit): only the client's context does.
+	st := openCluster(t, c, nil, map[string]string{"statement_timeout": "200"})
+	if _, err := st.Get(t.Context(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 2*time.Second)
+	sent = time.Now()
+	err = st.Patch(ctx, "k", map[string]any{"n": 2}, nil)
+	cancel()
+	t.Logf("write with statement_timeout=200 while the synchronous standby is paused: %v after %v", err, time.Since(sent))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("write with statement_timeout=200 while the synchronous standby is paused: %v; want an unknown outcome (its context's deadline)", err)
+	}
 	resume()
 	doc, err := s.Get(t.Context(), "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc["n"] != float64(1) {
-		t.Fatalf("after the standby resumed: %v; want n=1, the write committed on the primary", doc)
+	if doc["n"] != float64(2) {
+		t.Fatalf("after the standby resumed: %v; want n=2, the writes committed on the primary", doc)
 	}
 }
