@@ -87,20 +87,21 @@ type pgCluster struct {
 	data    []string   // each member's data directory
 	logs    []*os.File // each member's server log
 
-	mu       sync.Mutex // one fault at a time: Failover, Restart and Close hold it
-	primary  int        // index in members
-	standby  int        // index in members; -1 once there is none
-	promoted time.Time  // when the last promotion began
+	mu           sync.Mutex // one fault at a time: Failover, Restart and Close hold it
+	primary      int        // index in members
+	standby      int        // index in members; -1 once there is none
+	promoted     time.Time  // when the last promotion began
+	promotedDone time.Time  // when pg_ctl saw it done
 }
 
-// PromotionBegan returns when the last Failover asked the standby to promote, zero before the
-// first: no write could succeed between the old primary's end and then, so a test measures
-// from it how long clients take to write through the new primary (at most that long, since the
-// promotion itself ends a little later).
-func (c *pgCluster) PromotionBegan() time.Time {
+// Promotion returns when the last Failover asked the standby to promote, and when pg_ctl saw it
+// promoted (within its polling interval, 100ms), zero before the first: no write can succeed
+// between the old primary's end and began, and a client can write through the new primary
+// from a moment between began and done. Tests measure from them how long the clients take.
+func (c *pgCluster) Promotion() (began, done time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.promoted
+	return c.promoted, c.promotedDone
 }
 
 // StartPostgres starts a primary (initdb) and a streaming standby (pg_basebackup -R) with their
@@ -385,6 +386,7 @@ func (c *pgCluster) Failover(ctx context.Context, loseWrites bool) error {
 	if err := c.run(ctx, c.bin.pgCtl, "promote", "-D", c.data[si], "-w", "-t", "60"); err != nil {
 		return c.withLog(si, err)
 	}
+	c.promotedDone = time.Now()
 	// No replication source left over from detach, in the new primary's settings, which the
 	// next standby copies.
 	if _, err := c.sql(ctx, s, "ALTER SYSTEM RESET primary_conninfo"); err != nil {
