@@ -254,6 +254,11 @@ func leading(e electionEvent) bool {
 	return e.ev.Kind == cluster.BecameLeader || (e.ev.Kind == cluster.AttemptSucceeded && e.ev.Holder == e.inst)
 }
 
+// renewalHeard matches a record of another holder that a follower's watch brought.
+func renewalHeard(e electionEvent) bool {
+	return e.ev.Kind == cluster.WatchedChange && e.ev.Holder != "" && e.ev.Holder != e.inst
+}
+
 func kind(inst string, k cluster.EventKind) func(electionEvent) bool {
 	return func(e electionEvent) bool { return e.inst == inst && e.ev.Kind == k }
 }
@@ -354,14 +359,11 @@ func TestStandbyPromotedElection(t *testing.T) {
 	if took > bound {
 		t.Errorf("%s leads %v after the promotion was done; want within L + R + slack = %v", back.inst, took, bound)
 	}
-	follower := "a"
-	if back.inst == "a" {
-		follower = "b"
-	}
-	// Only the new primary sends notifications now: the follower's watch listens there.
-	heard := l.wait(t, "renewal the follower learns by its watch on the new primary", back.ev.Time, 30*time.Second,
-		kind(follower, cluster.WatchedChange))
-	t.Logf("%s learned of a renewal by its watch %v after the promotion", follower, heard.ev.Time.Sub(promoted))
+	// Only the new primary sends notifications now: a follower's watch that brings a renewal
+	// listens there.
+	heard := l.wait(t, "renewal a follower learns by its watch on the new primary", back.ev.Time, 30*time.Second, renewalHeard)
+	follower, holder := heard.inst, heard.ev.Holder
+	t.Logf("%s learned of a renewal by %s by its watch %v after the promotion", follower, holder, heard.ev.Time.Sub(promoted))
 	leader, err := c.Leader(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -371,7 +373,7 @@ func TestStandbyPromotedElection(t *testing.T) {
 	}
 
 	released := time.Now()
-	if err := l.electors[back.inst].Stop(ctx); err != nil {
+	if err := l.electors[holder].Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	release := l.wait(t, "release the follower learns by its watch", released, 30*time.Second, func(e electionEvent) bool {
@@ -435,15 +437,11 @@ func TestStandbyPromotedLosingWrites(t *testing.T) {
 	back := l.wait(t, "leadership after the promotion", promoted, 30*time.Second, leading)
 	t.Logf("%s leads %v after the promotion began, %v after it was seen done (%s)", back.inst, back.ev.Time.Sub(promoted),
 		back.ev.Time.Sub(done), back.ev.Kind)
-	follower := "a"
-	if back.inst == "a" {
-		follower = "b"
-	}
-	// Several renewals after, the follower keeping up by its watch: the election has settled on
+	// Several renewals after, a follower keeping up by its watch: the election has settled on
 	// the new primary.
 	from := back.ev.Time
 	for range 3 {
-		from = l.wait(t, "renewal the follower learns by its watch", from, 30*time.Second, kind(follower, cluster.WatchedChange)).ev.Time
+		from = l.wait(t, "renewal a follower learns by its watch", from, 30*time.Second, renewalHeard).ev.Time
 	}
 	l.stop(t)
 }
