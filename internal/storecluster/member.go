@@ -111,8 +111,8 @@ func (m *Member) Running() bool {
 	}
 }
 
-// Kill sends SIGKILL to the member's process group and waits for the process to exit. Killing
-// a member that is not running does nothing.
+// Kill sends SIGKILL to the member's process group and its descendants' (signalTree) and waits
+// for the process to exit. Killing a member that is not running does nothing.
 func (m *Member) Kill() error { return m.stop(syscall.SIGKILL) }
 
 // Stop sends SIGTERM (a clean shutdown) and waits for the process to exit, then SIGKILL after
@@ -128,9 +128,14 @@ func (m *Member) stop(sig syscall.Signal) error {
 		return nil
 	}
 	pgid := -cmd.Process.Pid
-	err := syscall.Kill(pgid, sig)
+	var err error
+	if sig == syscall.SIGKILL {
+		err = signalTree(cmd.Process.Pid, sig)
+	} else {
+		err = syscall.Kill(pgid, sig) // a clean shutdown is the server's own, children included
+	}
 	if paused && sig != syscall.SIGKILL {
-		_ = syscall.Kill(pgid, syscall.SIGCONT)
+		_ = signalTree(cmd.Process.Pid, syscall.SIGCONT)
 	}
 	if err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("storecluster: signal %s: %w", m.Name, err)
@@ -138,14 +143,14 @@ func (m *Member) stop(sig syscall.Signal) error {
 	select {
 	case <-exited:
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(pgid, syscall.SIGKILL)
+		_ = signalTree(cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 	}
 	return nil
 }
 
-// Pause sends SIGSTOP to the member's process group: the server holds its connections and
-// answers nothing, as a stalled machine does.
+// Pause sends SIGSTOP to the member's process group and its descendants' (signalTree): the
+// server holds its connections and answers nothing, as a stalled machine does.
 func (m *Member) Pause() error { return m.signal(syscall.SIGSTOP, true) }
 
 // Resume sends SIGCONT after Pause.
@@ -157,7 +162,7 @@ func (m *Member) signal(sig syscall.Signal, paused bool) error {
 	if m.cmd == nil {
 		return fmt.Errorf("storecluster: %s is not running", m.Name)
 	}
-	if err := syscall.Kill(-m.cmd.Process.Pid, sig); err != nil {
+	if err := signalTree(m.cmd.Process.Pid, sig); err != nil {
 		return fmt.Errorf("storecluster: signal %s: %w", m.Name, err)
 	}
 	m.paused = paused

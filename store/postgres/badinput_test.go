@@ -93,3 +93,11 @@ func TestRowNotAnObject(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachableSeveralHosts: with several hosts, none reachable, Open fails with an error
+// naming them and not the password.
+func TestUnreachableSeveralHosts(t *testing.T) {
+	t.Parallel()
+	a, b := testenv.ClosedPort(t), testenv.ClosedPort(t)
+	sqltest.Unreachable(t, "postgres://leasehold:"+secret+"@"+a+","+b+"/test?sslmode=disable&target_session_attrs=read-write", b, secret, openStore)
+}

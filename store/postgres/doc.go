@@ -48,6 +48,29 @@
 //	{"services": {"Registry": {"type": "Webda/PostgresStore",
 //	    "url": "postgres://app@db:5432/app?sslmode=require", "table": "leasehold_registry"}}}
 //
+// # A primary with standbys
+//
+// With streaming replication, name every server in libpq's multi-host form and ask for the one
+// that accepts writes:
+//
+//	postgres://leasehold@db1:5432,db2:5432/app?target_session_attrs=read-write
+//
+// pgx tries the hosts in turn and keeps the first whose session is read-write, for the pool's
+// connections and for the listening connection of the watches alike (a standby cannot LISTEN).
+// When the primary fails, its connections fail: the operations in flight answer an error, the
+// Elector stops leading (E4), and the next connections go to the promoted standby once it
+// accepts writes; the watches end with the listening connection and are opened again there.
+// Asynchronous replication (the default) may promote a standby that lacks the last writes the
+// old primary acknowledged, renewals included: the lease record goes back to an older revision,
+// which every instance counts as a new revision first seen then (E6): leadership may pause
+// until it expires, but two instances never lead at once. With synchronous_commit on (or
+// remote_apply) and synchronous_standby_names naming the standbys, a write is answered only
+// once a standby has it: while none answers, writes wait until their context ends (an unknown
+// outcome; statement_timeout does not end that wait) and the Elector stops leading, and no
+// acknowledged write is lost by a failover. A failed primary that comes back as a second
+// primary (PostgreSQL's own split brain) is not handled: fence it, or rebuild it as a standby
+// (pg_rewind, pg_basebackup), before it accepts connections.
+//
 // # Storage
 //
 // The table has two columns: id (text, the primary key) and doc (jsonb). Each operation is one
