@@ -33,8 +33,8 @@ func TestMain(m *testing.M) {
 }
 
 // runWorker runs a gocron scheduler with one job a second, distributed by an Elector or a
-// Locker over the store of w.URL, and writes a run line for each run with its tick's
-// scheduled time (runLine), besides the lines of proctest (ready, lead, unlead, stopped).
+// Locker over the store of w.URL, and writes a run line for each run with its tick
+// (runLine), besides the lines of proctest (ready, lead, unlead, stopped).
 func runWorker(w *proctest.Worker) int {
 	ctx := context.Background()
 	st, err := store.Open(ctx, w.URL)
@@ -64,7 +64,7 @@ func runWorker(w *proctest.Worker) int {
 		if err != nil {
 			return w.Fail("%v", err)
 		}
-		opt, stop = gocron.WithDistributedElector(ge), el.Stop
+		opt, stop = gocron.WithDistributedElector(reportingElector{ge, w.ID}), el.Stop
 	case "locker":
 		hold, err := time.ParseDuration(os.Getenv(envHold))
 		if err != nil {
@@ -77,12 +77,11 @@ func runWorker(w *proctest.Worker) int {
 		if err != nil {
 			return w.Fail("%v", err)
 		}
-		opt, stop = gocron.WithDistributedLocker(lk), lk.Close
+		opt, stop = gocron.WithDistributedLocker(reportingLocker{lk, w.ID}), lk.Close
 	default:
 		return w.Fail("%s %q: want elector or locker", envMode, mode)
 	}
-	s, err := gocron.NewScheduler(opt, gocron.WithSchedulerMonitor(runMonitor{id: w.ID}),
-		gocron.WithLogger(gocron.NewLogger(gocron.LogLevelError)))
+	s, err := gocron.NewScheduler(opt, gocron.WithLogger(gocron.NewLogger(gocron.LogLevelError)))
 	if err != nil {
 		return w.Fail("%v", err)
 	}
@@ -101,53 +100,72 @@ func runWorker(w *proctest.Worker) int {
 	return w.Stopped(err)
 }
 
-// runLine is a worker's line for one run of the job: "<instance> run <scheduled> <delay>
-// <started>", the tick's scheduled time in Unix nanoseconds, how long after it the run
-// started, and the run's start on proctest's shared clock.
+// runLine is a worker's line for one run of the job: "<instance> run <tick> <fired> <delay>
+// <started>": the tick in Unix nanoseconds, how long after it gocron asked the Elector or the
+// Locker (the tick fired), how long after it the run was let through, and that instant on
+// proctest's shared clock.
 type runLine struct {
-	instance  string
-	scheduled time.Time
-	delay     time.Duration
-	started   int64
+	instance string
+	tick     time.Time
+	fired    time.Duration
+	delay    time.Duration
+	started  int64
 }
 
 func (r runLine) String() string {
-	return fmt.Sprintf("%s run %d %d %d", r.instance, r.scheduled.UnixNano(), r.delay, r.started)
+	return fmt.Sprintf("%s run %d %d %d %d", r.instance, r.tick.UnixNano(), r.fired, r.delay, r.started)
 }
 
 // parseRunLine parses a run line; ok is false for the other lines.
 func parseRunLine(s string) (r runLine, ok bool, err error) {
 	f := strings.Fields(s)
-	if len(f) != 5 || f[1] != "run" {
+	if len(f) != 6 || f[1] != "run" {
 		return runLine{}, false, nil
 	}
-	var n [3]int64
+	var n [4]int64
 	for i := range n {
 		if n[i], err = strconv.ParseInt(f[2+i], 10, 64); err != nil {
 			return runLine{}, true, fmt.Errorf("run line %q: %w", s, err)
 		}
 	}
-	return runLine{instance: f[0], scheduled: time.Unix(0, n[0]), delay: time.Duration(n[1]), started: n[2]}, true, nil
+	return runLine{instance: f[0], tick: time.Unix(0, n[0]), fired: time.Duration(n[1]), delay: time.Duration(n[2]), started: n[3]}, true, nil
 }
 
-// runMonitor writes a run line when a run starts: gocron reports each run that passed the
-// Elector or the Locker with the time it was scheduled for, just before calling the job.
-type runMonitor struct{ id string }
-
-func (m runMonitor) JobSchedulingDelay(_ gocron.Job, scheduled, started time.Time) {
-	proctest.WriteStdout(runLine{instance: m.id, scheduled: scheduled, delay: started.Sub(scheduled), started: proctest.Now()}.String())
+// reportRun writes the run line of a run that gocron asked about at asked and that was let
+// through. The job runs every whole second (a cron job): its tick is the whole second
+// nearest to asked, since gocron asks as the tick fires. (gocron's own scheduled time, as its
+// SchedulerMonitor reports it, stays on an old tick after skipped runs.)
+func reportRun(id string, asked time.Time) {
+	tick := asked.Round(period)
+	proctest.WriteStdout(runLine{instance: id, tick: tick, fired: asked.Sub(tick), delay: time.Since(tick), started: proctest.Now()}.String())
 }
 
-func (runMonitor) SchedulerStarted()                          {}
-func (runMonitor) SchedulerStopped()                          {}
-func (runMonitor) SchedulerShutdown()                         {}
-func (runMonitor) JobRegistered(gocron.Job)                   {}
-func (runMonitor) JobUnregistered(gocron.Job)                 {}
-func (runMonitor) JobStarted(gocron.Job)                      {}
-func (runMonitor) JobRunning(gocron.Job)                      {}
-func (runMonitor) JobFailed(gocron.Job, error)                {}
-func (runMonitor) JobCompleted(gocron.Job)                    {}
-func (runMonitor) JobExecutionTime(gocron.Job, time.Duration) {}
-func (runMonitor) ConcurrencyLimitReached(string, gocron.Job) {}
+// reportingElector and reportingLocker write a run line for each run they let through: the
+// job runs right after, on the same goroutine.
+type reportingElector struct {
+	e  *gocronlock.Elector
+	id string
+}
 
-var _ gocron.SchedulerMonitor = runMonitor{}
+func (r reportingElector) IsLeader(ctx context.Context) error {
+	asked := time.Now()
+	err := r.e.IsLeader(ctx)
+	if err == nil {
+		reportRun(r.id, asked)
+	}
+	return err
+}
+
+type reportingLocker struct {
+	l  *gocronlock.Locker
+	id string
+}
+
+func (r reportingLocker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
+	asked := time.Now()
+	lk, err := r.l.Lock(ctx, key)
+	if err == nil {
+		reportRun(r.id, asked)
+	}
+	return lk, err
+}
