@@ -43,13 +43,16 @@
 // between the instants two replicas fire one tick (their clocks' offset plus the
 // scheduling delay), and δ the store's latency. Below the lower bound a late replica may run
 // a tick again; above the upper one the holder's next tick finds the key still its own and is
-// skipped there, then taken by another replica once released: late, never twice.
+// skipped there, or taken by another replica once released. NewLocker refuses a Hold
+// not above R.
 //
-// A crashed holder's key is not released: a try-lock waits for its expiry, L after it first
-// read the record (E6), then takes it. The first tick fired after the crash therefore runs
-// late, within L + R of its scheduled time, on the replica that won the key, with the
-// ticks meanwhile skipped (a replica skips a tick while it is still trying to take that
-// key). No tick runs twice.
+// A crashed holder's key is not released. A try-lock that read its record waits for its
+// expiry, L after that first read (E6), and takes it; but the crashed holder may have run
+// that very tick, and a Lock that took its key more than L − R after it was called (only a
+// wait for an expiry takes that long) gives the key back at once and skips the run
+// ([ErrLate]). The ticks meanwhile are skipped (a replica skips a tick while it is still
+// trying to take that key), and the first tick after that takeover runs, on one replica:
+// within about L + 2 periods of the crash. No tick runs twice, and none runs late.
 //
 // In both cases, gocron checks before a run starts and never stops a run once started: a
 // run that outlasts the lease or the leadership it started under is not cancelled.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -261,4 +262,72 @@ func TestOneRunPerTick(t *testing.T) {
 			})
 		})
 	}
+}
+
+// cutLock is a Lock that a test can cut off from its store, as a crash would: the holder's
+// record is left unchanged, neither renewed nor released.
+type cutLock struct {
+	cluster.Lock
+	cut atomic.Bool
+}
+
+var errCut = errors.New("cut off")
+
+func (c *cutLock) Get(ctx context.Context, name string) (cluster.Record, error) {
+	if c.cut.Load() {
+		return cluster.Record{}, errCut
+	}
+	return c.Lock.Get(ctx, name)
+}
+
+func (c *cutLock) Create(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
+	if c.cut.Load() {
+		return cluster.Record{}, errCut
+	}
+	return c.Lock.Create(ctx, name, r)
+}
+
+func (c *cutLock) Update(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
+	if c.cut.Load() {
+		return cluster.Record{}, errCut
+	}
+	return c.Lock.Update(ctx, name, r)
+}
+
+// A run whose holder crashes with the key: another replica's Lock of the same tick, which
+// read the record before any renewal, takes the key once it has expired, L later; it must
+// not run that tick, which the crashed holder may have run, but give the key back at once.
+func TestLockAfterACrashedHolderSkipsTheTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lock := cluster.NewStoreLock(memory.New())
+		cut := &cutLock{Lock: lock}
+		a, b := newTestLocker(t, cut, "a"), newTestLocker(t, lock, "b")
+		ctx := t.Context()
+		if _, err := a.Lock(ctx, "job"); err != nil {
+			t.Fatal(err)
+		}
+		cut.cut.Store(true)
+		asked := time.Now()
+		if _, err := b.Lock(ctx, "job"); !errors.Is(err, gocronlock.ErrLate) {
+			t.Fatalf("b's Lock of the crashed holder's tick = %v, want ErrLate", err)
+		}
+		if took := time.Since(asked); took < fleetL || took > fleetL+fleetR {
+			t.Errorf("b's Lock returned %v after it was called, want within [L, L+R] = [%v, %v]", took, fleetL, fleetL+fleetR)
+		}
+		// The key was given back: the next tick takes it at once.
+		asked = time.Now()
+		lb, err := b.Lock(ctx, "job")
+		if err != nil {
+			t.Fatalf("b's Lock of the next tick: %v", err)
+		}
+		if took := time.Since(asked); took != 0 {
+			t.Errorf("b's Lock of the next tick took %v, want at once", took)
+		}
+		if err := lb.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package gocronlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -10,6 +11,10 @@ import (
 	"github.com/go-co-op/gocron/v2"
 	"github.com/leasehold/leasehold/cluster"
 )
+
+// ErrLate is returned, wrapped, by Locker.Lock when it could take the key only after a
+// crashed holder's record expired: that holder may have run the same tick.
+var ErrLate = errors.New("gocronlock: key taken after its holder's lease expired; the run is skipped")
 
 // LockerConfig configures a Locker. Lock, InstanceID, LeaseDuration, RenewInterval, Logger and
 // Observer are those of cluster.LockerConfig, with its defaults and checks.
@@ -37,7 +42,7 @@ type LockerConfig struct {
 type Locker struct {
 	cl     *cluster.Locker
 	hold   time.Duration
-	l      time.Duration
+	l, r   time.Duration
 	prefix string
 	log    *slog.Logger
 
@@ -68,7 +73,7 @@ func NewLocker(cfg LockerConfig) (*Locker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gocronlock: NewLocker: %w", err)
 	}
-	return &Locker{cl: cl, hold: cfg.Hold, l: l, prefix: cfg.KeyPrefix, log: log}, nil
+	return &Locker{cl: cl, hold: cfg.Hold, l: l, r: r, prefix: cfg.KeyPrefix, log: log}, nil
 }
 
 // InstanceID returns the holder name written in the records of the keys this Locker takes.
@@ -77,9 +82,14 @@ func (l *Locker) InstanceID() string { return l.cl.InstanceID() }
 // Lock takes the key of the job named key (KeyPrefix + key) with cluster.Locker.TryAcquire,
 // for one run. It returns an error wrapping cluster.ErrHeld when another replica's run holds
 // the key, or this Locker's does (a run of an earlier tick, still running or within its
-// Hold), and the store's error when the store does not answer: gocron then skips the run. A
-// key left by a crashed holder is taken once it has expired, so Lock may wait up to L + R.
-// ctx (gocron's job context) bounds the wait.
+// Hold), and the store's error when the store does not answer: gocron then skips the run.
+//
+// A key left by a crashed holder is taken once its record has expired, L after this Lock
+// first read it, and at once given back: the crashed holder may have run this very tick.
+// Lock then returns, within L + R, an error wrapping ErrLate, and the next tick finds the key
+// free. The test is the time taken: a key taken more than L − R after Lock was called (an
+// attempt that gets no answer within L − R has failed, E3, so only a wait for an expiry
+// takes that long). ctx (gocron's job context) bounds the wait.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	l.mu.Lock()
 	if l.closed {
@@ -88,10 +98,20 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	}
 	l.pending.Add(1)
 	l.mu.Unlock()
+	asked := time.Now()
 	h, err := l.cl.TryAcquire(ctx, l.prefix+key)
 	if err != nil {
 		l.pending.Done()
 		return nil, err
+	}
+	if took := time.Since(asked); took > l.l-l.r {
+		defer l.pending.Done()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.l)
+		defer cancel()
+		if rerr := h.Release(rctx); rerr != nil {
+			l.log.Warn("gocronlock: release", "key", h.Key(), "err", rerr)
+		}
+		return nil, fmt.Errorf("gocronlock: lock %q: taken %v after the tick, past L - R: %w", h.Key(), took.Round(time.Millisecond), ErrLate)
 	}
 	return &runLock{l: l, h: h, until: time.Now().Add(l.hold)}, nil
 }
