@@ -48,7 +48,7 @@
 //
 // A crashed holder's key is not released. A try-lock that read its record waits for its
 // expiry, L after that first read (E6), and takes it; but the crashed holder may have run
-// that very tick, and a Lock that took its key more than L − R after it was called (only a
+// that very tick, and a Lock that took its key more than (L+R)/2 after it was called (only a
 // wait for an expiry takes that long) gives the key back at once and skips the run
 // ([ErrLate]). The ticks meanwhile are skipped (a replica skips a tick while it is still
 // trying to take that key), and the first tick after that takeover runs, on one replica:

@@ -87,9 +87,11 @@ func (l *Locker) InstanceID() string { return l.cl.InstanceID() }
 // A key left by a crashed holder is taken once its record has expired, L after this Lock
 // first read it, and at once given back: the crashed holder may have run this very tick.
 // Lock then returns, within L + R, an error wrapping ErrLate, and the next tick finds the key
-// free. The test is the time taken: a key taken more than L − R after Lock was called (an
-// attempt that gets no answer within L − R has failed, E3, so only a wait for an expiry
-// takes that long). ctx (gocron's job context) bounds the wait.
+// free. The test is the time taken: a key taken more than (L+R)/2 after Lock was called. An
+// expiry comes L after the first read at the earliest, and every other way to the key is
+// shorter than R: a free or released record is taken at the first attempt, and a live
+// holder either renews within R (ErrHeld) or releases it before. ctx (gocron's job context)
+// bounds the wait.
 func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	l.mu.Lock()
 	if l.closed {
@@ -104,14 +106,14 @@ func (l *Locker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 		l.pending.Done()
 		return nil, err
 	}
-	if took := time.Since(asked); took > l.l-l.r {
+	if took := time.Since(asked); took > (l.l+l.r)/2 {
 		defer l.pending.Done()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.l)
 		defer cancel()
 		if rerr := h.Release(rctx); rerr != nil {
 			l.log.Warn("gocronlock: release", "key", h.Key(), "err", rerr)
 		}
-		return nil, fmt.Errorf("gocronlock: lock %q: taken %v after the tick, past L - R: %w", h.Key(), took.Round(time.Millisecond), ErrLate)
+		return nil, fmt.Errorf("gocronlock: lock %q: taken %v after the tick, past (L+R)/2: %w", h.Key(), took.Round(time.Millisecond), ErrLate)
 	}
 	return &runLock{l: l, h: h, until: time.Now().Add(l.hold)}, nil
 }
