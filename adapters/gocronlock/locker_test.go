@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -50,83 +49,6 @@ func TestNewLockerConfig(t *testing.T) {
 	if _, err := gocronlock.NewElector(nil); err == nil {
 		t.Error("NewElector(nil) returned no error")
 	}
-}
-
-// An Elector lets a run through while its election leads, and only then.
-func TestElectorIsLeader(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		el, err := cluster.NewElector(cluster.ElectorConfig{
-			Lock: cluster.NewStoreLock(memory.New()), InstanceID: "a",
-			LeaseDuration: fleetL, RenewInterval: fleetR, Logger: quietLog,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ge, err := gocronlock.NewElector(el)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := t.Context()
-		if err := ge.IsLeader(ctx); !errors.Is(err, gocronlock.ErrNotLeader) {
-			t.Fatalf("before Start: IsLeader = %v, want ErrNotLeader", err)
-		}
-		if err := el.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		if err := ge.IsLeader(ctx); err != nil {
-			t.Fatalf("leading: IsLeader = %v", err)
-		}
-		cancelled, cancel := context.WithCancel(ctx)
-		cancel()
-		if err := ge.IsLeader(cancelled); !errors.Is(err, context.Canceled) {
-			t.Errorf("ended context: IsLeader = %v, want context.Canceled", err)
-		}
-		if err := el.Stop(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := ge.IsLeader(ctx); !errors.Is(err, gocronlock.ErrNotLeader) {
-			t.Errorf("after Stop: IsLeader = %v, want ErrNotLeader", err)
-		}
-	})
-}
-
-// IsLeader follows leasehold's deadline rule (E5): a leader whose renewal gets no answer
-// stops letting runs through (L+R)/2 after the start of its last successful attempt, before
-// any other instance may take the lease over, although that renewal is still in flight.
-func TestElectorIsLeaderDeadline(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		cut := &cutLock{Lock: cluster.NewStoreLock(memory.New()), hang: true}
-		el, err := cluster.NewElector(cluster.ElectorConfig{
-			Lock: cut, InstanceID: "a", LeaseDuration: fleetL, RenewInterval: fleetR, Logger: quietLog,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ge, err := gocronlock.NewElector(el)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx := t.Context()
-		start := time.Now()
-		if err := el.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait() // the first attempt, at the start, has won
-		cut.cut.Store(true)
-		deadline := start.Add((fleetL + fleetR) / 2)
-		time.Sleep(time.Until(deadline) - time.Nanosecond)
-		if err := ge.IsLeader(ctx); err != nil {
-			t.Fatalf("1ns before the deadline: IsLeader = %v", err)
-		}
-		time.Sleep(time.Nanosecond)
-		if err := ge.IsLeader(ctx); !errors.Is(err, gocronlock.ErrNotLeader) {
-			t.Errorf("at the deadline: IsLeader = %v, want ErrNotLeader", err)
-		}
-		sctx, cancel := context.WithTimeout(ctx, fleetL)
-		defer cancel()
-		_ = el.Stop(sctx) // the store is cut off: the release fails
-	})
 }
 
 // A run's key is kept for Hold after it was taken, however soon Unlock comes, and released
@@ -300,44 +222,6 @@ func TestOneRunPerTick(t *testing.T) {
 			})
 		})
 	}
-}
-
-// cutLock is a Lock that a test can cut off from its store, as a crash would: the holder's
-// record is left unchanged, neither renewed nor released.
-type cutLock struct {
-	cluster.Lock
-	cut  atomic.Bool
-	hang bool // cut requests wait for their context's end instead of failing at once
-}
-
-var errCut = errors.New("cut off")
-
-func (c *cutLock) fail(ctx context.Context) error {
-	if c.hang {
-		<-ctx.Done()
-	}
-	return errCut
-}
-
-func (c *cutLock) Get(ctx context.Context, name string) (cluster.Record, error) {
-	if c.cut.Load() {
-		return cluster.Record{}, c.fail(ctx)
-	}
-	return c.Lock.Get(ctx, name)
-}
-
-func (c *cutLock) Create(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
-	if c.cut.Load() {
-		return cluster.Record{}, c.fail(ctx)
-	}
-	return c.Lock.Create(ctx, name, r)
-}
-
-func (c *cutLock) Update(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
-	if c.cut.Load() {
-		return cluster.Record{}, c.fail(ctx)
-	}
-	return c.Lock.Update(ctx, name, r)
 }
 
 // A run whose holder crashes with the key: another replica's Lock of the same tick, which
