@@ -116,7 +116,7 @@ func TestRollbackToOwnOldRecord(t *testing.T) {
 				a := w.rollbackNode("a", rb, mode.watch).start()
 				w.at(sec(2))
 				b.faults.set(func(f *faultStore) { f.err = errInjected }) // b stops leading at 5 s
-				w.at(sec(17))                                              // a took over at 16 s: term 2
+				w.at(sec(17))                                             // a took over at 16 s: term 2
 				b.faults.set(func(f *faultStore) { f.err = nil })
 				w.at(sec(22)) // b follows a since its attempt at 20 s; a renewed at 21 s
 				a.faults.set(func(f *faultStore) { f.hang = true })
