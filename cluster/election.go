@@ -361,7 +361,7 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 		err error
 		now time.Time
 	)
-	seen := e.seen.Load() // before this read's term counts (RB2)
+	seen := e.seen.Load() // before this read's term counts (B2)
 	for {
 		rec, err = e.lock.Get(ctx, e.name)
 		now = time.Now()
@@ -423,7 +423,7 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 }
 
 // wentBack says whether rec, free to take at once by E2 (released, or this instance's own), is
-// a state the store went back to (RB2): its term is below one this instance has seen, which no
+// a state the store went back to (B2): its term is below one this instance has seen, which no
 // write of the lease makes (a release keeps its term, every new leadership writes a higher
 // one), but a store that lost acknowledged writes (an asynchronous replica promoted) does. The
 // leader of that lost term may still lead until its deadline: the record is followed as a new

@@ -316,7 +316,7 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 		return // the newest known, again
 	case s.push.ordered && !newer(rec, s.push.order):
 		// Older than what this instance knows: a watch behind a read, or a store that went
-		// back to an earlier state (RB3). Not acted on, but a follower reads at once, so
+		// back to an earlier state (B3). Not acted on, but a follower reads at once, so
 		// that a rollback counts from now rather than from the expiry of a revision that is
 		// gone; a leader's next renewal finds it within R.
 		if !lead && s.known == nil {

@@ -686,7 +686,7 @@ func TestE9StaleCallsIgnored(t *testing.T) {
 	}
 	push(rec(3, 5*time.Second, "r5"), 12*time.Second) // an older state, after a newer
 	if !s.soon || s.known != nil {
-		// RB3: a watch behind a read, or a store gone back: a follower reads at once.
+		// B3: a watch behind a read, or a store gone back: a follower reads at once.
 		t.Fatalf("an older state: soon %v known %+v; want a read at once", s.soon, s.known)
 	}
 	push(rec(2, 50*time.Second, "old"), 13*time.Second) // an older term
@@ -706,7 +706,7 @@ func TestE9StaleCallsIgnored(t *testing.T) {
 	if s.obs.rev != "new1" {
 		t.Fatalf("after the record came back: %+v", s.obs)
 	}
-	// RB2: a release of a term below the 3 this instance saw may be one a store went back to:
+	// B2: a release of a term below the 3 this instance saw may be one a store went back to:
 	// watched for expiry as a new revision, not taken at once.
 	push(Record{Holder: "", Term: 1, RenewedAt: t0.Add(2 * time.Second), Revision: "rel"}, 18*time.Second)
 	if s.soon || s.known != nil || s.obs.rev != "rel" || !s.obs.expires.Equal(t0.Add(18*time.Second+testL)) {

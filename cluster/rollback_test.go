@@ -54,7 +54,7 @@ func leaderships(nodes ...*node) []uint64 {
 	return terms
 }
 
-// RB2, RB3: the store goes back to a revision the follower saw long before, and had since seen
+// B2, B3: the store goes back to a revision the follower saw long before, and had since seen
 // replaced. It counts it as a new revision, first seen when a read or the watch brings it
 // (E6), never by the expiry it had when it first saw it: the old leader, which the promoted
 // store no longer answers, leads until its deadline, and a takeover on that old expiry would
@@ -98,7 +98,7 @@ func TestRollbackToARevisionSeenBefore(t *testing.T) {
 	}
 }
 
-// RB2, RB4: the store goes back to a record that names a follower with the session it still
+// B2, B4: the store goes back to a record that names a follower with the session it still
 // has (it led before, lost the lease, and now follows the instance that took it over). Its own
 // record, found while not leading, would be written with a new term at once (E2): but it has
 // seen a higher term than that record's, so the record is one the store put back, and it
@@ -143,7 +143,7 @@ func TestRollbackToOwnOldRecord(t *testing.T) {
 	}
 }
 
-// RB2, RB4: the store goes back to a release that an instance took over since. A follower that
+// B2, B4: the store goes back to a release that an instance took over since. A follower that
 // saw the takeover's term finds a released record of a lower term: a release put back, not
 // one written after the current leader stopped. It waits for it to expire (E6) rather than
 // take it at once, and its term is above the one it saw.
@@ -176,6 +176,39 @@ func TestRollbackToAnOldRelease(t *testing.T) {
 		}
 		if terms := leaderships(a, b, c); !reflect.DeepEqual(terms, []uint64{1, 2, 3}) {
 			t.Fatalf("terms of the leaderships in order %v; want [1 2 3]", terms)
+		}
+	})
+}
+
+// B2's limit, B4: the store goes back to before the record existed. A missing record is created
+// at once (E2), so the follower leads at its next read while the old leader, whose write was
+// lost, still leads: until its next renewal, whose compare-and-swap on the revision gone
+// conflicts; it reads the new holder's record and stops. The new leader's term is above the
+// old one's (it saw it), which is what a target that checks terms (W8) tells them apart by.
+func TestRollbackToNoRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		rb := newRollbackStore(w.mem)
+		snap := rb.snapshot() // no record
+		if snap != nil {
+			t.Fatalf("snapshot %v; want none", snap)
+		}
+		a := w.rollbackNode("a", rb, false).start() // creates at 0 s, renews every 5 s
+		w.at(sec(1))
+		b := w.rollbackNode("b", rb, false).start() // polls at 1, 6, 11, 16 s
+		w.at(sec(15.5))
+		if err := rb.rollback(snap, false); err != nil {
+			t.Fatal(err)
+		}
+		w.at(sec(30))
+		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(16))) {
+			t.Fatalf("b became leader at %v; want 16s, its first read of no record", got)
+		}
+		if got := w.times(a, StoppedLeading); !reflect.DeepEqual(got, ds(sec(20))) {
+			t.Fatalf("a stopped leading at %v; want 20s, its next renewal", got)
+		}
+		if terms := leaderships(a, b); !reflect.DeepEqual(terms, []uint64{1, 2}) {
+			t.Fatalf("terms of the leaderships in order %v; want [1 2]", terms)
 		}
 	})
 }
