@@ -212,3 +212,41 @@ func TestRollbackToNoRecord(t *testing.T) {
 		}
 	})
 }
+
+// B2: a leader whose renewal finds a release of a term below its own (the store went back past
+// its takeover) stops leading and waits for that release to expire like any instance that
+// saw the newer term, rather than take it again at once.
+func TestRollbackLeaderReadsAnOldRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		rb := newRollbackStore(w.mem)
+		b := w.rollbackNode("b", rb, false).start() // leads at 0 s, term 1
+		w.at(sec(1))
+		a := w.rollbackNode("a", rb, false).start() // polls at 1, 6 s; renews at 11, 16... s
+		w.at(sec(2))
+		c := w.rollbackNode("c", rb, false).start() // polls at 2, 7, 12, 17... s
+		w.at(sec(3))
+		if err := b.e.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		snap := rb.snapshot() // released, term 1
+		w.at(sec(13))         // a took it over at 6 s (term 2)
+		if err := rb.rollback(snap, false); err != nil {
+			t.Fatal(err)
+		}
+		noTwoLeaders(t, w, sec(13), sec(40), map[string]*node{"a": a, "c": c})
+		// a's renewal at 16 s conflicts and reads the release: it stops, and takes it L later.
+		if got := w.times(a, StoppedLeading); !reflect.DeepEqual(got, ds(sec(16))) {
+			t.Fatalf("a stopped leading at %v; want 16s, its renewal", got)
+		}
+		if got := w.times(a, BecameLeader); !reflect.DeepEqual(got, ds(sec(6), sec(31))) {
+			t.Fatalf("a became leader at %v; want 6s, then 31s", got)
+		}
+		if got := c.eventsOf(BecameLeader); len(got) != 0 {
+			t.Fatalf("c became leader: %+v", got)
+		}
+		if terms := leaderships(a, b, c); !reflect.DeepEqual(terms, []uint64{1, 2, 3}) {
+			t.Fatalf("terms of the leaderships in order %v; want [1 2 3]", terms)
+		}
+	})
+}
