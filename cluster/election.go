@@ -361,9 +361,14 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 		err error
 		now time.Time
 	)
+	seen := e.seen.Load() // before this read's term counts (B2)
 	for {
 		rec, err = e.lock.Get(ctx, e.name)
 		now = time.Now()
+		if err == nil && wentBack(rec, seen, obs, now, e.owns(rec)) {
+			e.unclaim()
+			return outcome{kind: followed, rec: rec, at: now}
+		}
 		if err == nil {
 			e.see(rec.Term)
 		}
@@ -415,6 +420,20 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 	}
 	e.see(updated.Term)
 	return outcome{kind: held, rec: updated, at: time.Now()}
+}
+
+// wentBack says whether rec, free to take at once by E2 (released, or this instance's own), is
+// a state the store went back to (B2): its term is below one this instance has seen, which no
+// write of the lease makes (a release keeps its term, every new leadership writes a higher
+// one), but a store that lost acknowledged writes (an asynchronous replica promoted) does. The
+// leader of that lost term may still lead until its deadline: the record is followed as a new
+// revision first seen now, and taken only once it has expired (E6), with a term above the
+// highest seen (E11).
+func wentBack(rec Record, seen uint64, obs observation, now time.Time, own bool) bool {
+	if rec.Term >= seen || (rec.Holder != "" && !own) {
+		return false
+	}
+	return rec.Revision != obs.rev || now.Before(obs.expires)
 }
 
 // shutdown ends the election (E7): stop leading, wait for the attempt in flight and for the

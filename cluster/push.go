@@ -312,9 +312,19 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 	switch {
 	case rec.Revision == s.obs.rev, s.known != nil && rec.Revision == s.known.Revision:
 		return // already known: a repeat, or its own write
-	case s.push.ordered && (rec.Revision == s.push.order.Revision || !newer(rec, s.push.order)):
-		return // stale: older than what this instance knows
+	case s.push.ordered && rec.Revision == s.push.order.Revision:
+		return // the newest known, again
+	case s.push.ordered && !newer(rec, s.push.order):
+		// Older than what this instance knows: a watch behind a read, or a store that went
+		// back to an earlier state (B3). Not acted on, but a follower reads at once, so
+		// that a rollback counts from now rather than from the expiry of a revision that is
+		// gone; a leader's next renewal finds it within R.
+		if !lead && s.known == nil {
+			s.soon = true
+		}
+		return
 	}
+	seen := e.seen.Load()
 	s.push.read(rec)
 	s.push.heard = p.at
 	e.see(rec.Term) // E11
@@ -330,7 +340,7 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 		// Written by another (a takeover, a repair, a request to hand over): attempt at once;
 		// its write on the revision it holds conflicts, and it reads and decides (E10).
 		s.soon = true
-	case rec.Holder == "" || e.owns(rec):
+	case (rec.Holder == "" || e.owns(rec)) && !wentBack(rec, seen, s.obs, p.at, e.owns(rec)):
 		// Released, or its own write whose answer was lost: write on it at once (E10). Nobody
 		// else holds it: should that attempt fail, the next comes R later, whatever the
 		// watch proves.

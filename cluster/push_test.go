@@ -681,7 +681,14 @@ func TestE9StaleCallsIgnored(t *testing.T) {
 		t.Fatalf("after the first change: %+v", s.obs)
 	}
 	push(rec(3, 10*time.Second, "r10"), 11*time.Second) // a repeat
-	push(rec(3, 5*time.Second, "r5"), 12*time.Second)   // an older state, after a newer
+	if s.soon {
+		t.Fatal("a repeat asks for an attempt")
+	}
+	push(rec(3, 5*time.Second, "r5"), 12*time.Second) // an older state, after a newer
+	if !s.soon || s.known != nil {
+		// B3: a watch behind a read, or a store gone back: a follower reads at once.
+		t.Fatalf("an older state: soon %v known %+v; want a read at once", s.soon, s.known)
+	}
 	push(rec(2, 50*time.Second, "old"), 13*time.Second) // an older term
 	if s.obs.rev != "r10" || !s.obs.expires.Equal(t0.Add(10*time.Second+testL)) || !s.push.heard.Equal(t0.Add(10*time.Second)) {
 		t.Fatalf("after repeats and stale calls: %+v, heard %v; want r10 first seen at 10s", s.obs, s.push.heard.Sub(t0))
@@ -699,8 +706,15 @@ func TestE9StaleCallsIgnored(t *testing.T) {
 	if s.obs.rev != "new1" {
 		t.Fatalf("after the record came back: %+v", s.obs)
 	}
+	// B2: a release of a term below the 3 this instance saw may be one a store went back to:
+	// watched for expiry as a new revision, not taken at once.
 	push(Record{Holder: "", Term: 1, RenewedAt: t0.Add(2 * time.Second), Revision: "rel"}, 18*time.Second)
-	if !s.soon || s.known == nil || s.known.Revision != "rel" {
+	if s.soon || s.known != nil || s.obs.rev != "rel" || !s.obs.expires.Equal(t0.Add(18*time.Second+testL)) {
+		t.Fatalf("a release below a term seen: soon %v known %+v obs %+v; want it observed at 18s", s.soon, s.known, s.obs)
+	}
+	push(Record{Holder: "a", Term: 4, RenewedAt: t0.Add(19 * time.Second), Revision: "r4"}, 19*time.Second)
+	push(Record{Holder: "", Term: 4, RenewedAt: t0.Add(20 * time.Second), Revision: "rel4"}, 20*time.Second)
+	if !s.soon || s.known == nil || s.known.Revision != "rel4" {
 		t.Fatalf("a release: soon %v known %+v; want an attempt at once on the released record", s.soon, s.known)
 	}
 }
