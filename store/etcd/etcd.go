@@ -172,6 +172,9 @@ func (s *backend) write(ctx context.Context, key string, cond *driver.Condition,
 			kvs, fresh = []*mvccpb.KeyValue{kv}, true
 		}
 	}
+	// The transaction compares the value as well as its revision: an etcd restored without
+	// bumping its revisions can give a revision already seen to another value (B1).
+	var based []byte
 	read := func() (map[string]any, int64, error) {
 		if !fresh {
 			resp, err := s.client.Get(ctx, k)
@@ -185,6 +188,7 @@ func (s *backend) write(ctx context.Context, key string, cond *driver.Condition,
 		if len(kvs) == 0 {
 			return nil, 0, store.ErrNotFound
 		}
+		based = kvs[0].Value
 		doc, err := decode(kvs[0].Value)
 		return doc, kvs[0].ModRevision, err
 	}
@@ -194,7 +198,7 @@ func (s *backend) write(ctx context.Context, key string, cond *driver.Condition,
 			op = clientv3.OpPut(k, string(doc))
 		}
 		tr, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(k), "=", rev)).
+			If(clientv3.Compare(clientv3.ModRevision(k), "=", rev), clientv3.Compare(clientv3.Value(k), "=", string(based))).
 			Then(op).
 			Else(clientv3.OpGet(k)).
 			Commit()

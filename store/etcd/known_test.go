@@ -129,3 +129,33 @@ func TestWriteOnKnownValue(t *testing.T) {
 		t.Fatalf("write on a deleted key: %v; want ErrNotFound", err)
 	}
 }
+
+// A restored etcd whose revisions were not bumped can give a key's revision to another value
+// than the one this client remembers with it. The transaction compares the value too, so a
+// write decided on the remembered value fails and reads, and the condition is checked on
+// what is stored (B1).
+func TestWriteOnKnownValueOfARepeatedRevision(t *testing.T) {
+	ctx := t.Context()
+	a, _ := openPair(t)
+	if err := a.Create(ctx, "k", map[string]any{"revision": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	k := a.Prefix() + "k"
+	resp, err := a.Client().Get(ctx, k)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("Get: %v, %v", resp, err)
+	}
+	// The value remembered under the stored revision is another one, as after such a restore.
+	stale := *resp.Kvs[0]
+	stale.Value = []byte(`{"revision":"0"}`)
+	a.b.known.m[k] = &stale
+
+	err = a.Patch(ctx, "k", map[string]any{"revision": "2"}, rev("0"))
+	if !errors.Is(err, store.ErrConditionFailed) {
+		t.Fatalf("a write conditioned on the remembered value: %v; want ErrConditionFailed", err)
+	}
+	doc, err := a.Get(ctx, "k")
+	if err != nil || doc["revision"] != "1" {
+		t.Fatalf("the stored document: %v, %v; want revision 1 kept", doc, err)
+	}
+}
