@@ -246,8 +246,7 @@ func (c *natsCluster) streamLeader(ctx context.Context, stream string) (*Member,
 			continue
 		}
 		var jsz struct {
-			ServerName string `json:"server_name"`
-			Accounts   []struct {
+			Accounts []struct {
 				Streams []struct {
 					Name    string `json:"name"`
 					Cluster *struct {
@@ -268,7 +267,7 @@ func (c *natsCluster) streamLeader(ctx context.Context, stream string) (*Member,
 					continue
 				}
 				exists = true
-				if s.Cluster != nil && s.Cluster.Leader == jsz.ServerName && jsz.ServerName == m.Name {
+				if s.Cluster != nil && s.Cluster.Leader == m.Name { // its server_name
 					return m, true
 				}
 			}
@@ -298,7 +297,7 @@ func (c *natsCluster) leaderOtherThan(ctx context.Context, old *Member) (*Member
 	for {
 		m, _ := c.streamLeader(ctx, stream)
 		if m != nil && m != old {
-			if _, err := natsRequest(ctx, m.Addr, "$JS.API.STREAM.INFO."+stream); err == nil {
+			if _, err := natsRequest(ctx, m.Addr, "$JS.API.STREAM.INFO."+stream, nil); err == nil {
 				return m, nil
 			}
 		}
@@ -327,7 +326,7 @@ func (c *natsCluster) Failover(ctx context.Context, loseWrites bool) error {
 		}
 		return old.Start(ctx)
 	}
-	if _, err := natsRequest(ctx, old.Addr, "$JS.API.STREAM.LEADER.STEPDOWN."+c.stream()); err != nil {
+	if _, err := natsRequest(ctx, old.Addr, "$JS.API.STREAM.LEADER.STEPDOWN."+c.stream(), nil); err != nil {
 		return fmt.Errorf("storecluster: step down the leader %s: %w", old.Name, err)
 	}
 	_, err = c.leaderOtherThan(ctx, old)
@@ -359,11 +358,11 @@ func (c *natsCluster) Close() error {
 	return errors.Join(errs...)
 }
 
-// natsRequest sends an empty request to subject through the server at addr, in the NATS
+// natsRequest sends a request with payload to subject through the server at addr, in the NATS
 // client protocol (INFO, CONNECT, SUB, PUB, MSG: text lines), and returns the reply's payload;
 // a JetStream API error in it is an error. The package keeps to the standard library, and the
 // JetStream API needs nothing more.
-func natsRequest(ctx context.Context, addr, subject string) ([]byte, error) {
+func natsRequest(ctx context.Context, addr, subject string, payload []byte) ([]byte, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -389,7 +388,7 @@ func natsRequest(ctx context.Context, addr, subject string) ([]byte, error) {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	inbox := "_INBOX.storecluster." + hex.EncodeToString(b)
-	if _, err := fmt.Fprintf(conn, "CONNECT {\"verbose\":false,\"pedantic\":false,\"protocol\":1}\r\nSUB %s 1\r\nPUB %s %s 0\r\n\r\n", inbox, subject, inbox); err != nil {
+	if _, err := fmt.Fprintf(conn, "CONNECT {\"verbose\":false,\"pedantic\":false,\"protocol\":1}\r\nSUB %s 1\r\nPUB %s %s %d\r\n%s\r\n", inbox, subject, inbox, len(payload), payload); err != nil {
 		return nil, err
 	}
 	for {
