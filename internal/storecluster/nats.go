@@ -192,8 +192,10 @@ func (c *natsCluster) stream() string {
 	return "KV_" + c.bucket
 }
 
-// startAll starts every member at once: a server's JetStream is not ready (healthz) before a
-// majority of them meet.
+// startAll starts every member at once (a server's JetStream is not ready, by its healthz,
+// before a majority of them meet), then waits until the JetStream meta group has a leader that
+// sees every member current: before that, a stream with as many replicas as servers finds "no
+// suitable peers for placement".
 func (c *natsCluster) startAll(ctx context.Context) error {
 	errs := make([]error, len(c.members))
 	var wg sync.WaitGroup
@@ -201,7 +203,47 @@ func (c *natsCluster) startAll(ctx context.Context) error {
 		wg.Go(func() { errs[i] = m.Start(ctx) })
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for {
+		if c.metaComplete(ctx) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("storecluster: the NATS servers' JetStream meta group is not complete: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// metaComplete reports whether the meta group's leader sees every other member current.
+func (c *natsCluster) metaComplete(ctx context.Context) bool {
+	for i, m := range c.members {
+		var jsz struct {
+			Meta *struct {
+				Leader   string `json:"leader"`
+				Replicas []struct {
+					Current bool `json:"current"`
+				} `json:"replicas"`
+			} `json:"meta_cluster"`
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := getJSON(rctx, "http://"+c.http[i]+"/jsz", &jsz)
+		cancel()
+		if err != nil || jsz.Meta == nil || jsz.Meta.Leader != m.Name {
+			continue
+		}
+		current := 0
+		for _, r := range jsz.Meta.Replicas {
+			if r.Current {
+				current++
+			}
+		}
+		return current == len(c.members)-1
+	}
+	return false
 }
 
 // natsHealthy asks a server's monitoring endpoint whether it is ready, JetStream included.

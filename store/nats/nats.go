@@ -51,6 +51,7 @@ type backend struct {
 	streamName string // the bucket's, whose leader answers reads (lastFor)
 
 	watches watchState // watch.go
+	epoch   connEpoch  // connlost.go
 }
 
 // Open connects to the NATS server named by rawURL (see the package documentation for its
@@ -87,6 +88,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 		return nil, err
 	}
 	s := &backend{conn: conn}
+	s.epoch.init(conn)
 	if err := s.openBucket(ctx, cfg); err != nil {
 		conn.Close()
 		return nil, scrub(err, u)
@@ -152,7 +154,15 @@ func (s *Store) Bucket() jetstream.KeyValue { return s.b.kv }
 // JetStream returns the JetStream context, for diagnostics and tests.
 func (s *Store) JetStream() jetstream.JetStream { return s.b.js }
 
-func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
+func (s *backend) Get(ctx context.Context, key string) (doc map[string]any, err error) {
+	err = s.epoch.call(ctx, func(ctx context.Context) error {
+		doc, err = s.get(ctx, key)
+		return err
+	})
+	return doc, err
+}
+
+func (s *backend) get(ctx context.Context, key string) (map[string]any, error) {
 	m, err := s.lastFor(ctx, EncodeKey(key))
 	if err != nil {
 		return nil, connErr(notFound(err))
@@ -170,6 +180,10 @@ func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
 // outcome (T7). When the key changed in between, the write conflicts and the key is read
 // again, until the context ends.
 func (s *backend) Create(ctx context.Context, key string, doc map[string]any) error {
+	return s.epoch.call(ctx, func(ctx context.Context) error { return s.create(ctx, key, doc) })
+}
+
+func (s *backend) create(ctx context.Context, key string, doc map[string]any) error {
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("%w: %v", store.ErrInvalid, err)
@@ -203,11 +217,11 @@ func deleted(h natsgo.Header) bool {
 }
 
 func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, cond *driver.Condition) error {
-	return connErr(s.write(ctx, key, cond, fields))
+	return s.epoch.call(ctx, func(ctx context.Context) error { return connErr(s.write(ctx, key, cond, fields)) })
 }
 
 func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition) error {
-	return connErr(s.write(ctx, key, cond, nil))
+	return s.epoch.call(ctx, func(ctx context.Context) error { return connErr(s.write(ctx, key, cond, nil)) })
 }
 
 // write reads the entry, checks cond and writes the patched document (or a delete marker, when
