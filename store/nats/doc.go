@@ -58,8 +58,11 @@
 // never appears in an error.
 //
 // The client reconnects for ever, and does not buffer writes while disconnected: a write made
-// during a disconnection fails at once instead of landing later, after its caller gave up. Every
-// operation honours its context's deadline.
+// during a disconnection fails at once instead of landing later, after its caller gave up. A
+// call waiting for its answer when the connection is lost ends at once too, with an error (its
+// outcome unknown): the answer cannot come on the next connection, and a leader whose server
+// died tries again through another server at its next attempt instead of waiting out this one.
+// Every operation honours its context's deadline.
 //
 // # Clusters
 //
