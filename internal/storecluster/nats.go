@@ -339,7 +339,10 @@ func (c *natsCluster) leaderOtherThan(ctx context.Context, old *Member) (*Member
 	for {
 		m, _ := c.streamLeader(ctx, stream)
 		if m != nil && m != old {
-			if _, err := natsRequest(ctx, m.Addr, "$JS.API.STREAM.INFO."+stream, nil); err == nil {
+			tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err := natsRequest(tctx, m.Addr, "$JS.API.STREAM.INFO."+stream, nil)
+			cancel()
+			if err == nil {
 				return m, nil
 			}
 		}
@@ -368,8 +371,25 @@ func (c *natsCluster) Failover(ctx context.Context, loseWrites bool) error {
 		}
 		return old.Start(ctx)
 	}
-	if _, err := natsRequest(ctx, old.Addr, "$JS.API.STREAM.LEADER.STEPDOWN."+c.stream(), nil); err != nil {
-		return fmt.Errorf("storecluster: step down the leader %s: %w", old.Name, err)
+	// A server elected a moment ago names itself leader in /jsz before it answers the API as
+	// one (once it has applied its predecessor's writes), and nobody answers a request then:
+	// ask again.
+	stream := c.stream()
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := natsRequest(tctx, old.Addr, "$JS.API.STREAM.LEADER.STEPDOWN."+stream, nil)
+		cancel()
+		if err == nil {
+			break
+		}
+		if m, _ := c.streamLeader(ctx, stream); m != nil && m != old {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("storecluster: step down the leader %s: %w (last: %v)", old.Name, ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	_, err = c.leaderOtherThan(ctx, old)
 	return err
