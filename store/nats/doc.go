@@ -32,7 +32,8 @@
 //   - bucket: the key-value bucket (default "leasehold").
 //   - create_bucket: "true" (default) creates the bucket when it does not exist, with history 1;
 //     "false" makes a missing bucket an error.
-//   - replicas: the new bucket's replicas (default 1).
+//   - replicas: the new bucket's replicas (default 1). On a cluster, 3 keeps the bucket through
+//     the loss of one server.
 //   - storage: the new bucket's storage, "file" (default) or "memory".
 //   - dial_timeout: bound on connecting, and on Open's checks when its context has no deadline
 //     (Go duration, default "5s").
@@ -57,8 +58,28 @@
 // never appears in an error.
 //
 // The client reconnects for ever, and does not buffer writes while disconnected: a write made
-// during a disconnection fails at once instead of landing later, after its caller gave up. Every
-// operation honours its context's deadline.
+// during a disconnection fails at once instead of landing later, after its caller gave up. A
+// call waiting for its answer when the connection is lost ends at once too, with an error (its
+// outcome unknown): the answer cannot come on the next connection, and a leader whose server
+// died tries again through another server at its next attempt instead of waiting out this one.
+// Every operation honours its context's deadline.
+//
+// # Clusters
+//
+// The URL may name several servers of a cluster; the client connects to one of them, and to
+// another when it fails. Reads go to the bucket stream's leader (the JetStream API's
+// STREAM.MSG.GET), never through a direct get: KV buckets are created with allow_direct, which
+// lets any replica answer from its own copy, one a write acknowledged to this very client may
+// not have reached yet. A read through the leader sees every write acknowledged before it was
+// sent (a server answers as the leader only once it has applied them), for buckets with
+// allow_direct or without. A leader cut off from the others answers until it notices, as
+// every JetStream request does.
+//
+// nats-server releases before 2.9.21 check a write's expected revision before the replicas
+// agree on it, not when it is applied, so two compare-and-swaps on one revision of a replicated
+// bucket can both succeed. Open refuses a bucket with more than one replica, whether it would
+// create it or finds it, when the server it connected to is older than that, with a
+// configuration error: upgrade every server of the cluster (Open sees only its own).
 //
 // Open checks that the server has JetStream; if not, it fails with an error saying so.
 // Credentials in the URL never appear in an error returned by this package, and the client

@@ -44,12 +44,14 @@ type Store struct {
 
 // backend is the driver.Driver behind Store.
 type backend struct {
-	conn   *natsgo.Conn
-	js     jetstream.JetStream
-	kv     jetstream.KeyValue
-	stream jetstream.Stream // the bucket's, for the last message of a key, delete markers included
+	conn       *natsgo.Conn
+	js         jetstream.JetStream
+	kv         jetstream.KeyValue
+	stream     jetstream.Stream
+	streamName string // the bucket's, whose leader answers reads (lastFor)
 
 	watches watchState // watch.go
+	epoch   connEpoch  // connlost.go
 }
 
 // Open connects to the NATS server named by rawURL (see the package documentation for its
@@ -86,6 +88,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 		return nil, err
 	}
 	s := &backend{conn: conn}
+	s.epoch.init(conn)
 	if err := s.openBucket(ctx, cfg); err != nil {
 		conn.Close()
 		return nil, scrub(err, u)
@@ -107,8 +110,12 @@ func (s *backend) openBucket(ctx context.Context, cfg *config) error {
 		return fmt.Errorf("store/nats: JetStream account info from %s: %w", cfg.addrs, err)
 	}
 	name := cfg.bucket.Bucket
+	version := s.conn.ConnectedServerVersion()
 	kv, err := js.KeyValue(ctx, name)
 	if errors.Is(err, jetstream.ErrBucketNotFound) && cfg.create {
+		if err := checkReplicas(name, cfg.bucket.Replicas, version); err != nil {
+			return err
+		}
 		kv, err = js.CreateKeyValue(ctx, cfg.bucket)
 		if err != nil {
 			// Another process may have created it meanwhile.
@@ -127,10 +134,11 @@ func (s *backend) openBucket(ctx context.Context, cfg *config) error {
 		return fmt.Errorf("store/nats: bucket %q: %w", name, err)
 	}
 	s.kv = kv
-	if s.stream, err = js.Stream(ctx, "KV_"+name); err != nil {
+	s.streamName = "KV_" + name
+	if s.stream, err = js.Stream(ctx, s.streamName); err != nil {
 		return fmt.Errorf("store/nats: the stream of bucket %q: %w", name, err)
 	}
-	return nil
+	return checkReplicas(name, s.stream.CachedInfo().Config.Replicas, version)
 }
 
 // Close closes the connection to the server.
@@ -146,12 +154,23 @@ func (s *Store) Bucket() jetstream.KeyValue { return s.b.kv }
 // JetStream returns the JetStream context, for diagnostics and tests.
 func (s *Store) JetStream() jetstream.JetStream { return s.b.js }
 
-func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
-	e, err := s.kv.Get(ctx, EncodeKey(key))
+func (s *backend) Get(ctx context.Context, key string) (doc map[string]any, err error) {
+	err = s.epoch.call(ctx, func(ctx context.Context) error {
+		doc, err = s.get(ctx, key)
+		return err
+	})
+	return doc, err
+}
+
+func (s *backend) get(ctx context.Context, key string) (map[string]any, error) {
+	m, err := s.lastFor(ctx, EncodeKey(key))
 	if err != nil {
 		return nil, connErr(notFound(err))
 	}
-	return decode(e.Value())
+	if deleted(m.header) {
+		return nil, driver.Wrap(store.ErrNotFound, fmt.Errorf("store/nats: key %s: %w", EncodeKey(key), jetstream.ErrKeyDeleted))
+	}
+	return decode(m.data)
 }
 
 // Create writes the document on the key's revision: none when the key has no message, the
@@ -161,6 +180,10 @@ func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
 // outcome (T7). When the key changed in between, the write conflicts and the key is read
 // again, until the context ends.
 func (s *backend) Create(ctx context.Context, key string, doc map[string]any) error {
+	return s.epoch.call(ctx, func(ctx context.Context) error { return s.create(ctx, key, doc) })
+}
+
+func (s *backend) create(ctx context.Context, key string, doc map[string]any) error {
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return fmt.Errorf("%w: %v", store.ErrInvalid, err)
@@ -172,16 +195,16 @@ func (s *backend) Create(ctx context.Context, key string, doc map[string]any) er
 		if !isConflict(werr) {
 			return connErr(werr)
 		}
-		m, err := s.stream.GetLastMsgForSubject(ctx, "$KV."+s.kv.Bucket()+"."+k)
+		m, err := s.lastFor(ctx, k)
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			rev = 0 // purged meanwhile
 		case err != nil:
 			return connErr(err)
-		case !deleted(m.Header):
-			return driver.Wrap(store.ErrExists, fmt.Errorf("store/nats: key %s holds revision %d: %w", k, m.Sequence, werr))
+		case !deleted(m.header):
+			return driver.Wrap(store.ErrExists, fmt.Errorf("store/nats: key %s holds revision %d: %w", k, m.seq, werr))
 		default:
-			rev = m.Sequence
+			rev = m.seq
 		}
 	}
 }
@@ -194,11 +217,11 @@ func deleted(h natsgo.Header) bool {
 }
 
 func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, cond *driver.Condition) error {
-	return connErr(s.write(ctx, key, cond, fields))
+	return s.epoch.call(ctx, func(ctx context.Context) error { return connErr(s.write(ctx, key, cond, fields)) })
 }
 
 func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition) error {
-	return connErr(s.write(ctx, key, cond, nil))
+	return s.epoch.call(ctx, func(ctx context.Context) error { return connErr(s.write(ctx, key, cond, nil)) })
 }
 
 // write reads the entry, checks cond and writes the patched document (or a delete marker, when
@@ -206,12 +229,15 @@ func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition
 func (s *backend) write(ctx context.Context, key string, cond *driver.Condition, fields map[string]any) error {
 	k := EncodeKey(key)
 	read := func() (map[string]any, uint64, error) {
-		e, err := s.kv.Get(ctx, k)
+		m, err := s.lastFor(ctx, k)
 		if err != nil {
 			return nil, 0, notFound(err)
 		}
-		doc, err := decode(e.Value())
-		return doc, e.Revision(), err
+		if deleted(m.header) {
+			return nil, 0, driver.Wrap(store.ErrNotFound, fmt.Errorf("store/nats: key %s: %w", k, jetstream.ErrKeyDeleted))
+		}
+		doc, err := decode(m.data)
+		return doc, m.seq, err
 	}
 	write := func(rev uint64, doc []byte) (bool, error) {
 		var err error
@@ -252,7 +278,7 @@ func connErr(err error) error {
 }
 
 func notFound(err error) error {
-	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) || errors.Is(err, jetstream.ErrMsgNotFound) {
 		return driver.Wrap(store.ErrNotFound, err)
 	}
 	return err

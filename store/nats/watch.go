@@ -415,15 +415,15 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	// The first state: the key's last message, whatever it is, and its revision.
 	var rev uint64
 	n := driver.Notice{}
-	m, err := s.stream.GetLastMsgForSubject(ctx, "$KV."+s.kv.Bucket()+"."+k)
+	m, err := s.lastFor(ctx, k)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 	case err != nil:
 		return connErr(fmt.Errorf("store/nats: read for a watch: %w", err))
 	default:
-		rev = m.Sequence
-		if !deleted(m.Header) {
-			doc, err := decode(m.Data)
+		rev = m.seq
+		if !deleted(m.header) {
+			doc, err := decode(m.data)
 			if err != nil {
 				return err
 			}

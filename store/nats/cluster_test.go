@@ -1,0 +1,291 @@
+//go:build unix
+
+package nats
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/storecluster"
+	"github.com/leasehold/leasehold/internal/testenv"
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest/linearize"
+)
+
+// startCluster starts three current nats-servers (storecluster.StartNATS), stopped when the
+// test ends.
+func startCluster(t *testing.T) storecluster.Cluster {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := storecluster.StartNATS(ctx, t.TempDir(), 3)
+	if errors.Is(err, storecluster.ErrUnavailable) {
+		testenv.Unavailable(t, err.Error())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func uniqueBucket() string {
+	b := make([]byte, 6)
+	rand.Read(b)
+	return "leasehold_test_" + hex.EncodeToString(b)
+}
+
+// TestClusterLinearizable is TestLinearizable on a bucket with three replicas over three
+// servers, each client connected to the servers in its own order: a read must see every write
+// acknowledged before it, whichever server the client is connected to (T1, T2, T7). Reads by
+// direct get, which any replica answers, failed it.
+func TestClusterLinearizable(t *testing.T) {
+	c := startCluster(t)
+	raw := c.URL(nil, map[string]string{"bucket": uniqueBucket(), "reconnect_wait": "100ms"})
+	linearize.Run(t, func(t *testing.T) store.Store {
+		s, err := Open(t.Context(), raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
+// TestClusterServerDies: the leader instance and a follower are connected to the same server,
+// not the bucket's stream leader, and that server is killed. Both reconnect to another server
+// (the URL names all three): the leader renews there, at its next attempt, and nobody else
+// leads; the follower's watch, which failed with the connection, is opened again and brings the
+// renewals (E9). A call in flight when the connection is lost must end at once: waiting for its
+// answer until its deadline, the leader missed E5's, (L+R)/2 after its last renewal.
+func TestClusterServerDies(t *testing.T) {
+	c := startCluster(t)
+	raw := c.URL(nil, map[string]string{"bucket": uniqueBucket(), "reconnect_wait": "50ms"})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	open := func() *Store {
+		s, err := Open(ctx, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a := open()
+	server := a.b.conn.ConnectedServerName()
+	var b *Store
+	for range 50 { // the client picks one of the URL's servers at random
+		b = open()
+		if b.b.conn.ConnectedServerName() == server {
+			break
+		}
+		b.Close()
+		b = nil
+	}
+	if b == nil {
+		t.Fatalf("no client of 50 connected to %s", server)
+	}
+	var victim *storecluster.Member
+	for _, m := range c.Members() {
+		if m.Name == server {
+			victim = m
+		}
+	}
+	if victim == nil {
+		t.Fatalf("connected to %q, not a member", server)
+	}
+	leader, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if leader == victim {
+		// A stream without a leader answers nothing for seconds: keep the election of a new
+		// one out of this test.
+		if err := c.Failover(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	rec := &eventLog{}
+	lease := "lease-" + uniqueBucket()
+	start := func(s *Store, id string) *cluster.Elector {
+		e, err := cluster.NewElector(cluster.ElectorConfig{
+			Lock:          cluster.NewStoreLock(s),
+			LeaseName:     lease,
+			LeaseDuration: 1500 * time.Millisecond,
+			RenewInterval: 200 * time.Millisecond,
+			InstanceID:    id,
+			Logger:        slog.New(slog.DiscardHandler),
+			Observer:      rec.add,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Stop(context.Background()) })
+		return e
+	}
+	ea := start(a, "a")
+	rec.wait(t, ctx, func(ev cluster.Event) bool { return ev.Instance == "a" && ev.Kind == cluster.BecameLeader })
+	start(b, "b")
+	rec.wait(t, ctx, func(ev cluster.Event) bool { return ev.Instance == "b" && ev.Kind == cluster.WatchedChange })
+
+	killed := time.Now()
+	if err := victim.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	renewed := rec.wait(t, ctx, func(ev cluster.Event) bool {
+		return ev.Instance == "a" && ev.Kind == cluster.AttemptSucceeded && ev.Time.After(killed) && ev.Holder == "a"
+	})
+	watched := rec.wait(t, ctx, func(ev cluster.Event) bool {
+		return ev.Instance == "b" && ev.Kind == cluster.WatchedChange && ev.Time.After(killed)
+	})
+	t.Logf("server %s killed: the leader renewed %v later, the follower's watch brought a renewal %v later",
+		server, renewed.Time.Sub(killed).Round(time.Millisecond), watched.Time.Sub(killed).Round(time.Millisecond))
+	if now := a.b.conn.ConnectedServerName(); now == server {
+		t.Errorf("the leader's client is still on %s", now)
+	}
+	// An attempt the kill cut short fails, and a leader whose attempt fails stops leading (E4);
+	// its next attempt, through another server, takes the lease it still holds back. Any other
+	// end of its leadership, or another leader, is a failure.
+	for _, ev := range rec.all() {
+		switch {
+		case ev.Kind == cluster.AttemptFailed:
+			t.Logf("%s: attempt failed %v after the kill: %v", ev.Instance, ev.Time.Sub(killed).Round(time.Millisecond), ev.Err)
+		case ev.Kind == cluster.BecameLeader && ev.Instance != "a":
+			t.Errorf("%s became leader: the leader's renewals should have gone on through another server", ev.Instance)
+		case ev.Kind == cluster.StoppedLeading && ev.Reason != cluster.ReasonError:
+			t.Errorf("a stopped leading (%s, %v): its renewals should have gone on through another server", ev.Reason, ev.Err)
+		case ev.Kind == cluster.StoppedLeading:
+			back := rec.wait(t, ctx, func(b cluster.Event) bool {
+				return b.Instance == "a" && b.Kind == cluster.BecameLeader && b.Time.After(ev.Time)
+			})
+			t.Logf("a stopped leading on the attempt the kill cut (E4), and led again %v after the kill",
+				back.Time.Sub(killed).Round(time.Millisecond))
+		}
+	}
+	if !ea.IsLeader() {
+		t.Error("a does not lead after its server died")
+	}
+}
+
+// eventLog records the Electors' events for a test to wait on.
+type eventLog struct {
+	mu     sync.Mutex
+	events []cluster.Event
+	notify chan struct{}
+}
+
+func (l *eventLog) add(ev cluster.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, ev)
+	if l.notify != nil {
+		close(l.notify)
+		l.notify = nil
+	}
+}
+
+func (l *eventLog) all() []cluster.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]cluster.Event(nil), l.events...)
+}
+
+// wait returns the first event that matches, waiting for it until ctx ends.
+func (l *eventLog) wait(t *testing.T, ctx context.Context, match func(cluster.Event) bool) cluster.Event {
+	t.Helper()
+	for {
+		l.mu.Lock()
+		for _, ev := range l.events {
+			if match(ev) {
+				l.mu.Unlock()
+				return ev
+			}
+		}
+		if l.notify == nil {
+			l.notify = make(chan struct{})
+		}
+		ch := l.notify
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("the event awaited did not come: %v", ctx.Err())
+		}
+	}
+}
+
+// oldNATSServer is the packaged nats-server, older than 2.9.21 on this machine's distribution.
+const oldNATSServer = "/usr/sbin/nats-server"
+
+// TestClusterOldServerRefused: on servers older than 2.9.21 a bucket with three replicas is
+// refused with a configuration error that says what to do, whether the store would create it
+// or finds it; one replica is accepted.
+func TestClusterOldServerRefused(t *testing.T) {
+	if _, err := os.Stat(oldNATSServer); err != nil {
+		testenv.Unavailable(t, "no packaged nats-server: "+err.Error())
+	}
+	v, err := storecluster.NATSServerVersion(oldNATSServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !older(v, minReplicatedVersion) {
+		testenv.Unavailable(t, oldNATSServer+" is not older than 2.9.21")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c, err := storecluster.StartNATSBinary(ctx, oldNATSServer, t.TempDir(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+
+	refused := func(t *testing.T, err error, bucket string) {
+		t.Helper()
+		if !errors.Is(err, store.ErrConfig) {
+			t.Fatalf("err = %v, want a configuration error", err)
+		}
+		for _, want := range []string{bucket, "3 replicas", "2.9.", "upgrade every server to 2.9.21 or later"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+	}
+
+	t.Run("create", func(t *testing.T) {
+		bucket := uniqueBucket()
+		_, err := Open(ctx, c.URL(nil, map[string]string{"bucket": bucket, "replicas": "3"}))
+		refused(t, err, bucket)
+	})
+	t.Run("existing", func(t *testing.T) {
+		bucket := uniqueBucket()
+		s, err := Open(ctx, c.URL(nil, map[string]string{"bucket": bucket, "replicas": "1"}))
+		if err != nil {
+			t.Fatalf("one replica: %v", err)
+		}
+		defer s.Close()
+		if err := s.Create(ctx, "k", map[string]any{"v": 1.0}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.JetStream().CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket + "_r3", Replicas: 3}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Open(ctx, c.URL(nil, map[string]string{"bucket": bucket + "_r3", "replicas": "1"}))
+		refused(t, err, bucket+"_r3")
+	})
+}
