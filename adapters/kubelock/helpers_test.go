@@ -41,7 +41,7 @@ func openFile(t *testing.T) store.Store {
 // openPostgres returns the PostgreSQL store of the test server, or skips the test.
 func openPostgres(t *testing.T) store.Store {
 	t.Helper()
-	st, err := store.Open(t.Context(), testenv.Postgres.URL(t))
+	st, err := store.Open(t.Context(), postgresURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +51,11 @@ func openPostgres(t *testing.T) store.Store {
 		}
 	})
 	return st
+}
+
+func postgresURL(t *testing.T) string {
+	t.Helper()
+	return testenv.Postgres.URL(t)
 }
 
 // uniqueName returns a lock name no earlier run used, and removes its document at the end of
