@@ -54,6 +54,11 @@
 // it leads until its next renewal fails, while another leads; a store call that hangs past its
 // context; work that ignores the context's end. Guard work against these with a fencing token.
 //
+// A controller-runtime Manager adds its own rule: when it loses the lease (after RenewDeadline,
+// as above), its Start cancels its runnables' context and returns "leader election lost"
+// without waiting for them to end, and the program is expected to exit. A runnable that
+// ignores its context may run on while another Manager leads.
+//
 // # Fencing
 //
 // [Lock.Term], read in OnStartedLeading, returns the record's leaderTransitions: client-go adds
