@@ -10,13 +10,13 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/eventlog"
 	"github.com/leasehold/leasehold/internal/storecluster"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/store"
@@ -118,7 +118,7 @@ func TestClusterServerDies(t *testing.T) {
 		}
 	}
 
-	rec := &eventLog{}
+	rec := &eventlog.Log{}
 	lease := "lease-" + uniqueBucket()
 	start := func(s *Store, id string) *cluster.Elector {
 		e, err := cluster.NewElector(cluster.ElectorConfig{
@@ -128,7 +128,7 @@ func TestClusterServerDies(t *testing.T) {
 			RenewInterval: 200 * time.Millisecond,
 			InstanceID:    id,
 			Logger:        slog.New(slog.DiscardHandler),
-			Observer:      rec.add,
+			Observer:      rec.Add,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -140,18 +140,18 @@ func TestClusterServerDies(t *testing.T) {
 		return e
 	}
 	ea := start(a, "a")
-	rec.wait(t, ctx, func(ev cluster.Event) bool { return ev.Instance == "a" && ev.Kind == cluster.BecameLeader })
+	rec.Wait(t, ctx, func(ev cluster.Event) bool { return ev.Instance == "a" && ev.Kind == cluster.BecameLeader })
 	start(b, "b")
-	rec.wait(t, ctx, func(ev cluster.Event) bool { return ev.Instance == "b" && ev.Kind == cluster.WatchedChange })
+	rec.Wait(t, ctx, func(ev cluster.Event) bool { return ev.Instance == "b" && ev.Kind == cluster.WatchedChange })
 
 	killed := time.Now()
 	if err := victim.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	renewed := rec.wait(t, ctx, func(ev cluster.Event) bool {
+	renewed := rec.Wait(t, ctx, func(ev cluster.Event) bool {
 		return ev.Instance == "a" && ev.Kind == cluster.AttemptSucceeded && ev.Time.After(killed) && ev.Holder == "a"
 	})
-	watched := rec.wait(t, ctx, func(ev cluster.Event) bool {
+	watched := rec.Wait(t, ctx, func(ev cluster.Event) bool {
 		return ev.Instance == "b" && ev.Kind == cluster.WatchedChange && ev.Time.After(killed)
 	})
 	t.Logf("server %s killed: the leader renewed %v later, the follower's watch brought a renewal %v later",
@@ -162,7 +162,7 @@ func TestClusterServerDies(t *testing.T) {
 	// An attempt the kill cut short fails, and a leader whose attempt fails stops leading (E4);
 	// its next attempt, through another server, takes the lease it still holds back. Any other
 	// end of its leadership, or another leader, is a failure.
-	for _, ev := range rec.all() {
+	for _, ev := range rec.All() {
 		switch {
 		case ev.Kind == cluster.AttemptFailed:
 			t.Logf("%s: attempt failed %v after the kill: %v", ev.Instance, ev.Time.Sub(killed).Round(time.Millisecond), ev.Err)
@@ -171,7 +171,7 @@ func TestClusterServerDies(t *testing.T) {
 		case ev.Kind == cluster.StoppedLeading && ev.Reason != cluster.ReasonError:
 			t.Errorf("a stopped leading (%s, %v): its renewals should have gone on through another server", ev.Reason, ev.Err)
 		case ev.Kind == cluster.StoppedLeading:
-			back := rec.wait(t, ctx, func(b cluster.Event) bool {
+			back := rec.Wait(t, ctx, func(b cluster.Event) bool {
 				return b.Instance == "a" && b.Kind == cluster.BecameLeader && b.Time.After(ev.Time)
 			})
 			t.Logf("a stopped leading on the attempt the kill cut (E4), and led again %v after the kill",
@@ -180,53 +180,6 @@ func TestClusterServerDies(t *testing.T) {
 	}
 	if !ea.IsLeader() {
 		t.Error("a does not lead after its server died")
-	}
-}
-
-// eventLog records the Electors' events for a test to wait on.
-type eventLog struct {
-	mu     sync.Mutex
-	events []cluster.Event
-	notify chan struct{}
-}
-
-func (l *eventLog) add(ev cluster.Event) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.events = append(l.events, ev)
-	if l.notify != nil {
-		close(l.notify)
-		l.notify = nil
-	}
-}
-
-func (l *eventLog) all() []cluster.Event {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]cluster.Event(nil), l.events...)
-}
-
-// wait returns the first event that matches, waiting for it until ctx ends.
-func (l *eventLog) wait(t *testing.T, ctx context.Context, match func(cluster.Event) bool) cluster.Event {
-	t.Helper()
-	for {
-		l.mu.Lock()
-		for _, ev := range l.events {
-			if match(ev) {
-				l.mu.Unlock()
-				return ev
-			}
-		}
-		if l.notify == nil {
-			l.notify = make(chan struct{})
-		}
-		ch := l.notify
-		l.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			t.Fatalf("the event awaited did not come: %v", ctx.Err())
-		}
 	}
 }
 
