@@ -3,13 +3,14 @@
 // (SIGKILL of the leader process), clean handover (SIGTERM), the steady-state cost of 3 and
 // 50 instances on one lease (backend requests/s, CPU seconds per instance-hour, resident
 // memory), and many elections in one process (1,000 and 10,000 lease names over PostgreSQL
-// and Redis). The anchors are k8s.io/client-go/tools/leaderelection with a LeaseLock against
+// and Redis, through one Elector per name and through one cluster.Locker). The anchors are k8s.io/client-go/tools/leaderelection with a LeaseLock against
 // the same kube-apiserver as leasehold's Kubernetes backend, and go.etcd.io/etcd/client/v3's
 // concurrency Election against the same embedded etcd as leasehold's etcd store.
 //
 //	go run ./bench --out docs/bench                  # the full run (about 40 minutes)
 //	go run ./bench --backends postgres,client-go --trials 10
 //	go run ./bench --ci                              # a few trials, small N (what the test runs)
+//	go run ./bench --backends "" --many 10000 --many-via locker   # 10,000 keys through one Locker
 //
 // Every candidate is a separate OS process: this program re-executes itself as a worker. It
 // prints a Markdown table on stdout, and with --out writes results.md, results.json and
@@ -44,6 +45,7 @@ type options struct {
 	Instances        []int // steady state
 	Many             []int
 	ManyBackends     []string
+	ManyVia          []string // viaElector, viaLocker
 	Window           time.Duration
 	L, R             time.Duration
 	Out              string
@@ -64,6 +66,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	instances := fs.String("instances", "3,50", "comma-separated instance counts for the steady-state figures")
 	many := fs.String("many", "1000,10000", "comma-separated lease-name counts for the many-elections figures (empty: none)")
 	manyBackends := fs.String("many-backends", "postgres,redis", "backends of the many-elections figures")
+	manyVia := fs.String("many-via", "elector,locker", "how the many-elections process holds its leases: elector (one cluster.Elector per lease name), locker (one cluster.Locker for every key), or both")
 	window := fs.Duration("window", 20*time.Second, "measurement window of the steady-state and many-elections figures")
 	lease := fs.Duration("lease", 2*time.Second, "lease duration L (whole seconds: client-go's Lease and etcd's TTL hold seconds)")
 	renew := fs.Duration("renew", 500*time.Millisecond, "renew interval R (client-go's RetryPeriod)")
@@ -104,6 +107,12 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		o.Backends = allBackends
 	}
 	o.ManyBackends = list(*manyBackends)
+	o.ManyVia = list(*manyVia)
+	for _, v := range o.ManyVia {
+		if v != viaElector && v != viaLocker {
+			return o, fmt.Errorf("--many-via: %q is neither %s nor %s", v, viaElector, viaLocker)
+		}
+	}
 	switch {
 	case o.Trials < 1:
 		return o, fmt.Errorf("--trials %d: want at least 1", o.Trials)

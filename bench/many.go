@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -19,6 +20,7 @@ import (
 // manyResult is what a many worker reports: one process electing on n lease names over one
 // store, measured over a window once every lease is held (or the wait for that gave up).
 type manyResult struct {
+	Via          string           `json:"via,omitempty"` // viaLocker, or viaElector ("" in earlier results)
 	Leases       int              `json:"leases"`
 	Leading      int              `json:"leading"`       // leases this process led at the end of the wait
 	ReadyAfter   time.Duration    `json:"ready_after"`   // from the first Start to the last BecameLeader, or the wait's length
@@ -27,15 +29,26 @@ type manyResult struct {
 	Requests     int64            `json:"requests"`      // lock operations during the window
 	CPU          time.Duration    `json:"cpu"`           // CPU time during the window
 	RSS          int64            `json:"rss"`           // resident memory at the end of the window
-	Lost         int64            `json:"lost"`          // StoppedLeading events during the window
+	Goroutines   int              `json:"goroutines"`    // at the end of the window
+	Lost         int64            `json:"lost"`          // StoppedLeading events (Locker: Done closed) during the window
 	LostBy       map[string]int64 `json:"lost_by"`       // the same, by cluster.Reason*
 	Failed       int64            `json:"failed"`        // AttemptFailed events during the window
 	FailedBy     map[string]int64 `json:"failed_by"`     // the same, by cluster.Reason*
 	AttemptP50   time.Duration    `json:"attempt_p50"`   // attempt durations during the window
 	AttemptP99   time.Duration    `json:"attempt_p99"`   //
-	StopTook     time.Duration    `json:"stop_took"`     // Stop of every Elector, in parallel
-	StopFailures int              `json:"stop_failures"` // Stops that returned an error
+	StopTook     time.Duration    `json:"stop_took"`     // Stop of every Elector (Locker: Release of every key), in parallel
+	StopFailures int              `json:"stop_failures"` // Stops (Releases) that returned an error
+	// Unconfirmed (Locker): keys held at the end of the window whose record did not name this
+	// holding while its Done stayed open: a loss the Locker did not report (must be 0).
+	Unconfirmed int `json:"unconfirmed,omitempty"`
 }
+
+// How a many worker holds its leases: one Elector per lease name, or one cluster.Locker for
+// every key (the --many-via flag).
+const (
+	viaElector = "elector"
+	viaLocker  = "locker"
+)
 
 const manyPrefix = "bench-many "
 
@@ -57,14 +70,11 @@ func runMany(w *proctest.Worker) int {
 	}
 	defer closeLock()
 
+	c := newManyCounters()
 	var (
-		leading, lost, failed atomic.Int64
-		measuring             atomic.Bool
-		allLead               = make(chan struct{})
-		allOnce               sync.Once
-		mu                    sync.Mutex
-		durations             []time.Duration // attempt durations during the window
-		lostBy, failedBy      = map[string]int64{}, map[string]int64{}
+		leading atomic.Int64
+		allLead = make(chan struct{})
+		allOnce sync.Once
 	)
 	observe := func(ev cluster.Event) {
 		switch ev.Kind {
@@ -74,25 +84,9 @@ func runMany(w *proctest.Worker) int {
 			}
 		case cluster.StoppedLeading:
 			leading.Add(-1)
-			if measuring.Load() {
-				lost.Add(1)
-				mu.Lock()
-				lostBy[ev.Reason]++
-				mu.Unlock()
-			}
-		case cluster.AttemptFailed:
-			if measuring.Load() {
-				failed.Add(1)
-				mu.Lock()
-				failedBy[ev.Reason]++
-				mu.Unlock()
-			}
+			c.lost(ev.Reason)
 		}
-		if (ev.Kind == cluster.AttemptSucceeded || ev.Kind == cluster.AttemptFailed) && measuring.Load() {
-			mu.Lock()
-			durations = append(durations, ev.Duration)
-			mu.Unlock()
-		}
+		c.observe(ev)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	els := make([]*cluster.Elector, n)
@@ -109,7 +103,7 @@ func runMany(w *proctest.Worker) int {
 			return w.Fail("%v", err)
 		}
 	}
-	res := manyResult{Leases: n, Window: window}
+	res := manyResult{Leases: n, Window: window, Via: viaElector}
 	start := time.Now()
 	for _, el := range els {
 		if err := el.Start(ctx); err != nil {
@@ -128,19 +122,7 @@ func runMany(w *proctest.Worker) int {
 	wait.Stop()
 	res.Leading = int(leading.Load())
 
-	r0, c0 := requests.Load(), cpuTime()
-	measuring.Store(true)
-	time.Sleep(window) // the measurement window: nothing to wait for, the electors run on their own
-	measuring.Store(false)
-	res.Requests, res.CPU = requests.Load()-r0, cpuTime()-c0
-	res.RSS = rssBytes()
-	res.LeadingAtEnd = int(leading.Load())
-	res.Lost, res.Failed = lost.Load(), failed.Load()
-	mu.Lock()
-	res.LostBy, res.FailedBy = lostBy, failedBy
-	slices.Sort(durations)
-	res.AttemptP50, res.AttemptP99 = quantile(durations, 0.50), quantile(durations, 0.99)
-	mu.Unlock()
+	c.measure(&res, window, func() { res.LeadingAtEnd = int(leading.Load()) })
 
 	stopStart := time.Now()
 	stopCtx, cancel := context.WithTimeout(ctx, max(w.LeaseDuration, 30*time.Second))
@@ -162,4 +144,69 @@ func runMany(w *proctest.Worker) int {
 	}
 	proctest.WriteStdout(manyPrefix + string(b))
 	return proctest.ExitOK
+}
+
+// manyCounters count what a many worker measures over its window: lost leaderships and
+// failed attempts by reason, and the attempts' durations. observe and lost run on the
+// elections' goroutines.
+type manyCounters struct {
+	measuring    atomic.Bool
+	lostN, failN atomic.Int64
+	mu           sync.Mutex
+	durations    []time.Duration
+	lostBy       map[string]int64
+	failedBy     map[string]int64
+}
+
+func newManyCounters() *manyCounters {
+	return &manyCounters{lostBy: map[string]int64{}, failedBy: map[string]int64{}}
+}
+
+// observe counts an Event's failed attempt and attempt duration during the window.
+func (c *manyCounters) observe(ev cluster.Event) {
+	if !c.measuring.Load() {
+		return
+	}
+	switch ev.Kind {
+	case cluster.AttemptFailed:
+		c.failN.Add(1)
+		c.mu.Lock()
+		c.failedBy[ev.Reason]++
+		c.mu.Unlock()
+	}
+	if ev.Kind == cluster.AttemptSucceeded || ev.Kind == cluster.AttemptFailed {
+		c.mu.Lock()
+		c.durations = append(c.durations, ev.Duration)
+		c.mu.Unlock()
+	}
+}
+
+// lost counts a leadership lost during the window, for reason.
+func (c *manyCounters) lost(reason string) {
+	if !c.measuring.Load() {
+		return
+	}
+	c.lostN.Add(1)
+	c.mu.Lock()
+	c.lostBy[reason]++
+	c.mu.Unlock()
+}
+
+// measure lets window pass, counting, and fills res with its figures; atEnd runs as the
+// window closes, before the counters are read.
+func (c *manyCounters) measure(res *manyResult, window time.Duration, atEnd func()) {
+	r0, c0 := requests.Load(), cpuTime()
+	c.measuring.Store(true)
+	time.Sleep(window) // the measurement window: nothing to wait for, the elections run on their own
+	c.measuring.Store(false)
+	res.Requests, res.CPU = requests.Load()-r0, cpuTime()-c0
+	res.RSS = rssBytes()
+	res.Goroutines = runtime.NumGoroutine()
+	atEnd()
+	res.Lost, res.Failed = c.lostN.Load(), c.failN.Load()
+	c.mu.Lock()
+	res.LostBy, res.FailedBy = c.lostBy, c.failedBy
+	slices.Sort(c.durations)
+	res.AttemptP50, res.AttemptP99 = quantile(c.durations, 0.50), quantile(c.durations, 0.99)
+	c.mu.Unlock()
 }

@@ -159,18 +159,28 @@ func measure(ctx context.Context, o options, workerArgs []string, logf func(stri
 		if sys.Kind != kindLeasehold {
 			return nil, fmt.Errorf("--many-backends: %s is not a leasehold backend", name)
 		}
-		for _, n := range o.Many {
-			logf("bench: %s: %d lease names in one process", sys.Name, n)
-			f := newFleet(sys, kindMany, fmt.Sprintf("bench-%s-m%d", runID, n))
-			row, err := many(f, n, o.Window)
-			f.close()
-			if err != nil {
-				return nil, fmt.Errorf("%s, %d lease names: %w", sys.Name, n, err)
+		for _, via := range o.ManyVia {
+			kind, lease := kindMany, "m"
+			if via == viaLocker {
+				kind, lease = kindManyLock, "k"
 			}
-			row.Backend = name
-			logf("bench: %s, %d leases: %d led after %v, %.0f requests/s, %.1f%% CPU, %d lost, %d failed attempts, attempt p99 %v",
-				name, n, row.Leading, ms(row.ReadyAfter), float64(row.Requests)/row.Window.Seconds(), 100*row.CPU.Seconds()/row.Window.Seconds(), row.Lost, row.Failed, ms(row.AttemptP99))
-			rep.Many = append(rep.Many, row)
+			for _, n := range o.Many {
+				logf("bench: %s: %d lease names in one process, through %s", sys.Name, n, via)
+				f := newFleet(sys, kind, fmt.Sprintf("bench-%s-%s%d", runID, lease, n))
+				row, err := many(f, n, o.Window)
+				f.close()
+				if err != nil {
+					return nil, fmt.Errorf("%s, %d lease names through %s: %w", sys.Name, n, via, err)
+				}
+				row.Backend = name
+				logf("bench: %s, %d leases through %s: %d led after %v, %.0f requests/s, %.1f%% CPU, %s RSS, %d goroutines, %d lost, %d failed attempts, attempt p99 %v",
+					name, n, via, row.Leading, ms(row.ReadyAfter), float64(row.Requests)/row.Window.Seconds(), 100*row.CPU.Seconds()/row.Window.Seconds(),
+					mib(row.RSS), row.Goroutines, row.Lost, row.Failed, ms(row.AttemptP99))
+				if row.Unconfirmed > 0 {
+					rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s, %d keys through a Locker: %d held keys whose record names another holding (P2)", name, n, row.Unconfirmed))
+				}
+				rep.Many = append(rep.Many, row)
+			}
 		}
 	}
 	rep.Took = time.Since(rep.Started)

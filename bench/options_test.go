@@ -17,6 +17,7 @@ func TestOptionsNameTheFlag(t *testing.T) {
 		{[]string{"--lease", "1s", "--renew", "800ms"}, "--renew"},
 		{[]string{"--instances", "3,x"}, "--instances"},
 		{[]string{"--many", "0"}, "--many"},
+		{[]string{"--many-via", "elector,holders"}, "--many-via"},
 		{[]string{"--trials", "0"}, "--trials"},
 		{[]string{"--latency-instances", "1"}, "--latency-instances"},
 		{[]string{"--window", "0s"}, "--window"},

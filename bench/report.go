@@ -87,13 +87,18 @@ func writeMany(b *strings.Builder, rep *report) {
 	o := rep.Options
 	if len(rep.Many) > 0 {
 		b.WriteString("\n### Many elections in one process\n\n")
-		fmt.Fprintf(b, "One process, one store connection pool, N Electors on N lease names (L = %v, R = %v); measured over %v once every lease was held (or after the wait for that gave up). A lease needs 1/R = %.0f attempts per second, each one write on the revision its leader holds (a read only after a conflict).\n\n", o.L, o.R, o.Window, 1/o.R.Seconds())
-		b.WriteString("| backend | leases | leading | all led after | requests/s | per lease per s | CPU (% of a core) | CPU s per lease-hour | attempt p50 | p99 | lost leaderships | failed attempts | RSS (MiB) |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+		fmt.Fprintf(b, "One process, one store connection pool, N Electors on N lease names (L = %v, R = %v); measured over %v once every lease was held (or after the wait for that gave up). A lease needs 1/R = %.0f attempts per second, each one write on the revision its leader holds (a read only after a conflict). "+
+			"Rows \"through a Locker\": the N names are keys of one cluster.Locker, each held by a goroutine that acquires it again when its Done closes (lost: Done closings); at the end every key still held was read back from the store.\n\n", o.L, o.R, o.Window, 1/o.R.Seconds())
+		b.WriteString("| backend | leases | leading | all led after | requests/s | per lease per s | CPU (% of a core) | CPU s per lease-hour | attempt p50 | p99 | lost leaderships | failed attempts | RSS (MiB) | goroutines |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, r := range rep.Many {
 			rps := float64(r.Requests) / r.Window.Seconds()
-			fmt.Fprintf(b, "| %s | %d | %d → %d | %.1fs | %.0f | %.2f | %.0f%% | %.2f | %s | %s | %s | %s | %.0f |\n", r.Backend, r.Leases, r.Leading, r.LeadingAtEnd,
+			backend := r.Backend
+			if r.Via == viaLocker {
+				backend += " through a Locker"
+			}
+			fmt.Fprintf(b, "| %s | %d | %d → %d | %.1fs | %.0f | %.2f | %.0f%% | %.2f | %s | %s | %s | %s | %.0f | %d |\n", backend, r.Leases, r.Leading, r.LeadingAtEnd,
 				r.ReadyAfter.Seconds(), rps, rps/float64(r.Leases), 100*r.CPU.Seconds()/r.Window.Seconds(), r.CPU.Seconds()/float64(r.Leases)/r.Window.Hours(),
-				msf(r.AttemptP50), msf(r.AttemptP99), byReason(r.Lost, r.LostBy), byReason(r.Failed, r.FailedBy), float64(r.RSS)/(1<<20))
+				msf(r.AttemptP50), msf(r.AttemptP99), byReason(r.Lost, r.LostBy), byReason(r.Failed, r.FailedBy), float64(r.RSS)/(1<<20), r.Goroutines)
 		}
 	}
 }

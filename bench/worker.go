@@ -19,7 +19,7 @@ import (
 
 // What a worker runs, beside proctest's Config: envWorker is the worker kind.
 const (
-	envWorker   = "LEASEHOLD_BENCH_WORKER"    // leasehold, client-go, etcd, idle, many
+	envWorker   = "LEASEHOLD_BENCH_WORKER"    // leasehold, client-go, etcd, idle, many, many-locker
 	envKubeHost = "LEASEHOLD_BENCH_KUBE_HOST" // set: the leasehold worker uses the Lease lock
 	envKubeCA   = "LEASEHOLD_BENCH_KUBE_CA"   // file holding the API server's CA (PEM)
 	envKubeTok  = "LEASEHOLD_BENCH_KUBE_TOKEN"
@@ -36,6 +36,7 @@ const (
 	kindEtcd      = "etcd"
 	kindIdle      = "idle"
 	kindMany      = "many"
+	kindManyLock  = "many-locker"
 )
 
 // maybeWorker runs the worker and exits when the environment says this process is one;
@@ -54,6 +55,8 @@ func runWorker(w *proctest.Worker) int {
 		return runIdle(w)
 	case kindMany:
 		return runMany(w)
+	case kindManyLock:
+		return runManyLocker(w)
 	default:
 		return w.Fail("%s: unknown worker kind %q", envWorker, kind)
 	}

@@ -235,6 +235,17 @@ func (h *Held) stopOnLoss(l time.Duration) {
 	h.free()
 }
 
+// IsHeld reports whether the key is held at the time of the call: checked against the
+// holding's deadline, as Elector.IsLeader is (W7), it turns false the instant the deadline
+// passes, while Done closes only once the election goroutine has noticed: a moment later, or,
+// in a process that was paused or starved of CPU, once that goroutine runs again. Work under
+// the lock checks it right before each action, with Term as the fencing token; Done is for
+// waiting. It takes no lock.
+func (h *Held) IsHeld() bool {
+	term, ok := h.e.Term()
+	return ok && term == h.term && h.ctx.Err() == nil
+}
+
 // Key returns the key held.
 func (h *Held) Key() string { return h.key }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -397,6 +398,59 @@ func TestP5OneKeyOnceInALocker(t *testing.T) {
 		}
 		if twins := logs.find("leasehold: another process uses this instance ID: following its leadership; give each process an ID of its own"); len(twins) != 0 {
 			t.Fatalf("two Electors of the Locker shared the key: %v", twins)
+		}
+	})
+}
+
+// P2, W7: a holding ends at its deadline even when the election goroutine is late to notice
+// (a paused process, a starved one): Done is still open then, and IsHeld already says false.
+// The fault campaign found it: a worker acting while its holding's Context was live, just
+// resumed from SIGSTOP, stamped actions after its leadership's deadline.
+func TestP2IsHeldAtTheDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		succeeded := 0
+		late := make(chan struct{})
+		l, err := NewLocker(LockerConfig{
+			Lock: NewStoreLock(newFaultStore(w.mem)), InstanceID: "a", LeaseDuration: testL, RenewInterval: testR, Logger: quietLogger(),
+			// The renewal at R answers, and its event holds up the election goroutine until
+			// the test lets it go: the deadline of the attempt at 0, (L+R)/2, passes meanwhile.
+			Observer: func(ev Event) {
+				if ev.Kind == AttemptSucceeded {
+					if succeeded++; succeeded == 2 {
+						<-late
+					}
+				}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := l.Acquire(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		letGo := sync.OnceFunc(func() { close(late) })
+		defer func() {
+			letGo()
+			_ = h.Release(context.Background()) // after the loss, only ends the election
+		}()
+		deadline := (testL + testR) / 2
+		w.at(deadline - time.Millisecond)
+		if !h.IsHeld() || closed(h.Done()) {
+			t.Fatalf("at %v: IsHeld %v, Done closed %v; want held", deadline-time.Millisecond, h.IsHeld(), closed(h.Done()))
+		}
+		w.at(deadline)
+		if closed(h.Done()) {
+			t.Fatal("Done closed while the election goroutine was held up: the test shows nothing")
+		}
+		if h.IsHeld() {
+			t.Fatalf("at the deadline %v: IsHeld true while the lease may have expired for the others (W7)", deadline)
+		}
+		letGo()
+		w.at(deadline + time.Millisecond)
+		if !closed(h.Done()) || h.IsHeld() {
+			t.Fatalf("once the election goroutine runs: Done closed %v, IsHeld %v; want lost", closed(h.Done()), h.IsHeld())
 		}
 	})
 }

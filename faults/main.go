@@ -3,6 +3,7 @@
 //
 //	go run ./faults --backend file,postgres --duration 10m --out docs/faults
 //	go run ./faults --ci        # every backend reachable here, the CI bounds, fails on a violation
+//	go run ./faults --backend postgres --locker  # the workers hold the lease through a cluster.Locker
 //
 // It exits 1 when a campaign found a violation, 2 on a usage or setup error.
 package main
@@ -39,6 +40,7 @@ func run() int {
 	ci := fs.Bool("ci", false, "CI mode: 3 instances, L=1s, R=250ms, at least 50 faults per backend, every reachable backend; unreachable ones are skipped unless LEASEHOLD_REQUIRE_SERVERS=1 (LEASEHOLD_REQUIRE_KUBE=1 for kubernetes)")
 	out := fs.String("out", "", "directory for report.md, report.json and the SVG timelines (default: none, summary only)")
 	quiet := fs.Bool("quiet", false, "do not log each fault")
+	locker := fs.Bool("locker", false, "the workers hold the lease through a cluster.Locker (Acquire, act while held, acquire again when lost) instead of an Elector")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
@@ -65,7 +67,7 @@ func run() int {
 	for _, name := range strings.Split(names, ",") {
 		o := campaign.Options{
 			Backend: strings.TrimSpace(name), Duration: *duration, MinFaults: *minFaults, Instances: *instances, Seed: *seed,
-			LeaseDuration: *lease, RenewInterval: *renew, Slack: *slack,
+			LeaseDuration: *lease, RenewInterval: *renew, Slack: *slack, Locker: *locker,
 		}
 		if !*quiet {
 			o.Logf = logf
@@ -83,7 +85,7 @@ func run() int {
 			return 2
 		}
 		reps = append(reps, rep)
-		fmt.Fprintf(os.Stderr, "faults: %s: %d faults, %d violations\n", rep.Backend, len(rep.Faults), len(rep.Violations))
+		fmt.Fprintf(os.Stderr, "faults: %s: %d faults, %d violations\n", rep.Name(), len(rep.Faults), len(rep.Violations))
 		for _, v := range rep.Violations {
 			fmt.Fprintf(os.Stderr, "  VIOLATION: %s\n", v)
 		}

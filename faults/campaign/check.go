@@ -19,7 +19,8 @@ type Report struct {
 	LeaseDuration time.Duration `json:"lease_duration_ns"`
 	RenewInterval time.Duration `json:"renew_interval_ns"`
 	Slack         time.Duration `json:"slack_ns"`
-	Network       bool          `json:"network"` // the proxy faults applied
+	Network       bool          `json:"network"`          // the proxy faults applied
+	Locker        bool          `json:"locker,omitempty"` // the workers held the lease through a cluster.Locker
 	Start         int64         `json:"start"`
 	FaultsEnd     int64         `json:"faults_end"`
 	End           int64         `json:"end"`
@@ -77,7 +78,7 @@ func analyze(o Options, network bool, lines []proctest.Line, actions []Action, f
 	rep := &Report{
 		Backend: o.Backend, Seed: o.Seed, Instances: o.Instances,
 		LeaseDuration: o.LeaseDuration, RenewInterval: o.RenewInterval, Slack: o.Slack, Network: network,
-		Start: start, FaultsEnd: faultsEnd, End: end, Faults: faults,
+		Start: start, FaultsEnd: faultsEnd, End: end, Faults: faults, Locker: o.Locker,
 	}
 	violate := func(format string, args ...any) {
 		rep.Violations = append(rep.Violations, fmt.Sprintf(format, args...))

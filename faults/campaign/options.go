@@ -15,6 +15,9 @@ type Options struct {
 	Seed          uint64        // of the fault schedule; 0 picks one (reported)
 	LeaseDuration time.Duration // L
 	RenewInterval time.Duration // R
+	// Locker makes every worker hold the lease through a cluster.Locker, acquiring it again
+	// each time it is lost, instead of running an Elector (runLockerWorker).
+	Locker bool
 	// Slack is added to every takeover bound: process scheduling on a loaded host and the new
 	// leader's own read and write. DefaultSlack by default.
 	Slack time.Duration

@@ -63,6 +63,10 @@ func (d *driver) startProc(s *slot) (*proc, error) {
 	s.gen++
 	id := fmt.Sprintf("w%d.%d", s.n, s.gen)
 	p := &proc{slot: s, watchControl: filepath.Join(d.dir, "watch-"+id), watch: WatchFault{Mode: WatchPass}}
+	env := []string{envResource + "=" + d.res.addr(), envWatchControl + "=" + p.watchControl}
+	if d.o.Locker {
+		env = append(env, envLocker+"=1")
+	}
 	var err error
 	p.Proc, err = proctest.Start(proctest.Spec{
 		Config: proctest.Config{
@@ -71,7 +75,7 @@ func (d *driver) startProc(s *slot) (*proc, error) {
 		},
 		Path: d.exe,
 		Args: d.o.WorkerArgs,
-		Env:  []string{envResource + "=" + d.res.addr(), envWatchControl + "=" + p.watchControl},
+		Env:  env,
 		Line: func(line string) { d.inbox.Put(message{p: p, line: line}) },
 		Exit: func(err error) { d.inbox.Put(message{p: p, exit: true, err: err}) },
 	})

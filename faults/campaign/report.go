@@ -44,6 +44,14 @@ func (r *Report) ByKind() []KindStats {
 	return out
 }
 
+// Name names the campaign in the report: its backend, with "-locker" in the Locker mode.
+func (r *Report) Name() string {
+	if r.Locker {
+		return r.Backend + "-locker"
+	}
+	return r.Backend
+}
+
 // Failed reports whether the campaign broke a rule.
 func (r *Report) Failed() bool { return len(r.Violations) > 0 }
 
@@ -79,8 +87,8 @@ func worst(took, bound time.Duration) string {
 func ms(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
 
 // WriteMarkdown writes the report of one or more campaigns: a summary table, then per backend
-// the figures per fault kind, the checks and the timeline picture (svgs maps a backend to the
-// path of its SVG, relative to the Markdown file; may be nil).
+// the figures per fault kind, the checks and the timeline picture (svgs maps a report's Name,
+// its backend, to the path of its SVG, relative to the Markdown file; may be nil).
 func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]string) error {
 	var b strings.Builder
 	b.WriteString("# leasehold fault campaign\n\n")
@@ -96,17 +104,17 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range reps {
 		fmt.Fprintf(&b, "| %s | %v | %d | %d | %d | %d | %d | %s | %s | %s | %d |\n",
-			r.Backend, time.Duration(r.FaultsEnd-r.Start).Round(time.Second), len(r.Faults), r.overlapsOutsidePauses(),
+			r.Name(), time.Duration(r.FaultsEnd-r.Start).Round(time.Second), len(r.Faults), r.overlapsOutsidePauses(),
 			r.Actions.AcceptedStale, r.Actions.StaleRejected, r.Actions.Accepted,
 			worst(r.maxTakeover(KillLeader, PauseLeader, PartitionLeader)), worst(r.maxTakeover(StopLeader)),
 			ms(r.LongestLeaderless), len(r.Violations))
 	}
 	for _, r := range reps {
-		fmt.Fprintf(&b, "\n## %s\n\n", r.Backend)
+		fmt.Fprintf(&b, "\n## %s\n\n", r.Name())
 		fmt.Fprintf(&b, "Seed %d, %d instances, L = %v, R = %v, slack %v, %v of faults.\n\n",
 			r.Seed, r.Instances, r.LeaseDuration, r.RenewInterval, r.Slack, time.Duration(r.FaultsEnd-r.Start).Round(time.Second))
-		if p := svgs[r.Backend]; p != "" {
-			fmt.Fprintf(&b, "![timeline of %s](%s)\n\n", r.Backend, p)
+		if p := svgs[r.Name()]; p != "" {
+			fmt.Fprintf(&b, "![timeline of %s](%s)\n\n", r.Name(), p)
 		}
 		b.WriteString("| fault | count | takeovers | min | median | max | bound | beyond bound |\n|---|---|---|---|---|---|---|---|\n")
 		for _, k := range r.ByKind() {
@@ -154,7 +162,7 @@ func WriteFiles(dir, command string, reps []*Report) error {
 	}
 	svgs := map[string]string{}
 	for _, r := range reps {
-		name := "timeline-" + r.Backend + ".svg"
+		name := "timeline-" + r.Name() + ".svg"
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
 			return err
@@ -166,7 +174,7 @@ func WriteFiles(dir, command string, reps []*Report) error {
 		if err != nil {
 			return fmt.Errorf("campaign: %s: %w", name, err)
 		}
-		svgs[r.Backend] = name
+		svgs[r.Name()] = name
 	}
 	var md strings.Builder
 	if err := WriteMarkdown(&md, command, reps, svgs); err != nil {

@@ -46,7 +46,7 @@ func WriteSVG(w io.Writer, r *Report) error {
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="3" height="6" fill="#1f77b4"/></pattern></defs>`+"\n")
 	fmt.Fprintf(&b, `<text x="%d" y="16" font-size="14">%s: %d instances, L=%v R=%v, %d faults, seed %d</text>`+"\n",
-		left, html.EscapeString(r.Backend), r.Instances, r.LeaseDuration, r.RenewInterval, len(r.Faults), r.Seed)
+		left, html.EscapeString(r.Name()), r.Instances, r.LeaseDuration, r.RenewInterval, len(r.Faults), r.Seed)
 	// Time axis.
 	step := niceStep(secs)
 	for s := 0.0; s <= secs; s += step {

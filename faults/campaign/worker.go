@@ -93,7 +93,8 @@ func (f closerFunc) Close() error { return f() }
 // the shared log and its stdout (proctest.Observer), reports on stdout whether its attempts
 // succeed (lines "attempt ID T ok|fail", on each change), and while it leads acts on the fenced
 // resource every ActionInterval with the term of its leadership (cluster.TermOf). It stops on
-// SIGTERM and dies with the runner as proctest.ServeWorker's workers do.
+// SIGTERM and dies with the runner as proctest.ServeWorker's workers do. In the Locker mode
+// (Options.Locker) it holds the lease through a cluster.Locker instead (runLockerWorker).
 func MaybeWorker() { proctest.ServeWorker("faults", runWorker) }
 
 func runWorker(w *proctest.Worker) int {
@@ -107,8 +108,9 @@ func runWorker(w *proctest.Worker) int {
 	lock, watchFaults := withWatchFaults(lock)
 	serveWatchControl(w.ID, os.Getenv(envWatchControl), watchFaults)
 
-	lines := w.Observer()
-	var attempts string // "ok" or "fail" once an attempt has ended
+	if os.Getenv(envLocker) == "1" {
+		return runLockerWorker(w, lock)
+	}
 	el, err := cluster.NewElector(cluster.ElectorConfig{
 		Lock:          lock,
 		LeaseName:     w.Lease,
@@ -116,28 +118,35 @@ func runWorker(w *proctest.Worker) int {
 		RenewInterval: w.RenewInterval,
 		InstanceID:    w.ID,
 		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Observer: func(ev cluster.Event) {
-			lines(ev)
-			// The runner waits for every instance's attempts to succeed before the next fault:
-			// a client still reconnecting after an outage would make a takeover look slow. A
-			// follower whose watch is healthy sends no attempts: a change its watch brought
-			// counts as an answer of the store.
-			ok := ev.Kind == cluster.AttemptSucceeded || ev.Kind == cluster.WatchedChange
-			if !ok && ev.Kind != cluster.AttemptFailed {
-				return
-			}
-			if now := map[bool]string{true: "ok", false: "fail"}[ok]; now != attempts {
-				attempts = now
-				proctest.WriteStdout(attemptLine{Instance: w.ID, T: proctest.Now(), OK: now == "ok"}.String())
-			}
-		},
+		Observer:      workerObserver(w),
 	})
 	if err != nil {
 		return w.Fail("%v", err)
 	}
 	act := newActor(w.ID, os.Getenv(envResource))
-	el.WhenLeader(func(ctx context.Context) error { return act.lead(ctx, el) }, nil)
+	el.WhenLeader(func(ctx context.Context) error { return act.lead(ctx, el.IsLeader) }, nil)
 	return w.RunElector(ctx, el)
+}
+
+// workerObserver writes the worker's leadership lines and its attempt lines.
+func workerObserver(w *proctest.Worker) func(cluster.Event) {
+	lines := w.Observer()
+	var attempts string // "ok" or "fail" once an attempt has ended
+	return func(ev cluster.Event) {
+		lines(ev)
+		// The runner waits for every instance's attempts to succeed before the next fault:
+		// a client still reconnecting after an outage would make a takeover look slow. A
+		// follower whose watch is healthy sends no attempts: a change its watch brought
+		// counts as an answer of the store.
+		ok := ev.Kind == cluster.AttemptSucceeded || ev.Kind == cluster.WatchedChange
+		if !ok && ev.Kind != cluster.AttemptFailed {
+			return
+		}
+		if now := map[bool]string{true: "ok", false: "fail"}[ok]; now != attempts {
+			attempts = now
+			proctest.WriteStdout(attemptLine{Instance: w.ID, T: proctest.Now(), OK: now == "ok"}.String())
+		}
+	}
 }
 
 // attemptLine reports on a worker's stdout that its attempts started or stopped succeeding.
@@ -182,13 +191,14 @@ func newActor(id, addr string) *actor {
 const MaxWork = 20 * time.Millisecond
 
 // lead acts at once, then every ActionInterval, until its leadership ends. Each action is
-// stamped before IsLeader is checked: when IsLeader says true, the stamp lies inside the
-// leadership (W7), which the checks verify against the leadership lines. Then, as a real
-// leader computes before it writes, it works for a random time up to MaxWork, and sends the
-// action without ctx: a pause (SIGSTOP) in that window makes the write arrive after another
-// instance took over, and the resource must reject it if a newer term acted meanwhile (W8).
-// That is what fencing is for; IsLeader alone cannot prevent it.
-func (a *actor) lead(ctx context.Context, el *cluster.Elector) error {
+// stamped before leading (the Elector's IsLeader, or the Locker's Held.IsHeld) is checked:
+// when it says true, the stamp lies inside the leadership (W7), which the checks verify
+// against the leadership lines. Then, as a real leader computes before it writes, it works
+// for a random time up to MaxWork, and sends the action without ctx: a pause (SIGSTOP) in
+// that window makes the write arrive after another instance took over, and the resource must
+// reject it if a newer term acted meanwhile (W8). That is what fencing is for; IsLeader alone
+// cannot prevent it.
+func (a *actor) lead(ctx context.Context, leading func() bool) error {
 	term, ok := cluster.TermOf(ctx)
 	if !ok {
 		return fmt.Errorf("faults worker %s: the leader callback's context carries no term (W8)", a.id)
@@ -200,7 +210,7 @@ func (a *actor) lead(ctx context.Context, el *cluster.Elector) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if el.IsLeader() {
+		if leading() {
 			time.Sleep(rand.N(MaxWork)) // the work: it picks a duration, it waits for nothing
 			a.do(term, sent)
 		}
