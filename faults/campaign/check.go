@@ -77,6 +77,7 @@ type BadAction struct {
 
 // analyze checks the leadership lines and the actions of a campaign.
 func analyze(o Options, network bool, lines []proctest.Line, actions []Action, faults []Fault, start, faultsEnd, end int64) *Report {
+	faults = slices.Clone(faults) // the times without a leader are filled in below
 	rep := &Report{
 		Backend: o.Backend, Seed: o.Seed, Instances: o.Instances,
 		LeaseDuration: o.LeaseDuration, RenewInterval: o.RenewInterval, Slack: o.Slack, Network: network,
@@ -112,6 +113,10 @@ func analyze(o Options, network bool, lines []proctest.Line, actions []Action, f
 	gaps := leaderlessGaps(ivs, faultsEnd)
 	for i := range faults {
 		f := &faults[i]
+		f.Leaderless, f.AfterStore = 0, 0
+		if clusterKind(f.Kind) {
+			f.Takeover = nil
+		}
 		next := faultsEnd
 		if i+1 < len(faults) {
 			next = faults[i+1].Start
