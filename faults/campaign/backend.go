@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/storecluster"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/kubernetes/kubetest"
 )
@@ -27,7 +28,17 @@ type Server struct {
 	Addr string
 	// Close stops what the backend started for the campaign; nil when it started nothing.
 	Close func() error
+	// Cluster, when set, is the store as a cluster of server processes (RegisterClusterBackend):
+	// URL names its members, each instance reaches every member through a proxy of its own,
+	// and the members' faults apply. Addr is then "".
+	Cluster storecluster.Cluster
+	// Direct: the instances reach the cluster's members directly, not through proxies
+	// (storecluster.Direct): the proxy faults do not apply.
+	Direct bool
 }
+
+// network reports whether the backend is reached over the network, through the proxies.
+func (s Server) network() bool { return s.Addr != "" || s.Cluster != nil && !s.Direct }
 
 // Backend finds or starts a server for one campaign. dir is a temporary directory of the
 // campaign's own, removed after it. An error wrapping ErrUnavailable means the server is not

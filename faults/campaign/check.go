@@ -21,9 +21,12 @@ type Report struct {
 	Slack         time.Duration `json:"slack_ns"`
 	Network       bool          `json:"network"`          // the proxy faults applied
 	Locker        bool          `json:"locker,omitempty"` // the workers held the lease through a cluster.Locker
-	Start         int64         `json:"start"`
-	FaultsEnd     int64         `json:"faults_end"`
-	End           int64         `json:"end"`
+	// Cluster describes the store's cluster when the backend is one (RegisterClusterBackend):
+	// the members' faults applied.
+	Cluster   *ClusterInfo `json:"cluster,omitempty"`
+	Start     int64        `json:"start"`
+	FaultsEnd int64        `json:"faults_end"`
+	End       int64        `json:"end"`
 
 	Faults    []Fault             `json:"faults"`
 	Intervals []proctest.Interval `json:"intervals"`
@@ -32,7 +35,7 @@ type Report struct {
 	// BadActions are the actions that broke a rule (accepted stale, sent outside leadership).
 	BadActions []BadAction `json:"bad_actions,omitempty"`
 	// LongestLeaderless is the longest time without a leader while the backend was up (no
-	// outage), between the first leader and the end of the faults; LeaderlessAfter names the
+	// outage, no member's fault before the store answered again), between the first leader and the end of the faults; LeaderlessAfter names the
 	// fault before it.
 	LongestLeaderless time.Duration `json:"longest_leaderless_ns"`
 	LeaderlessAt      int64         `json:"leaderless_at"`
@@ -75,6 +78,7 @@ type BadAction struct {
 
 // analyze checks the leadership lines and the actions of a campaign.
 func analyze(o Options, network bool, lines []proctest.Line, actions []Action, faults []Fault, start, faultsEnd, end int64) *Report {
+	faults = slices.Clone(faults) // the times without a leader are filled in below
 	rep := &Report{
 		Backend: o.Backend, Seed: o.Seed, Instances: o.Instances,
 		LeaseDuration: o.LeaseDuration, RenewInterval: o.RenewInterval, Slack: o.Slack, Network: network,
@@ -107,8 +111,75 @@ func analyze(o Options, network bool, lines []proctest.Line, actions []Action, f
 	for _, b := range rep.BadActions {
 		violate("action of %s term %d sent at %d, received at %d (accepted %v): %s", b.Instance, b.Term, b.Sent, b.Recv, b.Accepted, b.Rule)
 	}
+	gaps := leaderlessGaps(ivs, faultsEnd)
+	for i := range faults {
+		f := &faults[i]
+		f.Leaderless, f.AfterStore = 0, 0
+		if clusterKind(f.Kind) {
+			f.Takeover = nil
+		}
+		next := faultsEnd
+		if i+1 < len(faults) {
+			next = faults[i+1].Start
+		}
+		leaderlessAfter(f, gaps, next, ivs)
+		if clusterKind(f.Kind) && f.AfterStore > 0 {
+			f.Takeover.Bound = clusterBound(o, f.Kind)
+			if f.Takeover.Over() {
+				violate("fault %d (%s of %s): no leader for %v after the store answered again, beyond the bound %v",
+					f.N, f.Kind, f.Target, f.AfterStore, f.Takeover.Bound)
+			}
+		}
+	}
 	rep.LongestLeaderless, rep.LeaderlessAt, rep.LeaderlessAfter = longestLeaderless(ivs, faults, faultsEnd)
 	return rep
+}
+
+// leaderlessGaps returns the times no instance led, between the first leadership and end.
+func leaderlessGaps(ivs []proctest.Interval, end int64) [][2]int64 {
+	if len(ivs) == 0 {
+		return nil
+	}
+	var gaps [][2]int64
+	covered := ivs[0].End
+	for _, iv := range ivs[1:] {
+		if iv.Start > covered && covered < end {
+			gaps = append(gaps, [2]int64{covered, iv.Start})
+		}
+		covered = max(covered, iv.End)
+	}
+	return gaps
+}
+
+// leaderlessAfter sets f.Leaderless, the longest time without a leader from f's start to next
+// (the next fault), and for a member's fault f.AfterStore, its part after the store answered
+// again, with the takeover that ended it (who led before, who led next).
+func leaderlessAfter(f *Fault, gaps [][2]int64, next int64, ivs []proctest.Interval) {
+	for _, g := range gaps {
+		if g[1] <= f.Start || g[0] >= next {
+			continue
+		}
+		f.Leaderless = max(f.Leaderless, time.Duration(g[1]-max(g[0], f.Start)))
+		if !clusterKind(f.Kind) || f.StoreBack == 0 || g[1] <= f.StoreBack {
+			continue
+		}
+		if d := time.Duration(g[1] - max(g[0], f.StoreBack)); d > f.AfterStore {
+			f.AfterStore = d
+			t := &Takeover{Since: "the store answered again", Took: d}
+			for _, iv := range ivs {
+				if iv.End == g[0] {
+					t.From = iv.Instance
+				}
+				if iv.Start == g[1] {
+					t.To = iv.Instance
+				}
+			}
+			if g[0] > f.StoreBack {
+				t.Since = "it lost its leadership, after the store answered again"
+			}
+			f.Takeover = t
+		}
+	}
 }
 
 // overlaps returns every pair of intervals of different instances that overlap.
@@ -214,8 +285,9 @@ func longestLeaderless(ivs []proctest.Interval, faults []Fault, faultsEnd int64)
 			g0, g1 := covered, iv.Start
 			outage := false
 			for _, f := range faults {
-				if f.Kind == Outage && f.Start < g1 && f.End > g0 {
-					outage = true
+				if f.Kind == Outage && f.Start < g1 && f.End > g0 ||
+					clusterKind(f.Kind) && f.Start < g1 && f.StoreBack > g0 {
+					outage = true // the backend was down, or a member of it
 				}
 			}
 			if d := time.Duration(g1 - g0); !outage && d > longest {

@@ -3,8 +3,11 @@ package campaign
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -27,21 +30,14 @@ func TestCampaignCI(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the campaign signals process groups and reads CLOCK_MONOTONIC on Linux")
 	}
-	duration := 45 * time.Second
-	if v := os.Getenv("LEASEHOLD_FAULTS_DURATION"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			t.Fatalf("LEASEHOLD_FAULTS_DURATION: %v", err)
-		}
-		duration = d
-	}
+	duration := ciDuration(t)
 	only := os.Getenv("LEASEHOLD_FAULTS_BACKENDS") // comma-separated subset, for local runs
 	var reps []*Report
 	// Every registered backend, one after the other: etcd (embedded), file, kubernetes (a
 	// kube-apiserver of its own), mysql, nats, postgres, redis, sqlite.
 	for _, name := range Backends() {
-		if only != "" && !strings.Contains(","+only+",", ","+name+",") {
-			continue
+		if only != "" && !strings.Contains(","+only+",", ","+name+",") || IsClusterBackend(name) {
+			continue // the cluster backends run in TestCampaignClusterCI
 		}
 		t.Run(name, func(t *testing.T) {
 			rep, err := Run(t.Context(), Options{
@@ -75,6 +71,99 @@ func TestCampaignCI(t *testing.T) {
 	}
 	if dir := os.Getenv("LEASEHOLD_FAULTS_OUT"); dir != "" && len(reps) > 0 {
 		if err := WriteFiles(dir, "LEASEHOLD_FAULTS_DURATION="+duration.String()+" go test -run TestCampaignCI ./faults/...", reps); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// ciDuration is LEASEHOLD_FAULTS_DURATION, 45s by default.
+func ciDuration(t *testing.T) time.Duration {
+	duration := 45 * time.Second
+	if v := os.Getenv("LEASEHOLD_FAULTS_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("LEASEHOLD_FAULTS_DURATION: %v", err)
+		}
+		duration = d
+	}
+	return duration
+}
+
+// TestCampaignClusterCI is the CI mode over the cluster backends (RegisterClusterBackend):
+// the store runs as a cluster of server processes, and besides the instances' faults (kill,
+// pause, clean stop and partition of the leader, resets, outages) the schedule kills, pauses
+// and cuts off single members (the cluster's leader, another one, the one the leading instance
+// talks to), fails the cluster over when it can, and restarts it whole. 3 workers, L = 1s,
+// R = 250ms, at least 25 faults over about LEASEHOLD_FAULTS_DURATION (default 45s) per
+// backend. The checks are TestCampaignCI's, and after a member's fault the fleet leads again
+// within L + R + DefaultSlack of the store answering again (but after a restart of the whole
+// cluster, which is not bounded, as an outage is not). LEASEHOLD_FAULTS_BACKENDS picks some;
+// LEASEHOLD_FAULTS_MIN raises the number of faults (a longer run); LEASEHOLD_FAULTS_OUT keeps
+// the reports.
+func TestCampaignClusterCI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs server and worker processes for minutes")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the campaign signals process groups and reads CLOCK_MONOTONIC on Linux")
+	}
+	duration := ciDuration(t)
+	minFaults := 25
+	if v := os.Getenv("LEASEHOLD_FAULTS_MIN"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			t.Fatalf("LEASEHOLD_FAULTS_MIN: %q is not a number of faults", v)
+		}
+		minFaults = n
+	}
+	only := os.Getenv("LEASEHOLD_FAULTS_BACKENDS")
+	var reps []*Report
+	for _, name := range ClusterBackends() {
+		if only != "" && !strings.Contains(","+only+",", ","+name+",") {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			rep, err := Run(t.Context(), Options{
+				Backend: name, Duration: duration, MinFaults: minFaults, Instances: 3,
+				LeaseDuration: time.Second, RenewInterval: 250 * time.Millisecond, Slack: DefaultSlack,
+				WorkerArgs: []string{"-test.run=^$"},
+				Logf:       t.Logf,
+			})
+			switch {
+			case errors.Is(err, ErrUnavailable) && !Required(name):
+				t.Skip(err)
+			case err != nil:
+				t.Fatal(err)
+			}
+			reps = append(reps, rep)
+			if len(rep.Faults) < minFaults {
+				t.Errorf("%d faults injected, want at least %d", len(rep.Faults), minFaults)
+			}
+			count := map[Kind]int{}
+			for _, f := range rep.Faults {
+				count[f.Kind]++
+			}
+			for _, k := range []Kind{MemberKillLeader, MemberKillFollower, MemberFailover} {
+				if count[k] == 0 && !slices.Contains(rep.Cluster.NoFailover, k) {
+					t.Errorf("no %s fault injected", k)
+				}
+			}
+			if rep.Actions.Accepted == 0 {
+				t.Errorf("no action reached the fenced resource: the leaders did not act")
+			}
+			for _, v := range rep.Violations {
+				t.Errorf("VIOLATION: %s", v)
+			}
+			var md strings.Builder
+			if err := WriteMarkdown(&md, "", []*Report{rep}, nil); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("\n%s", md.String())
+		})
+	}
+	if dir := os.Getenv("LEASEHOLD_FAULTS_OUT"); dir != "" && len(reps) > 0 {
+		cmd := fmt.Sprintf("LEASEHOLD_FAULTS_DURATION=%v LEASEHOLD_FAULTS_MIN=%d go test -run TestCampaignClusterCI ./faults/...", duration, minFaults)
+		if err := WriteFiles(dir, cmd, reps); err != nil {
 			t.Error(err)
 		}
 	}

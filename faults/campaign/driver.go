@@ -50,7 +50,10 @@ type driver struct {
 	faults    []Fault
 	round     []Kind // the first round's kinds not injected yet (pick)
 	roundDone bool
-	problems  []string // violations found while running (a worker crashed, no leader, ...)
+	// unsupported are the kinds the backend turned out not to have (a cluster that cannot
+	// fail over on request): pick leaves them out.
+	unsupported map[Kind]bool
+	problems    []string // violations found while running (a worker crashed, no leader, ...)
 }
 
 // testHookDriver, set by tests, sees the driver of each Run before it starts anything.
@@ -74,15 +77,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Seed = rand.Uint64()
 	}
 	d := &driver{
-		ctx:     ctx,
-		o:       o,
-		exe:     o.Executable,
-		rng:     rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)),
-		inbox:   proctest.NewInbox[message](),
-		last:    map[string]proctest.Line{},
-		renews:  map[string]int{},
-		unleads: map[string][]proctest.Line{},
-		lease:   fmt.Sprintf("faults-%s-%d-%d", o.Backend, o.Seed, os.Getpid()),
+		ctx:         ctx,
+		o:           o,
+		exe:         o.Executable,
+		rng:         rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15)),
+		inbox:       proctest.NewInbox[message](),
+		last:        map[string]proctest.Line{},
+		renews:      map[string]int{},
+		unleads:     map[string][]proctest.Line{},
+		unsupported: map[Kind]bool{},
+		lease:       fmt.Sprintf("faults-%s-%d-%d", o.Backend, o.Seed, os.Getpid()),
 	}
 	if d.exe == "" {
 		exe, err := os.Executable()
@@ -105,7 +109,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if d.srv, err = lookupBackend(o.Backend)(ctx, dir); err != nil {
 		return nil, fmt.Errorf("campaign: backend %s: %w", o.Backend, err)
 	}
-	if d.srv.Addr != "" && !hasLockOpener(d.srv.URL) {
+	if d.srv.network() && !hasLockOpener(d.srv.URL) {
 		// Open the store once before the workers: its table, bucket or key space is then in
 		// place, and the workers' concurrent first Open does not race to create it (a race
 		// that store/postgres loses with SQLSTATE 42710; see store/postgres's
@@ -120,6 +124,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for i := 1; i <= o.Instances; i++ {
 		s := &slot{n: i}
 		var addr string
+		d.slots = append(d.slots, s) // before an error: cleanup closes its proxies
+		if d.srv.Cluster != nil && d.srv.Direct {
+			s.url = d.srv.URL
+			continue
+		}
+		if d.srv.Cluster != nil {
+			if err := d.clusterProxies(s); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if d.srv.Addr != "" {
 			p, err := tcpproxy.New(d.srv.Addr)
 			if err != nil {
@@ -130,7 +145,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if s.url, err = instanceURL(d.srv, addr); err != nil {
 			return nil, err
 		}
-		d.slots = append(d.slots, s)
 	}
 	o.Logf("campaign %s: seed %d, %d instances, L=%v R=%v slack %v, %v and at least %d faults",
 		o.Backend, o.Seed, o.Instances, o.LeaseDuration, o.RenewInterval, o.Slack, o.Duration, o.MinFaults)
@@ -161,8 +175,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := analyze(o, d.srv.Addr != "", lines, d.res.Actions(), d.faults, start, faultsEnd, proctest.Now())
+	rep := analyze(o, d.srv.network(), lines, d.res.Actions(), d.faults, start, faultsEnd, proctest.Now())
 	rep.Violations = append(d.problems, rep.Violations...)
+	if d.srv.Cluster != nil {
+		rep.Cluster = d.clusterInfo()
+	}
 	return rep, nil
 }
 
@@ -249,6 +266,9 @@ func (d *driver) fireTimers() {
 
 func (d *driver) handle(m message) {
 	p := m.p
+	if p == nil {
+		return // a wake-up (see do)
+	}
 	if m.exit {
 		p.exited, p.err = true, m.err
 		if d.leader == p.ID {

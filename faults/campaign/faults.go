@@ -1,7 +1,9 @@
 package campaign
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"syscall"
 	"time"
 
@@ -30,7 +32,28 @@ const (
 	DupWatch     Kind = "watch-dup"     // they arrive twice
 	ReorderWatch Kind = "watch-reorder" // they arrive by pairs, the newer first
 	CutWatch     Kind = "watch-cut"     // its watch goes silent without an error, longer than L
+	// The members' faults, over a cluster backend (RegisterClusterBackend): they hit one
+	// server process of the store, not an instance.
+	MemberKillLeader    Kind = "member-kill-leader"    // SIGKILL the cluster's leader member, start it again later
+	MemberKillFollower  Kind = "member-kill-follower"  // SIGKILL another member, start it again later
+	MemberKillUsed      Kind = "member-kill-used"      // SIGKILL the member the leading instance sent most to
+	MemberPauseLeader   Kind = "member-pause-leader"   // SIGSTOP the cluster's leader member, then SIGCONT
+	MemberPauseFollower Kind = "member-pause-follower" // SIGSTOP another member, then SIGCONT
+	MemberCut           Kind = "member-cut"            // cut every instance off one member, then heal
+	MemberFailover      Kind = "failover"              // the cluster hands its leadership to another member
+	MemberFailoverLossy Kind = "failover-lossy"        // the same, losing the writes not yet replicated
+	ClusterRestart      Kind = "cluster-restart"       // stop every member, start them all again
 )
+
+// clusterKind reports whether k hits the cluster's members rather than an instance.
+func clusterKind(k Kind) bool {
+	switch k {
+	case MemberKillLeader, MemberKillFollower, MemberKillUsed, MemberPauseLeader, MemberPauseFollower,
+		MemberCut, MemberFailover, MemberFailoverLossy, ClusterRestart:
+		return true
+	}
+	return false
+}
 
 // watchModes are the watch faults' modes.
 var watchModes = map[Kind]WatchMode{
@@ -38,37 +61,67 @@ var watchModes = map[Kind]WatchMode{
 }
 
 // weights of the kinds in the schedule: leader faults, which provoke takeovers, come most.
+// clusterWeight is the kind's weight in a campaign over a cluster (0: not injected there): the
+// members' faults come most, with the instances' faults that provoke takeovers and the proxy
+// faults, which then hit the instance's connections to every member.
 var weights = []struct {
-	kind    Kind
-	weight  int
-	network bool
+	kind          Kind
+	weight        int
+	network       bool
+	clusterWeight int
 }{
-	{KillLeader, 3, false},
-	{KillFollower, 2, false},
-	{PauseLeader, 2, false},
-	{PauseFollower, 1, false},
-	{StopLeader, 3, false},
-	{Latency, 2, true},
-	{Reset, 2, true},
-	{PartitionLeader, 2, true},
-	{PartitionFollower, 1, true},
-	{Outage, 1, true},
-	{DropWatch, 1, false},
-	{DelayWatch, 1, false},
-	{DupWatch, 1, false},
-	{ReorderWatch, 1, false},
-	{CutWatch, 1, false},
+	{KillLeader, 3, false, 1},
+	{KillFollower, 2, false, 0},
+	{PauseLeader, 2, false, 1},
+	{PauseFollower, 1, false, 0},
+	{StopLeader, 3, false, 1},
+	{Latency, 2, true, 0},
+	{Reset, 2, true, 1},
+	{PartitionLeader, 2, true, 1},
+	{PartitionFollower, 1, true, 0},
+	{Outage, 1, true, 1},
+	{DropWatch, 1, false, 0},
+	{DelayWatch, 1, false, 0},
+	{DupWatch, 1, false, 0},
+	{ReorderWatch, 1, false, 0},
+	{CutWatch, 1, false, 0},
+	{MemberKillLeader, 0, false, 3},
+	{MemberKillFollower, 0, false, 2},
+	{MemberKillUsed, 0, true, 2},
+	{MemberPauseLeader, 0, false, 2},
+	{MemberPauseFollower, 0, false, 1},
+	{MemberCut, 0, true, 2},
+	{MemberFailover, 0, false, 2},
+	{MemberFailoverLossy, 0, false, 2},
+	{ClusterRestart, 0, false, 1},
 }
 
 // Kinds returns the kinds of faults injected over a backend with or without a network.
-func Kinds(network bool) []Kind {
+func Kinds(network bool) []Kind { return kindsFor(network, false) }
+
+// ClusterKinds returns the kinds of faults injected over a cluster backend.
+func ClusterKinds() []Kind { return kindsFor(true, true) }
+
+func kindsFor(network, cluster bool) []Kind {
 	var ks []Kind
 	for _, w := range weights {
-		if network || !w.network {
+		if weightIn(w.weight, w.network, w.clusterWeight, network, cluster) > 0 {
 			ks = append(ks, w.kind)
 		}
 	}
 	return ks
+}
+
+func weightIn(weight int, needsNetwork bool, clusterWeight int, network, cluster bool) int {
+	switch {
+	case cluster && needsNetwork && !network:
+		return 0 // a cluster its clients reach directly: no proxy to fault
+	case cluster:
+		return clusterWeight
+	case network || !needsNetwork:
+		return weight
+	}
+	return 0
 }
 
 // Fault is one fault injected, on the shared clock.
@@ -83,8 +136,19 @@ type Fault struct {
 	Param time.Duration `json:"param_ns,omitempty"`
 	// Watch is a watch fault's WatchFault ("delay 120ms").
 	Watch string `json:"watch,omitempty"`
-	// Takeover is the change of leader the fault provoked, when it hit the leader.
+	// Takeover is the change of leader the fault provoked, when it hit the leader. After a
+	// member's fault, it is the return of a leader once the store answered again, if the
+	// fleet had none then.
 	Takeover *Takeover `json:"takeover,omitempty"`
+	// Via is the instance whose traffic picked the member hit (member-kill-used).
+	Via string `json:"via,omitempty"`
+	// StoreBack is when the store answered again after a member's fault: the cluster had a
+	// leader (Cluster.Leader) once the fault was lifted.
+	StoreBack int64 `json:"store_back,omitempty"`
+	// Leaderless is the longest time no instance led from the fault to the next one (or the end
+	// of the faults), and AfterStore the part of it after StoreBack.
+	Leaderless time.Duration `json:"leaderless_ns,omitempty"`
+	AfterStore time.Duration `json:"after_store_ns,omitempty"`
 }
 
 // Takeover is a change of leader after a fault, measured on the shared clock.
@@ -103,29 +167,33 @@ func (t *Takeover) Over() bool { return t != nil && t.Bound > 0 && t.Took > t.Bo
 
 // pick picks the next kind: every kind once, in a random order, then at random by weight.
 // The first round makes every kind of the schedule happen in a campaign of that many faults.
+// Kinds the backend turned out not to support (d.unsupported) are left out.
 func (d *driver) pick() Kind {
-	network := d.srv.Addr != ""
+	network, cluster := d.srv.network(), d.srv.Cluster != nil
 	if len(d.round) == 0 && !d.roundDone {
-		d.round = Kinds(network)
+		d.round = kindsFor(network, cluster)
 		d.rng.Shuffle(len(d.round), func(i, j int) { d.round[i], d.round[j] = d.round[j], d.round[i] })
 		d.roundDone = true
 	}
+	d.round = slices.DeleteFunc(d.round, func(k Kind) bool { return d.unsupported[k] })
 	if len(d.round) > 0 {
 		return d.round[0] // until injected: a fault given up (its target gone) comes again
 	}
 	total := 0
 	for _, w := range weights {
-		if network || !w.network {
-			total += w.weight
+		if !d.unsupported[w.kind] {
+			total += weightIn(w.weight, w.network, w.clusterWeight, network, cluster)
 		}
 	}
 	n := d.rng.IntN(total)
 	for _, w := range weights {
-		if network || !w.network {
-			if n < w.weight {
-				return w.kind
-			}
-			n -= w.weight
+		if d.unsupported[w.kind] {
+			continue
+		}
+		if wt := weightIn(w.weight, w.network, w.clusterWeight, network, cluster); n < wt {
+			return w.kind
+		} else {
+			n -= wt
 		}
 	}
 	panic("unreachable")
@@ -323,6 +391,11 @@ func (d *driver) inject() error {
 		// Not bounded: nobody crashed. The checks that no two lead and that every action is
 		// fenced hold through it as through every fault.
 		f.Takeover = d.anyTakeover(target.ID, leads, f.Start)
+	case MemberKillLeader, MemberKillFollower, MemberKillUsed, MemberPauseLeader, MemberPauseFollower,
+		MemberCut, MemberFailover, MemberFailoverLossy, ClusterRestart:
+		if err = d.memberFault(&f); errors.Is(err, errGiveUp) {
+			return nil // no target, or the cluster cannot: the caller settles and picks again
+		}
 	case Outage:
 		f.Param = d.o.LeaseDuration + time.Duration(d.rng.Int64N(int64(time.Second)))
 		f.Start = proctest.Now()

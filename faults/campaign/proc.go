@@ -36,7 +36,10 @@ type slot struct {
 	gen   int
 	url   string
 	proxy proxy // nil for a backend without a network
-	cur   *proc
+	// members are the slot's proxies to each member of a cluster backend, in the order of
+	// Cluster.Members; proxy is then all of them.
+	members proxyGroup
+	cur     *proc
 }
 
 // proxy is what the campaign needs of internal/tcpproxy.

@@ -18,18 +18,27 @@ type KindStats struct {
 	Takeovers []time.Duration // measured, sorted
 	Bound     time.Duration   // 0 when not bounded
 	Over      int             // takeovers beyond the bound
+	// Leaderless is the longest time without a leader from a fault of the kind to the next
+	// fault; AfterStore, for a member's fault, its part after the store answered again.
+	Leaderless time.Duration
+	AfterStore time.Duration
 }
 
 // ByKind returns the faults' figures per kind, in the order of Kinds.
 func (r *Report) ByKind() []KindStats {
 	var out []KindStats
-	for _, k := range Kinds(r.Network) {
+	for _, k := range kindsFor(r.Network, r.Cluster != nil) {
 		ks := KindStats{Kind: k}
+		if clusterKind(k) {
+			ks.Bound = clusterBound(Options{LeaseDuration: r.LeaseDuration, RenewInterval: r.RenewInterval, Slack: r.Slack}, k)
+		}
 		for _, f := range r.Faults {
 			if f.Kind != k {
 				continue
 			}
 			ks.Count++
+			ks.Leaderless = max(ks.Leaderless, f.Leaderless)
+			ks.AfterStore = max(ks.AfterStore, f.AfterStore)
 			if t := f.Takeover; t != nil {
 				ks.Takeovers = append(ks.Takeovers, t.Took)
 				ks.Bound = max(ks.Bound, t.Bound)
@@ -116,7 +125,14 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 		if p := svgs[r.Name()]; p != "" {
 			fmt.Fprintf(&b, "![timeline of %s](%s)\n\n", r.Name(), p)
 		}
-		b.WriteString("| fault | count | takeovers | min | median | max | bound | beyond bound |\n|---|---|---|---|---|---|---|---|\n")
+		if c := r.Cluster; c != nil {
+			fmt.Fprintf(&b, "Cluster: %s, members %s.", c.Backend, strings.Join(c.Members, ", "))
+			if len(c.NoFailover) > 0 {
+				fmt.Fprintf(&b, " Not supported by the cluster, not injected: %v.", c.NoFailover)
+			}
+			b.WriteString(" A member's fault is timed from its start; the takeovers of its row are the times without a leader once the store answered again (the fault lifted and the cluster led by a member), bounded by L + R plus the slack, except after a restart of the whole cluster.\n\n")
+		}
+		b.WriteString("| fault | count | takeovers | min | median | max | bound | beyond bound | longest leaderless |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, k := range r.ByKind() {
 			fmt.Fprintf(&b, "| %s | %d | %d |", k.Kind, k.Count, len(k.Takeovers))
 			if n := len(k.Takeovers); n > 0 {
@@ -125,10 +141,11 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 				b.WriteString(" - | - | - |")
 			}
 			if k.Bound > 0 {
-				fmt.Fprintf(&b, " %s | %d |\n", ms(k.Bound), k.Over)
+				fmt.Fprintf(&b, " %s | %d |", ms(k.Bound), k.Over)
 			} else {
-				b.WriteString(" (not bounded) | - |\n")
+				b.WriteString(" (not bounded) | - |")
 			}
+			fmt.Fprintf(&b, " %s |\n", ms(k.Leaderless))
 		}
 		inPause := len(r.Overlaps) - r.overlapsOutsidePauses()
 		fmt.Fprintf(&b, "\n- leadership intervals: %d; overlaps outside pauses: **%d** (inside SIGSTOP pauses, from late log lines: %d)\n", len(r.Intervals), r.overlapsOutsidePauses(), inPause)

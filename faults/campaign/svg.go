@@ -15,6 +15,9 @@ var kindColour = map[Kind]string{
 	StopLeader: "#2ca02c", Latency: "#bcbd22", Reset: "#17becf", PartitionLeader: "#8c564b",
 	PartitionFollower: "#c49c94", Outage: "#7f7f7f",
 	DropWatch: "#aec7e8", DelayWatch: "#ffbb78", DupWatch: "#98df8a", ReorderWatch: "#e377c2", CutWatch: "#393b79",
+	MemberKillLeader: "#e6550d", MemberKillFollower: "#fdae6b", MemberKillUsed: "#a63603", MemberPauseLeader: "#756bb1",
+	MemberPauseFollower: "#bcbddc", MemberCut: "#636363", MemberFailover: "#31a354", MemberFailoverLossy: "#a1d99b",
+	ClusterRestart: "#000000",
 }
 
 // slotOf returns the slot number of an instance ID "w<slot>.<generation>".
@@ -40,7 +43,9 @@ func WriteSVG(w io.Writer, r *Report) error {
 	width := max(1600.0, min(secs*8, 20000))
 	x := func(t int64) float64 { return left + (float64(t-r.Start)/span)*width }
 	rows := r.Instances
-	height := top + (rows+1)*rowH + 70
+	kinds := kindsFor(r.Network, r.Cluster != nil)
+	perLine := max(1, int(width)/130)
+	height := top + (rows+1)*rowH + 70 + 22*((len(kinds)-1)/perLine)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%d" font-family="sans-serif" font-size="11">`+"\n", width+left+20, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
@@ -111,7 +116,10 @@ func WriteSVG(w io.Writer, r *Report) error {
 	// Legend.
 	ly := top + (rows+1)*rowH + 24
 	lx := float64(left)
-	for _, k := range Kinds(r.Network) {
+	for i, k := range kinds {
+		if i > 0 && i%perLine == 0 {
+			lx, ly = float64(left), ly+22
+		}
 		fmt.Fprintf(&b, `<rect x="%.0f" y="%d" width="12" height="12" fill="%s" fill-opacity="0.6"/><text x="%.0f" y="%d">%s</text>`+"\n", lx, ly, kindColour[k], lx+16, ly+10, k)
 		lx += 130
 	}

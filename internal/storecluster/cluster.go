@@ -15,6 +15,13 @@ var ErrUnavailable = errors.New("storecluster: unavailable")
 // request (its members elect their own leader; kill or pause the leader instead).
 var ErrNoFailover = errors.New("storecluster: this cluster does not fail over on request")
 
+// Direct is implemented by a Cluster whose clients find its servers by themselves (Redis
+// clients ask the Sentinels, which name the servers' own addresses): its URL takes no addrs,
+// and nothing can be put between a client and a member.
+type Direct interface {
+	Direct() bool
+}
+
 // Cluster is a store running as several server processes on loopback.
 //
 // Its methods may be called from any goroutine, but a test drives one fault at a time.

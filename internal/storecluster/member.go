@@ -27,6 +27,9 @@ type Member struct {
 	// Ready reports whether the started server answers; Start polls it. Nil: the client
 	// port accepts a TCP connection.
 	Ready func(ctx context.Context) error
+	// Log, when set, is a file the server's stdout and stderr are appended to, across restarts:
+	// a member that fails to start, or misbehaves under a fault, says why there.
+	Log string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -44,7 +47,20 @@ func (m *Member) Start(ctx context.Context) error {
 	}
 	cmd := m.Command()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	var log *os.File
+	if m.Log != "" {
+		f, err := os.OpenFile(m.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			m.mu.Unlock()
+			return fmt.Errorf("storecluster: log of %s: %w", m.Name, err)
+		}
+		log, cmd.Stdout, cmd.Stderr = f, f, f
+	}
+	err := cmd.Start()
+	if log != nil {
+		log.Close() // the process has its own descriptor
+	}
+	if err != nil {
 		m.mu.Unlock()
 		return fmt.Errorf("storecluster: start %s: %w", m.Name, err)
 	}
@@ -167,6 +183,13 @@ func (m *Member) signal(sig syscall.Signal, paused bool) error {
 	}
 	m.paused = paused
 	return nil
+}
+
+// Paused reports whether the member is paused (Pause without Resume since).
+func (m *Member) Paused() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cmd != nil && m.paused
 }
 
 // Pid returns the member's process ID, or 0 when it is not running.

@@ -40,6 +40,11 @@ const (
 // Sentinels announce their own addresses (no replica-announce-ip/port, no Sentinel announce-ip):
 // a client reaches the data servers at the addresses the Sentinels give, so a test cannot put a
 // proxy in front of a member (URL refuses addrs); it faults the processes instead.
+var _ Direct = (*RedisCluster)(nil)
+
+// Direct reports true: clients reach the servers the Sentinels name, not proxies.
+func (c *RedisCluster) Direct() bool { return true }
+
 type RedisCluster struct {
 	dir       string
 	members   []*Member // primary first, then the replica, as started
