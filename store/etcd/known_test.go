@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/leasehold/leasehold/store"
@@ -146,9 +147,8 @@ func TestWriteOnKnownValueOfARepeatedRevision(t *testing.T) {
 		t.Fatalf("Get: %v, %v", resp, err)
 	}
 	// The value remembered under the stored revision is another one, as after such a restore.
-	stale := *resp.Kvs[0]
-	stale.Value = []byte(`{"revision":"0"}`)
-	a.b.known.m[k] = &stale
+	kv := resp.Kvs[0]
+	a.b.known.m[k] = &mvccpb.KeyValue{Key: kv.Key, Value: []byte(`{"revision":"0"}`), ModRevision: kv.ModRevision, CreateRevision: kv.CreateRevision, Version: kv.Version}
 
 	err = a.Patch(ctx, "k", map[string]any{"revision": "2"}, rev("0"))
 	if !errors.Is(err, store.ErrConditionFailed) {
