@@ -61,8 +61,7 @@ func init() {
 	RegisterClusterBackend("nats-cluster", func(ctx context.Context, dir string) (storecluster.Cluster, error) {
 		return storecluster.StartNATS(ctx, dir, 3) // a bucket with three replicas
 	})
-	RegisterClusterBackend("postgres-cluster", storecluster.StartPostgres) // a primary and a streaming standby
-	RegisterClusterBackend("redis-cluster", storecluster.StartRedis)       // a primary, a replica, three Sentinels
+	RegisterClusterBackend("redis-cluster", storecluster.StartRedis) // a primary, a replica, three Sentinels
 }
 
 // ClusterInfo describes the cluster of a campaign in its report.
