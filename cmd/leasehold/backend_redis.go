@@ -8,7 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/leasehold/leasehold/store"
-	redisstore "github.com/leasehold/leasehold/store/redis" // redis://, rediss://, Webda/RedisStore
+	redisstore "github.com/leasehold/leasehold/store/redis" // redis://, rediss://, redis+sentinel://, Webda/RedisStore
 )
 
 // go-redis prints its own line on stderr each time its pool fails to dial, beside the error it

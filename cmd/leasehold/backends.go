@@ -33,7 +33,7 @@ var optionalBackends = []optionalBackend{
 	{"mysql", []string{"mysql"}, []string{"Webda/MySQLStore"}},
 	{"nats", []string{"nats"}, []string{"Webda/NatsStore"}},
 	{"postgres", []string{"postgres", "postgresql"}, []string{"Webda/PostgresStore"}},
-	{"redis", []string{"redis", "rediss"}, []string{"Webda/RedisStore"}},
+	{"redis", []string{"redis", "rediss", "redis+sentinel", "rediss+sentinel"}, []string{"Webda/RedisStore"}},
 	{"sqlite", []string{"sqlite"}, []string{"Webda/SQLiteStore"}},
 }
 
