@@ -52,23 +52,28 @@ const (
 
 const manyPrefix = "bench-many "
 
+// manySetup reads the many-leases worker's settings (the lease count and the measurement
+// window) and opens its Lock.
+func manySetup(w *proctest.Worker) (n int, window time.Duration, lock cluster.Lock, closeLock func(), err error) {
+	if n, err = strconv.Atoi(os.Getenv(envMany)); err != nil || n <= 0 {
+		return 0, 0, nil, nil, fmt.Errorf("%s=%q: want a positive number", envMany, os.Getenv(envMany))
+	}
+	if window, err = time.ParseDuration(os.Getenv(envWindow)); err != nil {
+		return 0, 0, nil, nil, fmt.Errorf("%s: %v", envWindow, err)
+	}
+	lock, closeLock, err = openLock(context.Background(), w)
+	return n, window, lock, closeLock, err
+}
+
 // runMany runs n Electors with distinct lease names over one store (one pool of connections,
 // one cluster.NewStoreLock) in this process, then writes a manyResult line on stdout.
 func runMany(w *proctest.Worker) int {
-	n, err := strconv.Atoi(os.Getenv(envMany))
-	if err != nil || n <= 0 {
-		return w.Fail("%s=%q: want a positive number", envMany, os.Getenv(envMany))
-	}
-	window, err := time.ParseDuration(os.Getenv(envWindow))
-	if err != nil {
-		return w.Fail("%s: %v", envWindow, err)
-	}
-	ctx := context.Background()
-	lock, closeLock, err := openLock(ctx, w)
+	n, window, lock, closeLock, err := manySetup(w)
 	if err != nil {
 		return w.Fail("%v", err)
 	}
 	defer closeLock()
+	ctx := context.Background()
 
 	c := newManyCounters()
 	var (

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,20 +21,12 @@ import (
 // record must name this instance with the holding's term, or the Locker missed a loss (P2).
 // It writes a manyResult line on stdout.
 func runManyLocker(w *proctest.Worker) int {
-	n, err := strconv.Atoi(os.Getenv(envMany))
-	if err != nil || n <= 0 {
-		return w.Fail("%s=%q: want a positive number", envMany, os.Getenv(envMany))
-	}
-	window, err := time.ParseDuration(os.Getenv(envWindow))
-	if err != nil {
-		return w.Fail("%s: %v", envWindow, err)
-	}
-	ctx := context.Background()
-	lock, closeLock, err := openLock(ctx, w)
+	n, window, lock, closeLock, err := manySetup(w)
 	if err != nil {
 		return w.Fail("%v", err)
 	}
 	defer closeLock()
+	ctx := context.Background()
 
 	c := newManyCounters()
 	locker, err := cluster.NewLocker(cluster.LockerConfig{

@@ -126,13 +126,7 @@ func StartEtcd(ctx context.Context, dir string, n int) (Cluster, error) {
 // startAll starts every member at once: a member serves its clients only once it has joined
 // a quorum, so starting them one after the other would wait for ever on the first.
 func (c *etcdCluster) startAll(ctx context.Context) error {
-	errs := make([]error, len(c.members))
-	var wg sync.WaitGroup
-	for i, m := range c.members {
-		wg.Go(func() { errs[i] = m.Start(ctx) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := StartAll(ctx, c.members); err != nil {
 		return err
 	}
 	_, err := c.Leader(ctx)

@@ -202,6 +202,18 @@ func (m *Member) Pid() int {
 	return m.cmd.Process.Pid
 }
 
+// StartAll starts members at once and waits until each is ready or ctx ends: servers that
+// serve clients only once a quorum of them has met would wait for ever one after the other.
+func StartAll(ctx context.Context, members []*Member) error {
+	errs := make([]error, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() { errs[i] = m.Start(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // FreeAddr returns a loopback host:port that was free a moment ago.
 func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

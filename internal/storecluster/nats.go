@@ -197,13 +197,7 @@ func (c *natsCluster) stream() string {
 // sees every member current: before that, a stream with as many replicas as servers finds "no
 // suitable peers for placement".
 func (c *natsCluster) startAll(ctx context.Context) error {
-	errs := make([]error, len(c.members))
-	var wg sync.WaitGroup
-	for i, m := range c.members {
-		wg.Go(func() { errs[i] = m.Start(ctx) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := StartAll(ctx, c.members); err != nil {
 		return err
 	}
 	for {
