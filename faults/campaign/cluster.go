@@ -275,7 +275,11 @@ func (d *driver) memberFault(f *Fault) error {
 		if err := d.sleep(down); err != nil {
 			return err
 		}
-		if err := d.do("restart of "+m.Name, time.Minute, m.Start); err != nil {
+		restart := m.Start
+		if r, ok := c.(storecluster.Rejoiner); ok {
+			restart = func(ctx context.Context) error { return r.Rejoin(ctx, m) }
+		}
+		if err := d.do("restart of "+m.Name, time.Minute, restart); err != nil {
 			return err
 		}
 	case MemberPauseLeader, MemberPauseFollower:

@@ -22,6 +22,13 @@ type Direct interface {
 	Direct() bool
 }
 
+// Rejoiner is implemented by a Cluster whose killed member must not simply start again on its
+// data (a former primary would come back as a second primary): Rejoin starts m as a member of
+// the cluster as it is now.
+type Rejoiner interface {
+	Rejoin(ctx context.Context, m *Member) error
+}
+
 // Cluster is a store running as several server processes on loopback.
 //
 // Its methods may be called from any goroutine, but a test drives one fault at a time.

@@ -439,9 +439,12 @@ func (c *RedisCluster) demote(ctx context.Context, old, primary *Member) error {
 	return nil
 }
 
+var _ Rejoiner = (*RedisCluster)(nil)
+
 // Rejoin starts m, a data server that was killed, and makes it a replica of the primary (it
 // would come back as the primary it was, with the data it alone had, until the Sentinels
 // turned it into a replica), and waits until it is in sync and every Sentinel counts on it.
+// When the Sentinels still name m the primary, m starts again as the primary.
 func (c *RedisCluster) Rejoin(ctx context.Context, m *Member) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -450,7 +453,7 @@ func (c *RedisCluster) Rejoin(ctx context.Context, m *Member) error {
 		return err
 	}
 	if p == m {
-		return fmt.Errorf("storecluster: the Sentinels still name %s the primary", m.Name)
+		return m.Start(ctx) // still the primary: it comes back on its data, its replica follows
 	}
 	if err := m.Start(ctx); err != nil {
 		return err
