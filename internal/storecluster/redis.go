@@ -301,6 +301,9 @@ func (c *RedisCluster) Failover(ctx context.Context, loseWrites bool) error {
 		return err
 	}
 	next := c.other(old)
+	if err := c.rejoinStale(ctx, next, old); err != nil {
+		return err
+	}
 	if loseWrites {
 		err = c.failoverLosing(ctx, old, next)
 	} else {
@@ -437,6 +440,17 @@ func (c *RedisCluster) demote(ctx context.Context, old, primary *Member) error {
 		}
 	}
 	return nil
+}
+
+// rejoinStale makes stale a replica of primary when it still answers as a master: a primary
+// paused or killed while the Sentinels failed over comes back as one, and the Sentinels may
+// take long to convert it.
+func (c *RedisCluster) rejoinStale(ctx context.Context, stale, primary *Member) error {
+	info, err := respInfo(ctx, stale.Addr, "replication")
+	if err != nil || info["role"] != "master" {
+		return nil // not answering: waiting for it says so
+	}
+	return c.demote(ctx, stale, primary)
 }
 
 var _ Rejoiner = (*RedisCluster)(nil)
