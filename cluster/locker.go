@@ -37,6 +37,10 @@ type Locker struct {
 	l, r     time.Duration
 	log      *slog.Logger
 	observer func(Event)
+	// session is the token every key's Elector writes (E12): a record of a key this Locker
+	// lost unreleased is still its own, taken again at the next Acquire's first attempt (P6).
+	// P5 keeps two Electors of one key from sharing it at once.
+	session string
 
 	// local holds, for each key this Locker is acquiring or holding, a channel closed once
 	// that election has ended (P5): one Elector per key at a time in the process.
@@ -61,7 +65,7 @@ func NewLocker(cfg LockerConfig) (*Locker, error) {
 		log = slog.Default()
 	}
 	return &Locker{lock: cfg.Lock, id: cfg.InstanceID, l: l, r: r, log: log, observer: cfg.Observer,
-		local: make(map[string]chan struct{})}, nil
+		session: newSession(), local: make(map[string]chan struct{})}, nil
 }
 
 // InstanceID returns the holder name this Locker writes in the records of the keys it holds.
@@ -156,6 +160,7 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, erro
 		free()
 		return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
 	}
+	e.session = l.session
 	won := make(chan context.Context, 1)
 	e.WhenLeader(func(lctx context.Context) error {
 		select {

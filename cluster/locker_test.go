@@ -454,3 +454,44 @@ func TestP2IsHeldAtTheDeadline(t *testing.T) {
 		}
 	})
 }
+
+// P6: the keys of one Locker share its session, so a key lost while the store did not answer,
+// its record left unreleased, is the Locker's own: acquiring it again takes it at the first
+// attempt, with a new term, rather than following the record for L as another process's.
+func TestP6ReacquireAfterAnUnreleasedLoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		l, f := w.locker("a")
+		h, err := l.Acquire(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Renewals at 0 and 5 s succeed; from 6 s calls hang, so the holding is lost at its
+		// deadline, 5 s + (L+R)/2 = 15 s, and the release Stop sends never lands.
+		w.at(6 * time.Second)
+		f.set(func(f *faultStore) { f.hang = true })
+		w.at(15 * time.Second)
+		if !closed(h.Done()) {
+			t.Fatal("Done not closed at the deadline")
+		}
+		if err := h.Release(context.Background()); err == nil {
+			t.Fatal("Release after the loss reported a release that cannot have landed")
+		}
+		f.heal()
+		if rec, err := NewStoreLock(w.mem).Get(context.Background(), "job"); err != nil || rec.Holder != "a" || rec.Term != h.Term() {
+			t.Fatalf("record after the loss = %+v, %v; want still a's, term %d", rec, err, h.Term())
+		}
+		start := w.since()
+		h2, err := l.Acquire(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h2.Release(context.Background())
+		if took := w.since() - start; took != 0 {
+			t.Fatalf("acquiring the Locker's own unreleased record took %v, want the first attempt", took)
+		}
+		if h2.Term() <= h.Term() {
+			t.Fatalf("term of the new holding = %d, want above %d (E11)", h2.Term(), h.Term())
+		}
+	})
+}
