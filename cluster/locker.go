@@ -78,7 +78,7 @@ type Held struct {
 	e    *Elector
 	free func()          // ends the key's turn in the Locker (P5)
 	ctx  context.Context // the leadership's: cancelled when it ends
-	auto chan struct{}   // closed once the goroutine that stops the Elector after a loss returns
+	auto chan struct{}   // closed once stopOnLoss, which stops the Elector when the holding ends, returns
 }
 
 // Acquire blocks until this process holds key, and returns it held (P1). An attempt that
@@ -178,7 +178,9 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, erro
 	case lctx := <-won:
 		term, _ := TermOf(lctx)
 		h := &Held{key: key, term: term, e: e, free: free, ctx: lctx, auto: make(chan struct{})}
-		go h.stopOnLoss(l.l)
+		// A function run when the holding ends, not a goroutine waiting for it: thousands of
+		// keys held would otherwise park a goroutine (and its stack) each.
+		context.AfterFunc(lctx, func() { h.stopOnLoss(l.l) })
 		return h, nil
 	case fail = <-verdict.err:
 	case <-ctx.Done():
@@ -229,11 +231,10 @@ func (l *Locker) turn(ctx context.Context, key string, try bool) (free func(), e
 }
 
 // stopOnLoss stops the Elector once its leadership has ended (P2): a lost lease is not taken
-// again behind the holder's back, and a record still held is released. It returns once that
-// Stop has, within L.
+// again behind the holder's back, and a record still held is released. It runs when the
+// holding's context ends and returns once that Stop has, within L.
 func (h *Held) stopOnLoss(l time.Duration) {
 	defer close(h.auto)
-	<-h.ctx.Done()
 	ctx, cancel := context.WithTimeout(context.Background(), l)
 	defer cancel()
 	_ = h.e.Stop(ctx)
