@@ -29,6 +29,13 @@ type Rejoiner interface {
 	Rejoin(ctx context.Context, m *Member) error
 }
 
+// Settler is implemented by a Cluster whose leader may still change after Leader first names
+// one (Sentinels that have not agreed yet, a failover under way): Settle returns once the
+// cluster is back for its clients and will stay so without a further fault.
+type Settler interface {
+	Settle(ctx context.Context) error
+}
+
 // Cluster is a store running as several server processes on loopback.
 //
 // Its methods may be called from any goroutine, but a test drives one fault at a time.
