@@ -61,7 +61,8 @@ func init() {
 	RegisterClusterBackend("nats-cluster", func(ctx context.Context, dir string) (storecluster.Cluster, error) {
 		return storecluster.StartNATS(ctx, dir, 3) // a bucket with three replicas
 	})
-	RegisterClusterBackend("redis-cluster", storecluster.StartRedis) // a primary, a replica, three Sentinels
+	RegisterClusterBackend("postgres-cluster", storecluster.StartPostgres) // a primary and a streaming standby
+	RegisterClusterBackend("redis-cluster", storecluster.StartRedis)       // a primary, a replica, three Sentinels
 }
 
 // ClusterInfo describes the cluster of a campaign in its report.
@@ -70,11 +71,18 @@ type ClusterInfo struct {
 	Members []string `json:"members"`
 	// NoFailover lists the failover kinds the cluster does not support (not injected).
 	NoFailover []Kind `json:"no_failover,omitempty"`
+	// ManualFailover: the cluster does not fail over by itself (PostgreSQL): after a kill or
+	// pause of its primary it has none until that member runs again or a failover fault
+	// promotes the standby.
+	ManualFailover bool `json:"manual_failover,omitempty"`
 }
 
 func (d *driver) clusterInfo() *ClusterInfo {
 	c := d.srv.Cluster
 	info := &ClusterInfo{Backend: c.Backend()}
+	if m, ok := c.(storecluster.Manual); ok {
+		info.ManualFailover = m.ManualFailover()
+	}
 	for _, m := range c.Members() {
 		info.Members = append(info.Members, m.Name)
 	}

@@ -138,6 +138,9 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 			if len(c.NoFailover) > 0 {
 				fmt.Fprintf(&b, " Not supported by the cluster, not injected: %v.", c.NoFailover)
 			}
+			if c.ManualFailover {
+				b.WriteString(" The cluster has no automatic failover: after a kill or pause of its primary it has no primary until that member runs again (restarted in its role) or a failover fault promotes the standby, so the time without a leader from such a fault is the store's own, reported and not bounded; the bound applies from the store's return.")
+			}
 			b.WriteString(" A member's fault is timed from its start; the takeovers of its row are the times without a leader once the store answered again (the fault lifted and the cluster led by a member), bounded by L + R plus the slack, except after a restart of the whole cluster.\n\n")
 		}
 		if r.Stopped != "" {

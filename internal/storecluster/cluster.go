@@ -36,6 +36,13 @@ type Settler interface {
 	Settle(ctx context.Context) error
 }
 
+// Manual is implemented by a Cluster that never fails over by itself (PostgreSQL's streaming
+// replication): ManualFailover reports true, and a Leader lost with its primary returns only
+// when that member runs again or Failover promotes another.
+type Manual interface {
+	ManualFailover() bool
+}
+
 // Cluster is a store running as several server processes on loopback.
 //
 // Its methods may be called from any goroutine, but a test drives one fault at a time.
