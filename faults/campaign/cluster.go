@@ -62,7 +62,26 @@ func init() {
 		return storecluster.StartNATS(ctx, dir, 3) // a bucket with three replicas
 	})
 	RegisterClusterBackend("postgres-cluster", storecluster.StartPostgres) // a primary and a streaming standby
-	RegisterClusterBackend("redis-cluster", storecluster.StartRedis)       // a primary, a replica, three Sentinels
+	// A primary, a replica, three Sentinels; every write waits for the replica (the README's
+	// advice for Sentinel failovers), so that a failover does not lose a takeover it acknowledged.
+	RegisterClusterBackend("redis-cluster", func(ctx context.Context, dir string) (storecluster.Cluster, error) {
+		c, err := storecluster.StartRedis(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		return redisWaiting{c.(*storecluster.RedisCluster)}, nil
+	})
+}
+
+// redisWaiting is the Redis cluster whose URL asks each write to wait for one replica.
+type redisWaiting struct{ *storecluster.RedisCluster }
+
+func (r redisWaiting) URL(addrs []string, params map[string]string) string {
+	p := map[string]string{"wait_replicas": "1", "wait_timeout": "100ms"}
+	for k, v := range params {
+		p[k] = v
+	}
+	return r.RedisCluster.URL(addrs, p)
 }
 
 // ClusterInfo describes the cluster of a campaign in its report.
