@@ -53,7 +53,8 @@ type driver struct {
 	// unsupported are the kinds the backend turned out not to have (a cluster that cannot
 	// fail over on request): pick leaves them out.
 	unsupported map[Kind]bool
-	problems    []string // violations found while running (a worker crashed, no leader, ...)
+	problems    []string      // violations found while running (a worker crashed, no leader, ...)
+	settleWait  time.Duration // settleTimeout; shorter in tests
 }
 
 // testHookDriver, set by tests, sees the driver of each Run before it starts anything.
@@ -87,6 +88,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		unleads:     map[string][]proctest.Line{},
 		unsupported: map[Kind]bool{},
 		lease:       fmt.Sprintf("faults-%s-%d-%d", o.Backend, o.Seed, os.Getpid()),
+		settleWait:  settleTimeout,
 	}
 	if d.exe == "" {
 		exe, err := os.Executable()
@@ -360,7 +362,7 @@ func (d *driver) healthy() bool {
 
 // settle waits for a healthy election. Not reaching one within settleTimeout is a violation.
 func (d *driver) settle() error {
-	if err := d.wait("healthy election (a leader, every instance's attempts succeeding)", settleTimeout, d.healthy); err != nil {
+	if err := d.wait("healthy election (a leader, every instance's attempts succeeding)", d.settleWait, d.healthy); err != nil {
 		if d.ctx.Err() != nil {
 			return err
 		}
