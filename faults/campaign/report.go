@@ -146,9 +146,18 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 		if r.Stopped != "" {
 			fmt.Fprintf(&b, "The faults stopped early: %s.\n\n", r.Stopped)
 		}
-		b.WriteString("| fault | count | not recovered | takeovers | min | median | max | bound | beyond bound | longest leaderless |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		// Only a cluster has faults it may not recover from.
+		if r.Cluster != nil {
+			b.WriteString("| fault | count | not recovered | takeovers | min | median | max | bound | beyond bound | longest leaderless |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		} else {
+			b.WriteString("| fault | count | takeovers | min | median | max | bound | beyond bound | longest leaderless |\n|---|---|---|---|---|---|---|---|---|\n")
+		}
 		for _, k := range r.ByKind() {
-			fmt.Fprintf(&b, "| %s | %d | %d | %d |", k.Kind, k.Count, k.Unrecovered, len(k.Takeovers))
+			fmt.Fprintf(&b, "| %s | %d |", k.Kind, k.Count)
+			if r.Cluster != nil {
+				fmt.Fprintf(&b, " %d |", k.Unrecovered)
+			}
+			fmt.Fprintf(&b, " %d |", len(k.Takeovers))
 			if n := len(k.Takeovers); n > 0 {
 				fmt.Fprintf(&b, " %s | %s | %s |", ms(k.Takeovers[0]), ms(k.Takeovers[n/2]), ms(k.Takeovers[n-1]))
 			} else {
