@@ -34,6 +34,7 @@ func run() int {
 	instances := fs.Int("instances", 3, "worker processes per backend")
 	seed := fs.Uint64("seed", 0, "seed of the fault schedule (0: random, reported)")
 	minFaults := fs.Int("min-faults", 0, "inject at least this many faults per backend, past --duration if need be (--ci: 50)")
+	maxDuration := fs.Duration("max-duration", 0, "end the faults of a backend after this long even short of --min-faults, and report (0: no limit)")
 	lease := fs.Duration("lease", time.Second, "lease duration L")
 	renew := fs.Duration("renew", 250*time.Millisecond, "renew interval R")
 	slack := fs.Duration("slack", campaign.DefaultSlack, "slack added to every takeover bound")
@@ -66,7 +67,7 @@ func run() int {
 	failed := false
 	for _, name := range strings.Split(names, ",") {
 		o := campaign.Options{
-			Backend: strings.TrimSpace(name), Duration: *duration, MinFaults: *minFaults, Instances: *instances, Seed: *seed,
+			Backend: strings.TrimSpace(name), Duration: *duration, MinFaults: *minFaults, MaxDuration: *maxDuration, Instances: *instances, Seed: *seed,
 			LeaseDuration: *lease, RenewInterval: *renew, Slack: *slack, Locker: *locker,
 		}
 		if !*quiet {

@@ -41,6 +41,11 @@ type Report struct {
 	LeaderlessAt      int64         `json:"leaderless_at"`
 	LeaderlessAfter   string        `json:"leaderless_after"`
 
+	// Stopped says why the faults ended before Duration and MinFaults were reached: the
+	// run reached MaxDuration, or could not go on (an election that did not settle); "" when
+	// they did not.
+	Stopped string `json:"stopped,omitempty"`
+
 	// Violations are every broken rule, in words; the campaign fails when there is one.
 	Violations []string `json:"violations"`
 }
@@ -123,7 +128,7 @@ func analyze(o Options, network bool, lines []proctest.Line, actions []Action, f
 			next = faults[i+1].Start
 		}
 		leaderlessAfter(f, gaps, next, ivs)
-		if clusterKind(f.Kind) && f.AfterStore > 0 {
+		if clusterKind(f.Kind) && f.AfterStore > 0 && !f.Unrecovered {
 			f.Takeover.Bound = clusterBound(o, f.Kind)
 			if f.Takeover.Over() {
 				violate("fault %d (%s of %s): no leader for %v after the store answered again, beyond the bound %v",
@@ -286,7 +291,7 @@ func longestLeaderless(ivs []proctest.Interval, faults []Fault, faultsEnd int64)
 			outage := false
 			for _, f := range faults {
 				if f.Kind == Outage && f.Start < g1 && f.End > g0 ||
-					clusterKind(f.Kind) && f.Start < g1 && f.StoreBack > g0 {
+					clusterKind(f.Kind) && f.Start < g1 && (f.StoreBack > g0 || f.Unrecovered && f.StoreBack == 0) {
 					outage = true // the backend was down, or a member of it
 				}
 			}

@@ -61,7 +61,27 @@ func init() {
 	RegisterClusterBackend("nats-cluster", func(ctx context.Context, dir string) (storecluster.Cluster, error) {
 		return storecluster.StartNATS(ctx, dir, 3) // a bucket with three replicas
 	})
-	RegisterClusterBackend("redis-cluster", storecluster.StartRedis) // a primary, a replica, three Sentinels
+	RegisterClusterBackend("postgres-cluster", storecluster.StartPostgres) // a primary and a streaming standby
+	// A primary, a replica, three Sentinels; every write waits for the replica (the README's
+	// advice for Sentinel failovers), so that a failover does not lose a takeover it acknowledged.
+	RegisterClusterBackend("redis-cluster", func(ctx context.Context, dir string) (storecluster.Cluster, error) {
+		c, err := storecluster.StartRedis(ctx, dir)
+		if err != nil {
+			return nil, err
+		}
+		return redisWaiting{c.(*storecluster.RedisCluster)}, nil
+	})
+}
+
+// redisWaiting is the Redis cluster whose URL asks each write to wait for one replica.
+type redisWaiting struct{ *storecluster.RedisCluster }
+
+func (r redisWaiting) URL(addrs []string, params map[string]string) string {
+	p := map[string]string{"wait_replicas": "1", "wait_timeout": "100ms"}
+	for k, v := range params {
+		p[k] = v
+	}
+	return r.RedisCluster.URL(addrs, p)
 }
 
 // ClusterInfo describes the cluster of a campaign in its report.
@@ -70,11 +90,18 @@ type ClusterInfo struct {
 	Members []string `json:"members"`
 	// NoFailover lists the failover kinds the cluster does not support (not injected).
 	NoFailover []Kind `json:"no_failover,omitempty"`
+	// ManualFailover: the cluster does not fail over by itself (PostgreSQL): after a kill or
+	// pause of its primary it has none until that member runs again or a failover fault
+	// promotes the standby.
+	ManualFailover bool `json:"manual_failover,omitempty"`
 }
 
 func (d *driver) clusterInfo() *ClusterInfo {
 	c := d.srv.Cluster
 	info := &ClusterInfo{Backend: c.Backend()}
+	if m, ok := c.(storecluster.Manual); ok {
+		info.ManualFailover = m.ManualFailover()
+	}
 	for _, m := range c.Members() {
 		info.Members = append(info.Members, m.Name)
 	}
@@ -279,8 +306,8 @@ func (d *driver) memberFault(f *Fault) error {
 		if r, ok := c.(storecluster.Rejoiner); ok {
 			restart = func(ctx context.Context) error { return r.Rejoin(ctx, m) }
 		}
-		if err := d.do("restart of "+m.Name, time.Minute, restart); err != nil {
-			return err
+		if err := d.do("restart of "+m.Name, recoverTimeout, restart); err != nil {
+			return d.unrecovered(f, err)
 		}
 	case MemberPauseLeader, MemberPauseFollower:
 		f.Param = down
@@ -315,7 +342,8 @@ func (d *driver) memberFault(f *Fault) error {
 			return err
 		}
 		f.Start = proctest.Now()
-		err = d.do("failover of the cluster", time.Minute, func(ctx context.Context) error {
+		f.Target = old.Name
+		err = d.do("failover of the cluster", recoverTimeout, func(ctx context.Context) error {
 			return c.Failover(ctx, f.Kind == MemberFailoverLossy)
 		})
 		if errors.Is(err, storecluster.ErrNoFailover) {
@@ -324,23 +352,108 @@ func (d *driver) memberFault(f *Fault) error {
 			return errGiveUp
 		}
 		if err != nil {
-			return err
+			return d.unrecovered(f, err)
 		}
-		f.Target = old.Name
 	case ClusterRestart:
 		f.Start = proctest.Now()
-		if err := d.do("restart of the cluster", 2*time.Minute, c.Restart); err != nil {
-			return err
+		if err := d.do("restart of the cluster", restartTimeout, c.Restart); err != nil {
+			return d.unrecovered(f, err)
 		}
 	}
 	f.End = proctest.Now()
-	if _, err := d.clusterLeader(); err != nil {
+	if err := d.storeBack(f); err != nil {
+		return d.unrecovered(f, err)
+	}
+	d.o.Logf("campaign %s: %s of %s: store answered %v after the fault began", d.o.Backend, f.Kind, f.Target,
+		time.Duration(f.StoreBack-f.Start).Round(time.Millisecond))
+	return d.rebuild(f)
+}
+
+// Bounds of the campaign's waits for a cluster: not rules of the election, limits past which
+// the cluster is taken for broken and started again (Fault.Unrecovered).
+const (
+	recoverTimeout = 30 * time.Second // a member's restart, a failover, a leader after a fault
+	restartTimeout = 2 * time.Minute  // every member stopped and started again
+)
+
+// storeBack waits for the cluster to answer again once f is lifted, and sets f.StoreBack. A
+// cluster with a Settler is back once it has settled; any other once it has a leader.
+func (d *driver) storeBack(f *Fault) error {
+	c := d.srv.Cluster
+	if s, ok := c.(storecluster.Settler); ok {
+		if err := d.do("the cluster settling", recoverTimeout, s.Settle); err != nil {
+			return err
+		}
+	} else if _, err := d.clusterLeader(); err != nil {
 		return err
 	}
 	f.StoreBack = proctest.Now()
-	d.o.Logf("campaign %s: %s of %s: store answered %v after the fault began", d.o.Backend, f.Kind, f.Target,
-		time.Duration(f.StoreBack-f.Start).Round(time.Millisecond))
 	return nil
+}
+
+// rebuild starts again, through the cluster's Rejoiner, a member a failover left stopped (a
+// former PostgreSQL primary), so that the next faults find the cluster whole. It runs after
+// StoreBack: the clients do not wait for it, and nothing of it is timed.
+func (d *driver) rebuild(f *Fault) error {
+	r, ok := d.srv.Cluster.(storecluster.Rejoiner)
+	if !ok {
+		return nil
+	}
+	for _, m := range d.srv.Cluster.Members() {
+		if m.Running() {
+			continue
+		}
+		if err := d.do("rebuild of "+m.Name, recoverTimeout, func(ctx context.Context) error { return r.Rejoin(ctx, m) }); err != nil {
+			return d.unrecovered(f, err)
+		}
+	}
+	return nil
+}
+
+// errEndRun ends the faults of a campaign that cannot go on; the reason is among the
+// problems, and the campaign still writes its report.
+var errEndRun = errors.New("campaign: the run cannot go on")
+
+// unrecovered records that the cluster did not recover from f (cause: what did not finish in
+// time) and restarts the whole cluster so that the campaign goes on. Such a fault is its own
+// outcome, not a broken bound: the store itself did not come back. When the restart does not
+// bring the cluster back either, the run ends with its report (errEndRun).
+func (d *driver) unrecovered(f *Fault, cause error) error {
+	if err := d.ctx.Err(); err != nil {
+		return err
+	}
+	if f.Start == 0 {
+		return cause // nothing was injected yet
+	}
+	f.Unrecovered, f.UnrecoveredWhy = true, cause.Error()
+	if f.End == 0 {
+		f.End = proctest.Now()
+	}
+	f.StoreBack = 0
+	d.o.Logf("campaign %s: fault %d (%s of %s): the cluster did not recover (%v); restarting it", d.o.Backend, f.N, f.Kind, f.Target, cause)
+	c := d.srv.Cluster
+	for _, m := range c.Members() {
+		if m.Paused() {
+			_ = m.Resume()
+		}
+	}
+	if err := d.do("restart of the cluster", restartTimeout, c.Restart); err != nil {
+		return d.endRun("fault %d (%s): the cluster did not recover (%v), nor after a restart of every member: %v", f.N, f.Kind, cause, err)
+	}
+	if err := d.storeBack(f); err != nil {
+		return d.endRun("fault %d (%s): the cluster did not recover (%v), nor after a restart of every member: %v", f.N, f.Kind, cause, err)
+	}
+	f.Restarted = true
+	return nil
+}
+
+// endRun records a problem and ends the run with its report.
+func (d *driver) endRun(format string, args ...any) error {
+	if err := d.ctx.Err(); err != nil {
+		return err
+	}
+	d.problem(format, args...)
+	return errEndRun
 }
 
 // clusterBound is the bound on the time without a leader after the store answers again once a

@@ -70,3 +70,71 @@ func TestClusterKinds(t *testing.T) {
 		t.Errorf("IsClusterBackend: etcd-cluster %v, etcd %v", IsClusterBackend("etcd-cluster"), IsClusterBackend("etcd"))
 	}
 }
+
+// A fault the cluster did not recover from within 30 s is its own outcome: listed as such, its
+// time without a leader not checked against the bound, and the gap it leaves not counted as
+// time without a leader with the backend up.
+func TestUnrecoveredClusterFaultIsNotBoundChecked(t *testing.T) {
+	o := testOptions()
+	lines := linesOf(iv("w1.1", 1, 0, 1000), iv("w2.1", 2, 40000, 45000))
+	faults := []Fault{{N: 1, Kind: MemberFailover, Target: "nats-1", Start: 800 * ms1, End: 30800 * ms1, StoreBack: 38000 * ms1,
+		Unrecovered: true, UnrecoveredWhy: "failover of the cluster: no stream leader within 30s", Restarted: true}}
+	rep := analyze(o, true, lines, nil, faults, 0, 45000*ms1, 45000*ms1)
+	rep.Cluster = &ClusterInfo{Backend: "nats", Members: []string{"nats-1", "nats-2", "nats-3"}}
+	if rep.Failed() {
+		t.Errorf("violations %q; an unrecovered fault is not bound-checked", rep.Violations)
+	}
+	if f := rep.Faults[0]; f.AfterStore != 2*time.Second {
+		t.Errorf("after the store %v, want 2s (still measured)", f.AfterStore)
+	}
+	if rep.LongestLeaderless != 0 {
+		t.Errorf("longest leaderless with the backend up = %v, want 0", rep.LongestLeaderless)
+	}
+	for _, k := range rep.ByKind() {
+		if k.Kind == MemberFailover && (k.Count != 1 || k.Unrecovered != 1 || len(k.Takeovers) != 0 || k.Over != 0) {
+			t.Errorf("by kind: %+v, want 1 fault, 1 unrecovered, no takeover", k)
+		}
+	}
+	var md strings.Builder
+	if err := WriteMarkdown(&md, "", []*Report{rep}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fault 1 (failover of nats-1): the cluster did not recover within 30 s (failover of the cluster: no stream leader within 30s); the campaign restarted every member and went on",
+		"| failover | 1 | 1 | 0 |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+
+	// The same times for a recovered fault break the bound.
+	faults[0].Unrecovered, faults[0].Restarted = false, false
+	if rep = analyze(o, true, lines, nil, faults, 0, 45000*ms1, 45000*ms1); !rep.Failed() {
+		t.Errorf("a recovered fault 2s without a leader after the store answered: no violation")
+	}
+
+	// Not brought back by a restart either: no StoreBack, and the gap up to the end is the
+	// cluster's, not the election's.
+	faults[0].Unrecovered, faults[0].StoreBack = true, 0
+	rep = analyze(o, true, lines, nil, faults, 0, 45000*ms1, 45000*ms1)
+	if rep.Failed() || rep.LongestLeaderless != 0 {
+		t.Errorf("not restarted: violations %q, longest leaderless %v", rep.Violations, rep.LongestLeaderless)
+	}
+	rep.Stopped = "ended after fault 1: the cluster did not recover"
+	md.Reset()
+	if err := WriteMarkdown(&md, "", []*Report{rep}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"a restart of every member did not bring it back either: the run ended", "The faults stopped early: ended after fault 1"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// MaxDuration is checked like the other durations.
+func TestMaxDurationNegative(t *testing.T) {
+	o := Options{Backend: "file", MaxDuration: -time.Second}
+	if err := o.defaults(); err == nil || !strings.Contains(err.Error(), "MaxDuration -1s") {
+		t.Errorf("defaults() = %v, want an error naming MaxDuration", err)
+	}
+}

@@ -53,7 +53,8 @@ type driver struct {
 	// unsupported are the kinds the backend turned out not to have (a cluster that cannot
 	// fail over on request): pick leaves them out.
 	unsupported map[Kind]bool
-	problems    []string // violations found while running (a worker crashed, no leader, ...)
+	problems    []string      // violations found while running (a worker crashed, no leader, ...)
+	settleWait  time.Duration // settleTimeout; shorter in tests
 }
 
 // testHookDriver, set by tests, sees the driver of each Run before it starts anything.
@@ -87,6 +88,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		unleads:     map[string][]proctest.Line{},
 		unsupported: map[Kind]bool{},
 		lease:       fmt.Sprintf("faults-%s-%d-%d", o.Backend, o.Seed, os.Getpid()),
+		settleWait:  settleTimeout,
 	}
 	if d.exe == "" {
 		exe, err := os.Executable()
@@ -158,18 +160,40 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := d.settle(); err != nil {
 		return nil, d.abort(err)
 	}
-	end := time.Now().Add(o.Duration)
+	began := time.Now()
+	end := began.Add(o.Duration)
+	stopped := ""
 	for time.Now().Before(end) || len(d.faults) < o.MinFaults {
-		if err := d.inject(); err != nil {
-			return nil, d.abort(err)
+		if o.MaxDuration > 0 && time.Since(began) >= o.MaxDuration {
+			stopped = fmt.Sprintf("reached the maximum duration %v after %d faults", o.MaxDuration, len(d.faults))
+			break
 		}
-		if err := d.settle(); err != nil {
-			return nil, d.abort(err)
+		err := d.inject()
+		if err == nil {
+			err = d.settle()
 		}
+		if err != nil {
+			if d.ctx.Err() != nil {
+				return nil, d.abort(err)
+			}
+			// A stuck election or a cluster that would not come back is a finding: the run
+			// ends with its report rather than hanging or giving none.
+			if !errors.Is(err, errEndRun) {
+				d.problem("the run ended after fault %d: %v", len(d.faults), err)
+			}
+			stopped = fmt.Sprintf("ended after fault %d: %v", len(d.faults), err)
+			break
+		}
+	}
+	if stopped != "" {
+		o.Logf("campaign %s: the faults stopped early: %s", o.Backend, stopped)
 	}
 	faultsEnd := proctest.Now()
 	if err := d.stopAll(); err != nil {
-		return nil, d.abort(err)
+		if d.ctx.Err() != nil || stopped == "" {
+			return nil, d.abort(err)
+		}
+		d.problem("stopping the workers after the run ended early: %v", err)
 	}
 	lines, err := proctest.ReadLog(d.logPath)
 	if err != nil {
@@ -177,6 +201,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := analyze(o, d.srv.network(), lines, d.res.Actions(), d.faults, start, faultsEnd, proctest.Now())
 	rep.Violations = append(d.problems, rep.Violations...)
+	rep.Stopped = stopped
 	if d.srv.Cluster != nil {
 		rep.Cluster = d.clusterInfo()
 	}
@@ -337,11 +362,12 @@ func (d *driver) healthy() bool {
 
 // settle waits for a healthy election. Not reaching one within settleTimeout is a violation.
 func (d *driver) settle() error {
-	if err := d.wait("healthy election (a leader, every instance's attempts succeeding)", settleTimeout, d.healthy); err != nil {
-		if d.ctx.Err() == nil {
-			d.problem("%v after fault %d", err, len(d.faults))
+	if err := d.wait("healthy election (a leader, every instance's attempts succeeding)", d.settleWait, d.healthy); err != nil {
+		if d.ctx.Err() != nil {
+			return err
 		}
-		return err
+		d.problem("%v after fault %d", err, len(d.faults))
+		return fmt.Errorf("%w: %v", errEndRun, err)
 	}
 	return nil
 }

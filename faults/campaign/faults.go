@@ -149,6 +149,13 @@ type Fault struct {
 	// of the faults), and AfterStore the part of it after StoreBack.
 	Leaderless time.Duration `json:"leaderless_ns,omitempty"`
 	AfterStore time.Duration `json:"after_store_ns,omitempty"`
+	// Unrecovered: the cluster did not recover from a member's fault within 30 s (a member's
+	// restart, a failover, or the return of a leader did not finish; UnrecoveredWhy says
+	// which). Its own outcome, not bound-checked: the campaign restarted the whole cluster
+	// (Restarted when that brought it back, StoreBack then being when it answered) and went on.
+	Unrecovered    bool   `json:"unrecovered,omitempty"`
+	UnrecoveredWhy string `json:"unrecovered_why,omitempty"`
+	Restarted      bool   `json:"restarted,omitempty"`
 }
 
 // Takeover is a change of leader after a fault, measured on the shared clock.
@@ -419,6 +426,9 @@ func (d *driver) inject() error {
 		}
 	}
 	if err != nil {
+		if errors.Is(err, errEndRun) && f.Start != 0 {
+			d.faults = append(d.faults, f) // the report shows the fault the run ended on
+		}
 		return err
 	}
 	d.faults = append(d.faults, f)

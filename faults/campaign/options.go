@@ -8,9 +8,12 @@ import (
 // Options configure one campaign over one backend. Zero values take the CI defaults of the
 // issue: 3 instances, L = 1s, R = 250ms, a slack of 100ms, 60s, at least 50 faults.
 type Options struct {
-	Backend       string        // a name of Backends(), e.g. "file", "postgres"
-	Duration      time.Duration // how long faults are injected; the run goes on until MinFaults
-	MinFaults     int           // faults to inject at least, even past Duration
+	Backend   string        // a name of Backends(), e.g. "file", "postgres"
+	Duration  time.Duration // how long faults are injected; the run goes on until MinFaults
+	MinFaults int           // faults to inject at least, even past Duration
+	// MaxDuration, when not 0, ends the faults after this long even short of MinFaults: a long
+	// run then still gives its report (Report.Stopped says so).
+	MaxDuration   time.Duration
 	Instances     int           // worker processes alive at any time
 	Seed          uint64        // of the fault schedule; 0 picks one (reported)
 	LeaseDuration time.Duration // L
@@ -59,8 +62,8 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("campaign: Instances %d: at least 2 are needed for a takeover", o.Instances)
 	case o.LeaseDuration <= 0 || o.RenewInterval <= 0 || o.RenewInterval >= o.LeaseDuration:
 		return fmt.Errorf("campaign: LeaseDuration %v and RenewInterval %v: want 0 < R < L", o.LeaseDuration, o.RenewInterval)
-	case o.Duration < 0 || o.MinFaults < 0 || o.Slack < 0:
-		return fmt.Errorf("campaign: Duration %v, MinFaults %d and Slack %v must not be negative", o.Duration, o.MinFaults, o.Slack)
+	case o.Duration < 0 || o.MinFaults < 0 || o.Slack < 0 || o.MaxDuration < 0:
+		return fmt.Errorf("campaign: Duration %v, MinFaults %d, MaxDuration %v and Slack %v must not be negative", o.Duration, o.MinFaults, o.MaxDuration, o.Slack)
 	}
 	if _, ok := backends[o.Backend]; !ok {
 		return fmt.Errorf("campaign: unknown backend %q (known: %v)", o.Backend, Backends())

@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -22,6 +23,9 @@ type KindStats struct {
 	// fault; AfterStore, for a member's fault, its part after the store answered again.
 	Leaderless time.Duration
 	AfterStore time.Duration
+	// Unrecovered counts the faults the cluster did not recover from within 30 s (not
+	// bound-checked; the campaign restarted the cluster).
+	Unrecovered int
 }
 
 // ByKind returns the faults' figures per kind, in the order of Kinds.
@@ -37,6 +41,10 @@ func (r *Report) ByKind() []KindStats {
 				continue
 			}
 			ks.Count++
+			if f.Unrecovered {
+				ks.Unrecovered++
+				continue // its times are the cluster's restart's, not the fault's
+			}
 			ks.Leaderless = max(ks.Leaderless, f.Leaderless)
 			ks.AfterStore = max(ks.AfterStore, f.AfterStore)
 			if t := f.Takeover; t != nil {
@@ -130,11 +138,26 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 			if len(c.NoFailover) > 0 {
 				fmt.Fprintf(&b, " Not supported by the cluster, not injected: %v.", c.NoFailover)
 			}
+			if c.ManualFailover {
+				b.WriteString(" The cluster has no automatic failover: after a kill or pause of its primary it has no primary until that member runs again (restarted in its role) or a failover fault promotes the standby, so the time without a leader from such a fault is the store's own, reported and not bounded; the bound applies from the store's return.")
+			}
 			b.WriteString(" A member's fault is timed from its start; the takeovers of its row are the times without a leader once the store answered again (the fault lifted and the cluster led by a member), bounded by L + R plus the slack, except after a restart of the whole cluster.\n\n")
 		}
-		b.WriteString("| fault | count | takeovers | min | median | max | bound | beyond bound | longest leaderless |\n|---|---|---|---|---|---|---|---|---|\n")
+		if r.Stopped != "" {
+			fmt.Fprintf(&b, "The faults stopped early: %s.\n\n", r.Stopped)
+		}
+		// Only a cluster has faults it may not recover from.
+		if r.Cluster != nil {
+			b.WriteString("| fault | count | not recovered | takeovers | min | median | max | bound | beyond bound | longest leaderless |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		} else {
+			b.WriteString("| fault | count | takeovers | min | median | max | bound | beyond bound | longest leaderless |\n|---|---|---|---|---|---|---|---|---|\n")
+		}
 		for _, k := range r.ByKind() {
-			fmt.Fprintf(&b, "| %s | %d | %d |", k.Kind, k.Count, len(k.Takeovers))
+			fmt.Fprintf(&b, "| %s | %d |", k.Kind, k.Count)
+			if r.Cluster != nil {
+				fmt.Fprintf(&b, " %d |", k.Unrecovered)
+			}
+			fmt.Fprintf(&b, " %d |", len(k.Takeovers))
 			if n := len(k.Takeovers); n > 0 {
 				fmt.Fprintf(&b, " %s | %s | %s |", ms(k.Takeovers[0]), ms(k.Takeovers[n/2]), ms(k.Takeovers[n-1]))
 			} else {
@@ -146,6 +169,17 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 				b.WriteString(" (not bounded) | - |")
 			}
 			fmt.Fprintf(&b, " %s |\n", ms(k.Leaderless))
+		}
+		for _, f := range r.Faults {
+			if !f.Unrecovered {
+				continue
+			}
+			then := "the campaign restarted every member and went on"
+			if !f.Restarted {
+				then = "a restart of every member did not bring it back either: the run ended"
+			}
+			fmt.Fprintf(&b, "- fault %d (%s of %s): the cluster did not recover within 30 s (%s); %s; not bound-checked\n",
+				f.N, f.Kind, cmp.Or(f.Target, "the cluster"), strings.ReplaceAll(f.UnrecoveredWhy, "\n", " "), then)
 		}
 		inPause := len(r.Overlaps) - r.overlapsOutsidePauses()
 		fmt.Fprintf(&b, "\n- leadership intervals: %d; overlaps outside pauses: **%d** (inside SIGSTOP pauses, from late log lines: %d)\n", len(r.Intervals), r.overlapsOutsidePauses(), inPause)

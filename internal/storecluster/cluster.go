@@ -29,6 +29,20 @@ type Rejoiner interface {
 	Rejoin(ctx context.Context, m *Member) error
 }
 
+// Settler is implemented by a Cluster whose leader may still change after Leader first names
+// one (Sentinels that have not agreed yet, a failover under way): Settle returns once the
+// cluster is back for its clients and will stay so without a further fault.
+type Settler interface {
+	Settle(ctx context.Context) error
+}
+
+// Manual is implemented by a Cluster that never fails over by itself (PostgreSQL's streaming
+// replication): ManualFailover reports true, and a Leader lost with its primary returns only
+// when that member runs again or Failover promotes another.
+type Manual interface {
+	ManualFailover() bool
+}
+
 // Cluster is a store running as several server processes on loopback.
 //
 // Its methods may be called from any goroutine, but a test drives one fault at a time.

@@ -396,6 +396,49 @@ func (c *pgCluster) Failover(ctx context.Context, loseWrites bool) error {
 	return err
 }
 
+var _ Rejoiner = (*pgCluster)(nil)
+
+// ManualFailover implements Manual: no process watches the primary to promote the standby.
+func (c *pgCluster) ManualFailover() bool { return true }
+
+// Rejoin starts m, a member that was killed or that a Failover left stopped, in its role, so
+// that the cluster always has exactly one primary: the primary again on its data (PostgreSQL
+// has no automatic failover, so the cluster had no primary until then), the standby on its data,
+// streaming again; a former primary is rebuilt from a copy of the new primary's data
+// (pg_basebackup) as its standby, its own data having diverged.
+func (c *pgCluster) Rejoin(ctx context.Context, m *Member) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.Index(c.members, m)
+	switch {
+	case i < 0:
+		return fmt.Errorf("storecluster: %s is not a member of the cluster", m.Name)
+	case m.Running():
+		return nil
+	case i == c.primary:
+		if err := m.Start(ctx); err != nil {
+			return c.withLog(i, err)
+		}
+		return nil
+	case i == c.standby:
+		if err := m.Start(ctx); err != nil {
+			return c.withLog(i, err)
+		}
+		return c.waitStreaming(ctx, c.members[c.primary], m)
+	default:
+		return c.ensureStandby(ctx)
+	}
+}
+
+// waitStreaming waits until standby s streams from primary p.
+func (c *pgCluster) waitStreaming(ctx context.Context, p, s *Member) error {
+	q := fmt.Sprintf("SELECT count(*) FROM pg_stat_replication WHERE application_name = '%s' AND state = 'streaming'", s.Name)
+	return c.poll(ctx, fmt.Sprintf("%s streaming from %s", s.Name, p.Name), func() (bool, error) {
+		out, err := c.sql(ctx, p, q)
+		return out == "1", err
+	})
+}
+
 // ensureStandby makes the member that is not the primary its standby, when it is not already.
 func (c *pgCluster) ensureStandby(ctx context.Context) error {
 	if c.standby >= 0 {

@@ -5,6 +5,8 @@ package storecluster_test
 import (
 	"context"
 	"errors"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,4 +80,73 @@ func TestPostgresFailover(t *testing.T) {
 			t.Fatalf("%s is not running after the restart", m.Name)
 		}
 	}
+}
+
+// primaries names the running members out of recovery.
+func primaries(t *testing.T, ctx context.Context, c storecluster.Cluster) []string {
+	t.Helper()
+	var names []string
+	for _, m := range c.Members() {
+		if !m.Running() {
+			continue
+		}
+		host, port, _ := strings.Cut(m.Addr, ":")
+		out, err := exec.CommandContext(ctx, "psql", "-X", "-A", "-t", "-q", "-h", host, "-p", port, "-U", "postgres", "-d", "postgres",
+			"-c", "SELECT pg_is_in_recovery()").Output()
+		if err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		if strings.TrimSpace(string(out)) == "f" {
+			names = append(names, m.Name)
+		}
+	}
+	return names
+}
+
+// A killed member rejoins in its role, and a former primary a failover left stopped comes back
+// as the new primary's standby: after each, exactly one primary, and every member runs.
+func TestPostgresRejoin(t *testing.T) {
+	if _, err := exec.LookPath("psql"); err != nil {
+		testenv.Unavailable(t, "no psql on PATH")
+	}
+	c := startPostgres(t)
+	r := c.(storecluster.Rejoiner)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	ms := c.Members()
+	check := func(step string, primary *storecluster.Member) {
+		t.Helper()
+		for _, m := range ms {
+			if !m.Running() {
+				t.Fatalf("%s: %s is not running", step, m.Name)
+			}
+		}
+		if got := primaries(t, ctx, c); len(got) != 1 || got[0] != primary.Name {
+			t.Fatalf("%s: primaries %v, want exactly %s", step, got, primary.Name)
+		}
+	}
+	for _, m := range []*storecluster.Member{ms[0], ms[1]} { // the primary, then the standby
+		if err := m.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Rejoin(ctx, m); err != nil {
+			t.Fatalf("rejoin of killed %s: %v", m.Name, err)
+		}
+		check("after the kill of "+m.Name, ms[0])
+	}
+	if err := c.Failover(ctx, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Rejoin(ctx, ms[0]); err != nil {
+		t.Fatalf("rejoin of the former primary: %v", err)
+	}
+	check("after a lossy failover and the rejoin of the former primary", ms[1])
+	// The rebuilt standby takes over on the next failover: it streams from the new primary.
+	if err := c.Failover(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Rejoin(ctx, ms[1]); err != nil {
+		t.Fatal(err)
+	}
+	check("after a second failover", ms[0])
 }

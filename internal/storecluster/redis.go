@@ -453,6 +453,83 @@ func (c *RedisCluster) rejoinStale(ctx context.Context, stale, primary *Member) 
 	return c.demote(ctx, stale, primary)
 }
 
+var _ Settler = (*RedisCluster)(nil)
+
+// redisSettlePoll is the time between the polls of Settle.
+const redisSettlePoll = 100 * time.Millisecond
+
+// Settle implements Settler. Leader names a primary as soon as the Sentinels agree, which they
+// may do while one of them is about to fail over (a primary paused for longer than down-after
+// and just resumed) or while the former primary still acts as a master: a client timed from
+// then is timed across that failover. Settle returns once, on two polls in a row, every
+// Sentinel names the same primary with no failover under way and no down flag, that primary
+// accepts a SET, and the other server replicates from it with its link up. A former primary
+// still acting as a master is made a replica of the named one on the way.
+func (c *RedisCluster) Settle(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var prev *Member
+	for {
+		p, err := c.settled(ctx)
+		if err == nil && p == prev {
+			return nil
+		}
+		prev = p
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("storecluster: the Redis cluster did not settle: %w (last: %v)", ctx.Err(), err)
+		case <-time.After(redisSettlePoll):
+		}
+	}
+}
+
+// settled checks once what Settle waits for, and returns the primary when it holds.
+func (c *RedisCluster) settled(ctx context.Context) (*Member, error) {
+	var addr string
+	for _, s := range c.sentinels {
+		v, err := respDo(ctx, s.Addr, "SENTINEL", "MASTER", RedisMasterName)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		f := pairs(v)
+		a := net.JoinHostPort(f["ip"], f["port"])
+		switch {
+		case addr != "" && a != addr:
+			return nil, fmt.Errorf("the Sentinels disagree: %s and %s", addr, a)
+		case strings.Contains(f["flags"], "failover") || strings.Contains(f["flags"], "down"):
+			return nil, fmt.Errorf("%s: the primary %s is flagged %s", s.Name, a, f["flags"])
+		}
+		addr = a
+	}
+	var p *Member
+	for _, m := range c.members {
+		if m.Addr == addr {
+			p = m
+		}
+	}
+	if p == nil {
+		return nil, fmt.Errorf("the Sentinels name %s, no member", addr)
+	}
+	if _, err := respDo(ctx, p.Addr, "SET", "storecluster:settle", "1"); err != nil {
+		return nil, fmt.Errorf("%s does not accept a write: %w", p.Name, err)
+	}
+	other := c.other(p)
+	info, err := respInfo(ctx, other.Addr, "replication")
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", other.Name, err)
+	}
+	if info["role"] == "master" {
+		if err := c.demote(ctx, other, p); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s still acted as a master: made a replica of %s", other.Name, p.Name)
+	}
+	if err := c.replicaOK(ctx, p, other, false); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 var _ Rejoiner = (*RedisCluster)(nil)
 
 // Rejoin starts m, a data server that was killed, and makes it a replica of the primary (it

@@ -128,3 +128,52 @@ func isReadonly(err error) bool {
 	var re respError
 	return errors.As(err, &re) && len(re) >= 8 && string(re[:8]) == "READONLY"
 }
+
+// A primary paused past the Sentinels' down-after: once resumed, Leader may name it while the
+// Sentinels fail over. Settle returns only once the cluster is back for good: the primary it
+// leaves named keeps being named through the failover timeout, accepts writes, and the other
+// server replicates from it.
+func TestRedisSettleAfterAPausedPrimary(t *testing.T) {
+	c := startRedisTest(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	old, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	// Paused until a Sentinel flags it down: the failover is then under way or about to be.
+	var flagged error
+	for flagged == nil {
+		if _, flagged = c.settled(ctx); flagged == nil {
+			select {
+			case <-ctx.Done():
+				t.Fatal("the Sentinels never saw the paused primary down")
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	if err := old.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Settle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.sentinelPrimary(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := time.Now().Add(redisFailoverTimeout)
+	for time.Now().Before(until) {
+		got, err := c.settled(ctx)
+		if err != nil || got != p {
+			t.Fatalf("%v after Settle left %s the primary: settled %v, %v", time.Until(until), p.Name, got, err)
+		}
+		if role, err := respRole(ctx, c.other(p).Addr); err != nil || role != "slave" {
+			t.Fatalf("the other server's role %q, %v; want slave", role, err)
+		}
+		time.Sleep(redisSettlePoll)
+	}
+}
