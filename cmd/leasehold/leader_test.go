@@ -1,0 +1,98 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startAdvertising starts leasehold run on the test's store and lease with args, and waits
+// until its CMD runs: it leads.
+func startAdvertising(t *testing.T, w *world, id, lease string, args ...string) *proc {
+	t.Helper()
+	all := append([]string{"run", "--store", w.storeURL(), "--lease", lease, "--lease-duration", testLs,
+		"--renew-interval", testRs, "--instance-id", id}, args...)
+	p := w.start(id, []string{"LEASEHOLD_TEST_CMD=record"}, append(all, "--", os.Args[0])...)
+	w.waitCmd(30*time.Second, "CMD-START", func(e cmdEvent) bool { return e.id == id })
+	return p
+}
+
+// V3: leader prints the value alone and exits 0; status, status --json and status --watch
+// show it. Once the leader has released the lease, leader exits 3.
+func TestLeaderPrintsValue(t *testing.T) {
+	w := newWorld(t)
+	const value = "http://10.0.0.7:8080"
+	if out, errOut, code := runLeasehold(t, "leader", "--store", w.storeURL(), "--lease", "api"); code != exitNoLease || out != "" || !strings.Contains(errOut, "nobody leads") {
+		t.Fatalf("leader of a missing lease: exit %d, stdout %q, stderr %q; want 3, nothing, \"nobody leads\"", code, out, errOut)
+	}
+	p := startAdvertising(t, w, "api-1", "api", "--advertise", value)
+	out, errOut, code := runLeasehold(t, "leader", "--store", w.storeURL(), "--lease", "api")
+	if code != exitOK || out != value+"\n" {
+		t.Fatalf("leader: exit %d, stdout %q, stderr %q; want 0 and the value alone", code, out, errOut)
+	}
+	if st := statusJSON(t, w.storeURL(), "api"); st.Value != value || st.Holder != "api-1" {
+		t.Errorf("status --json: %+v; want api-1 publishing %q", st, value)
+	}
+	if out, _, _ := runLeasehold(t, "status", "--store", w.storeURL(), "--lease", "api"); !regexp.MustCompile(`\nvalue: +`+regexp.QuoteMeta(value)+`\n`).MatchString(out) {
+		t.Errorf("status does not show the value:\n%s", out)
+	}
+	watch := w.start("watch", nil, "status", "--watch", "--interval", "100ms", "--store", w.storeURL(), "--lease", "api")
+	w.waitLine(10*time.Second, "status --watch line with the value", func(l line) bool {
+		return l.proc == watch && strings.Contains(l.text, " held holder=api-1 term=") && strings.HasSuffix(l.text, " value="+value)
+	})
+	_ = watch.cmd.Process.Signal(syscall.SIGTERM)
+	w.waitExit(watch, 10*time.Second)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	w.waitExit(p, 10*time.Second)
+	if out, _, code := runLeasehold(t, "leader", "--store", w.storeURL(), "--lease", "api"); code != exitNoLease || out != "" {
+		t.Errorf("leader after the release: exit %d, stdout %q; want 3 and nothing", code, out)
+	}
+	if st := statusJSON(t, w.storeURL(), "api"); st.Value != "" {
+		t.Errorf("status --json after the release shows value %q; want none", st.Value)
+	}
+}
+
+// V3: a leader that publishes nothing: leader exits 4, prints nothing, and says so on stderr.
+func TestLeaderNoValue(t *testing.T) {
+	w := newWorld(t)
+	p := startAdvertising(t, w, "quiet-1", "api")
+	out, errOut, code := runLeasehold(t, "leader", "--store", w.storeURL(), "--lease", "api")
+	if code != exitNoValue || out != "" || !strings.Contains(errOut, "quiet-1 publishes no value") {
+		t.Errorf("leader of a leader without --advertise: exit %d, stdout %q, stderr %q; want 4", code, out, errOut)
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	w.waitExit(p, 10*time.Second)
+}
+
+// V1: a value of more than 1024 bytes or more than one line is bad input naming --advertise,
+// refused before joining the election; leader refuses arguments and a bad --timeout.
+func TestLeaderBadInput(t *testing.T) {
+	w := newWorld(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--store", w.storeURL(), "--advertise", "a\nb", "--", "true"}, "--advertise: the value must be one line"},
+		{[]string{"run", "--store", w.storeURL(), "--advertise", strings.Repeat("x", 1025), "--", "true"}, "--advertise: the value is 1025 bytes, at most 1024"},
+		{[]string{"leader", "--store", w.storeURL(), "extra"}, `leader takes no arguments, got "extra"`},
+		{[]string{"leader", "--store", w.storeURL(), "--timeout", "0s"}, "--timeout 0s must be positive"},
+	} {
+		out, errOut, code := runLeasehold(t, tc.args...)
+		lines := strings.Split(strings.TrimSpace(errOut), "\n")
+		if code != exitUsage || out != "" || !strings.Contains(lines[0], tc.want) || strings.Contains(errOut, "panic") {
+			t.Errorf("leasehold %.60q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	if _, err := os.Stat(w.dir + "/registry.json"); err == nil {
+		t.Error("a refused run wrote the store")
+	}
+	out, _, code := runLeasehold(t, "leader", "--help")
+	if code != exitOK || !strings.Contains(out, "3    nobody leads") || !strings.Contains(out, "4    the leader publishes no value") {
+		t.Errorf("leader --help: exit %d, without the exit codes:\n%s", code, out)
+	}
+}
