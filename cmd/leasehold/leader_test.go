@@ -38,7 +38,7 @@ func TestLeaderPrintsValue(t *testing.T) {
 	if st := statusJSON(t, w.storeURL(), "api"); st.Value != value || st.Holder != "api-1" {
 		t.Errorf("status --json: %+v; want api-1 publishing %q", st, value)
 	}
-	if out, _, _ := runLeasehold(t, "status", "--store", w.storeURL(), "--lease", "api"); !regexp.MustCompile(`\nvalue: +`+regexp.QuoteMeta(value)+`\n`).MatchString(out) {
+	if out, _, _ := runLeasehold(t, "status", "--store", w.storeURL(), "--lease", "api"); !regexp.MustCompile(`\nvalue: +` + regexp.QuoteMeta(value) + `\n`).MatchString(out) {
 		t.Errorf("status does not show the value:\n%s", out)
 	}
 	watch := w.start("watch", nil, "status", "--watch", "--interval", "100ms", "--store", w.storeURL(), "--lease", "api")
