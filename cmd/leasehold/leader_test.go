@@ -3,7 +3,10 @@
 package main
 
 import (
+	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -94,5 +97,65 @@ func TestLeaderBadInput(t *testing.T) {
 	out, _, code := runLeasehold(t, "leader", "--help")
 	if code != exitOK || !strings.Contains(out, "3    nobody leads") || !strings.Contains(out, "4    the leader publishes no value") {
 		t.Errorf("leader --help: exit %d, without the exit codes:\n%s", code, out)
+	}
+}
+
+// TestREADMELeader runs the README's "Reaching the leader" commands as written, over the
+// test's store (LEASEHOLD_STORE) and with the built leasehold first in PATH, and compares
+// their output with the block that follows them.
+func TestREADMELeader(t *testing.T) {
+	for _, tool := range []string{"python3", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s here", tool)
+		}
+	}
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	i := strings.Index(readme, "\n### Reaching the leader: ")
+	if i < 0 {
+		t.Fatal(`README.md has no "### Reaching the leader" section`)
+	}
+	sec := readme[i+1:]
+	if j := regexp.MustCompile(`\n##{1,3} `).FindStringIndex(sec[1:]); j != nil {
+		sec = sec[:j[0]+1]
+	}
+	m := regexp.MustCompile("(?s)\n```sh\n(.*?)\n```\n\n```\n(.*?\n)```\n").FindStringSubmatch(sec)
+	if m == nil {
+		t.Fatal("the section has no sh block followed by its output")
+	}
+	lines := strings.Split(m[1], "\n")
+	if !strings.HasPrefix(lines[0], "leasehold run ") || !strings.HasSuffix(lines[0], " &") {
+		t.Fatalf("the block's first line %q is not a leasehold run in the background", lines[0])
+	}
+	w := newWorld(t)
+	env := []string{"LEASEHOLD_STORE=" + w.storeURL(), "PATH=" + filepath.Dir(bin) + ":" + os.Getenv("PATH")}
+	args := strings.Fields(strings.TrimSuffix(lines[0], " &"))[1:]
+	p := w.start("readme-run", env, args...)
+	defer func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		w.waitExit(p, 10*time.Second)
+	}()
+	w.waitLine(30*time.Second, "became leader", func(l line) bool { return l.proc == p && strings.Contains(l.text, "became leader") })
+	// The HTTP server CMD starts listens a moment after it starts.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:8080", time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CMD does not listen on 127.0.0.1:8080: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	sh := exec.Command("/bin/sh", "-c", strings.Join(lines[1:], "\n"))
+	sh.Env = append(os.Environ(), env...)
+	out, err := sh.CombinedOutput()
+	if err != nil || string(out) != m[2] {
+		t.Fatalf("the README's commands:\n%s\nprinted (%v):\n%s\nthe README shows:\n%s", strings.Join(lines[1:], "\n"), err, out, m[2])
 	}
 }
