@@ -159,3 +159,31 @@ func TestREADMELeader(t *testing.T) {
 		t.Fatalf("the README's commands:\n%s\nprinted (%v):\n%s\nthe README shows:\n%s", strings.Join(lines[1:], "\n"), err, out, m[2])
 	}
 }
+
+// V1 with --config: the cluster service's parameter advertise is published, and
+// run --advertise overrides it, as the command line overrides the service's parameters.
+func TestLeaderConfigAdvertise(t *testing.T) {
+	w := newWorld(t)
+	registry := filepath.Join(w.dir, "app-registry.json")
+	cfg := writeConfig(t, w.dir, "app.json", `
+		"Registry": {"type": "Webda/FileStore", "path": "`+registry+`"},
+		"cluster": {"type": "Webda/StoreClusterService", "leaseName": "api", "leaseDuration": 2000, "renewInterval": 500, "advertise": "http://from-config:80"}`)
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{nil, "http://from-config:80"},
+		{[]string{"--advertise", "http://from-flag:80"}, "http://from-flag:80"},
+	} {
+		id := "app-" + strings.TrimPrefix(strings.TrimSuffix(tc.want, ":80"), "http://")
+		args := append(append([]string{"run", "--config", cfg, "--instance-id", id}, tc.flags...), append([]string{"--"}, helperCmd()...)...)
+		p := w.start(id, []string{"LEASEHOLD_TEST_CMD=record"}, args...)
+		w.waitCmd(30*time.Second, "CMD-START", func(e cmdEvent) bool { return e.id == id })
+		out, errOut, code := runLeasehold(t, "leader", "--config", cfg)
+		if code != exitOK || out != tc.want+"\n" {
+			t.Errorf("leader --config with run %q: exit %d, stdout %q, stderr %q; want %q", tc.flags, code, out, errOut, tc.want)
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		w.waitExit(p, 10*time.Second)
+	}
+}
