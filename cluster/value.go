@@ -90,7 +90,7 @@ func Leader(ctx context.Context, lock Lock, name string) (LeaderInfo, error) {
 func leaderInfo(rec Record, now time.Time) LeaderInfo {
 	info := LeaderInfo{ID: rec.Holder, Term: rec.Term, Value: rec.CurrentValue()}
 	if rec.Holder != "" && rec.Duration > 0 && !rec.RenewedAt.IsZero() {
-		info.expired = !now.Before(rec.RenewedAt.Add(rec.Duration))
+		info.expired = now.Sub(rec.RenewedAt) > rec.Duration // as leasehold status judges it
 	}
 	return info
 }
