@@ -20,6 +20,9 @@ type ElectionService struct {
 	RenewInterval Duration `json:"renewInterval"` // default 5000 ms, less than leaseDuration
 	ID            string   `json:"instanceId"`    // default <HOSTNAME>-<pid>-<random>
 	LeaseName     string   `json:"leaseName"`     // default "leader"
+	// Advertise is the value this instance publishes while it leads, its address for
+	// instance: clients read it with cluster.Leader or `leasehold leader` (V1).
+	Advertise string `json:"advertise"`
 
 	mu        sync.Mutex
 	elector   *cluster.Elector
@@ -41,8 +44,10 @@ var jsonTiming = cluster.TimingNames{LeaseDuration: `parameter "leaseDuration"`,
 
 // Validate checks the parameters, naming the one at fault (E0).
 func (s *ElectionService) Validate() error {
-	_, _, err := s.Timing()
-	return err
+	if _, _, err := s.Timing(); err != nil {
+		return err
+	}
+	return cluster.CheckValue(`parameter "advertise"`, s.Advertise)
 }
 
 // Timing returns L and R, the defaults applied, or an error naming the parameter at fault
@@ -70,6 +75,7 @@ func (s *ElectionService) StartElection(ctx context.Context, lock cluster.Lock, 
 		LeaseDuration: s.LeaseDuration.D(),
 		RenewInterval: s.RenewInterval.D(),
 		InstanceID:    s.InstanceID(),
+		Advertise:     s.Advertise,
 		Logger:        log,
 		Observer:      cluster.Observers(observers...),
 	})

@@ -115,6 +115,12 @@ type Record struct {
 	// record for their own (E12). "" in a released record, and in a record written before
 	// sessions existed: such a record is nobody's own.
 	Session string
+
+	// Value is what the holder publishes, its address for instance (V1); ValueTerm is the
+	// term it was written for. A value whose term is not Term is stale, left by a writer that
+	// does not know the field (V2): read it through CurrentValue.
+	Value     string
+	ValueTerm uint64
 }
 
 // Lock stores lease records. Implementations are safe for concurrent use.

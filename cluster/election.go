@@ -392,9 +392,9 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 		e.wrote.Store(true)
 		// E11: above every term this instance has seen, and the wall clock's floor: a record
 		// lost with its term (a store restarted empty, a deleted row) does not go back to 1.
-		created, err := e.lock.Create(ctx, e.name, Record{
+		created, err := e.lock.Create(ctx, e.name, e.carryValue(Record{
 			Holder: e.id, Session: e.session, Term: e.nextTerm(0, now), AcquiredAt: wall, RenewedAt: wall, Duration: e.l,
-		})
+		}))
 		if errors.Is(err, ErrConflict) {
 			err = fmt.Errorf("%w: %w", errLostCreation, err)
 		}
@@ -492,6 +492,7 @@ func (e *Elector) release(ctx context.Context, known *Record) error {
 			return nil // another instance holds it (or another process under this ID), or nobody does
 		}
 		rec.Holder, rec.Session = "", ""
+		clearValue(&rec)
 		rec.RenewedAt = stamp(time.Now(), rec)
 		_, err = e.lock.Update(ctx, e.name, rec)
 		switch {

@@ -29,6 +29,10 @@ type ElectorConfig struct {
 	// goroutine: it must return quickly (hand the event to a channel or a counter) and must
 	// not call the Elector's Stop.
 	Observer func(Event)
+
+	// Advertise is the value this instance publishes while it holds the lease, its address
+	// for instance: at most MaxValueBytes, one line (V1). Leader and FollowLeader read it.
+	Advertise string
 }
 
 // Elector elects a leader among the instances sharing a lease, and runs the WhenLeader
@@ -66,6 +70,8 @@ type Elector struct {
 	resigned string
 	slot     int
 	claim    *slotClaim
+
+	value string // ElectorConfig.Advertise (V1)
 
 	mu        sync.Mutex
 	started   bool
@@ -118,6 +124,9 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		return nil, fmt.Errorf("cluster: lease %q: %w", cfg.LeaseName, err)
 	}
 	cfg.LeaseDuration, cfg.RenewInterval = l, r
+	if err := CheckValue("ElectorConfig.Advertise", cfg.Advertise); err != nil {
+		return nil, fmt.Errorf("cluster: lease %q: %w", cfg.LeaseName, err)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -132,6 +141,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		r:        cfg.RenewInterval,
 		log:      log,
 		observer: cfg.Observer,
+		value:    cfg.Advertise,
 		stopDone: make(chan struct{}),
 		stopReq:  make(chan context.Context),
 		stopErr:  make(chan error, 1),

@@ -255,6 +255,7 @@ func (e *Elector) unclaim() {
 // without a release. Left as it is, the slot would stay taken until it expired.
 func (e *Elector) releaseSlot(ctx context.Context, rec Record) outcome {
 	rec.Holder, rec.Session, rec.ResignRequested, rec.NextHolder = "", "", time.Time{}, ""
+	clearValue(&rec)
 	rec.RenewedAt = stamp(time.Now(), rec)
 	released, err := e.lock.Update(ctx, e.name, rec)
 	if err != nil {

@@ -166,6 +166,7 @@ func (e *Elector) stepDown(ctx context.Context, rec Record) outcome {
 		return fail(fmt.Errorf("cluster: lease %q: resign: leader callbacks have not returned, lease not released yet: %w", e.name, err))
 	}
 	rec.Holder, rec.Session, rec.ResignRequested = "", "", time.Time{}
+	clearValue(&rec)
 	rec.RenewedAt = stamp(time.Now(), rec)
 	e.wrote.Store(true)
 	released, err := e.lock.Update(ctx, e.name, rec)

@@ -91,7 +91,7 @@ func NewRevision() string { return newRevision() }
 func newRevision() string { return rand.Text() }
 
 func encodeRecord(r Record) map[string]any {
-	return map[string]any{
+	doc := map[string]any{
 		"holder":        r.Holder,
 		"term":          float64(r.Term),
 		"acquiredAt":    formatTime(r.AcquiredAt),
@@ -104,6 +104,31 @@ func encodeRecord(r Record) map[string]any {
 		"nextHolder":        r.NextHolder,
 		"session":           r.Session,
 	}
+	encodeValue(doc, r)
+	return doc
+}
+
+// encodeValue writes the published value (V1), always, empty when unset: a Patch leaves the
+// fields it does not name, and a release must clear it.
+func encodeValue(doc map[string]any, r Record) {
+	doc["value"], doc["valueTerm"] = r.Value, float64(r.ValueTerm)
+}
+
+// decodeValue reads the published value; a record written before it existed has none (V1).
+func decodeValue(doc map[string]any, r *Record) error {
+	if v, ok := doc["value"]; ok && v != nil {
+		if r.Value, ok = v.(string); !ok {
+			return fmt.Errorf("field %q is %v, want a string", "value", v)
+		}
+	}
+	if v, ok := doc["valueTerm"]; ok && v != nil {
+		t, ok := v.(float64)
+		if !ok || t < 0 || t != math.Trunc(t) {
+			return fmt.Errorf("field %q is %v, want a non-negative integer", "valueTerm", v)
+		}
+		r.ValueTerm = uint64(t)
+	}
+	return nil
 }
 
 func formatTime(t time.Time) string {
@@ -167,6 +192,9 @@ func decodeRecord(key string, doc map[string]any) (Record, error) {
 			return bad("resignRequestedAt", "an RFC 3339 time")
 		}
 		r.ResignRequested = t
+	}
+	if err := decodeValue(doc, &r); err != nil {
+		return Record{}, fmt.Errorf("cluster: lease record %q: %w", key, err)
 	}
 	return r, nil
 }

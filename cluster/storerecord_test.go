@@ -10,7 +10,7 @@ import (
 // naming the field, by the rule the store Lock applies.
 func TestS1StoreRecordRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 30, 9, 17, 13, 382846842, time.UTC)
-	r := Record{Holder: "web-1", Term: 41, AcquiredAt: at, RenewedAt: at.Add(time.Second), Duration: 15 * time.Second, Revision: NewRevision(), Session: "4f1c9a0b7e2d3c58"}
+	r := Record{Holder: "web-1", Term: 41, AcquiredAt: at, RenewedAt: at.Add(time.Second), Duration: 15 * time.Second, Revision: NewRevision(), Session: "4f1c9a0b7e2d3c58", Value: "http://10.0.0.7:8080/x?y=1", ValueTerm: 41}
 	got, err := DecodeStoreRecord("cluster:jobs", EncodeStoreRecord(r))
 	if err != nil || got != r {
 		t.Fatalf("DecodeStoreRecord(EncodeStoreRecord(%+v)) = %+v, %v", r, got, err)
@@ -21,6 +21,17 @@ func TestS1StoreRecordRoundTrip(t *testing.T) {
 	if got, err := DecodeStoreRecord("cluster:jobs", old); err != nil || got.Session != "" || got.Holder != "web-1" {
 		t.Fatalf("DecodeStoreRecord of a record without a session = %+v, %v; want its holder and an empty session", got, err)
 	}
+	// Nor the published value (V1).
+	delete(old, "value")
+	delete(old, "valueTerm")
+	if got, err := DecodeStoreRecord("cluster:jobs", old); err != nil || got.Value != "" || got.ValueTerm != 0 || got.Term != 41 {
+		t.Fatalf("DecodeStoreRecord of a record without a value = %+v, %v; want no value", got, err)
+	}
+	old["valueTerm"] = -1.0
+	if _, err := DecodeStoreRecord("cluster:jobs", old); err == nil || !strings.Contains(err.Error(), `"cluster:jobs": field "valueTerm"`) {
+		t.Fatalf("DecodeStoreRecord of a record with a negative valueTerm: %v; want an error naming the key and the field", err)
+	}
+	delete(old, "valueTerm")
 	old["session"] = 7.0
 	if _, err := DecodeStoreRecord("cluster:jobs", old); err == nil || !strings.Contains(err.Error(), `field "session"`) {
 		t.Fatalf("DecodeStoreRecord of a record with a numeric session: %v; want an error naming the field", err)

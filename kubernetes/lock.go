@@ -27,7 +27,8 @@ import (
 //	leaseDurationSeconds  Record.Duration, rounded up to whole seconds, at least 1
 //	resourceVersion       Record.Revision, the compare-and-swap token
 //	annotations           Record.ResignRequested and Record.NextHolder (R1-R4; see AnnotationNextHolder),
-//	                      Record.Session (E12; see AnnotationSession)
+//	                      Record.Session (E12; see AnnotationSession),
+//	                      Record.Value (V1; see AnnotationValue)
 //
 // A 409 Conflict on update and AlreadyExists on create are lost races (cluster.ErrConflict).
 // It only gets, creates and updates Leases. timeout, when positive, bounds each request.
@@ -67,6 +68,7 @@ func (l *leaseLock) Create(ctx context.Context, name string, r cluster.Record) (
 	}
 	setResign(&lease.ObjectMeta, r)
 	setSession(&lease.ObjectMeta, r)
+	setValue(&lease.ObjectMeta, r)
 	ctx, cancel := l.bound(ctx)
 	defer cancel()
 	created, err := l.client.Create(ctx, lease, metav1.CreateOptions{})
@@ -101,6 +103,7 @@ func (l *leaseLock) Update(ctx context.Context, name string, r cluster.Record) (
 	}
 	setResign(&lease.ObjectMeta, r)
 	setSession(&lease.ObjectMeta, r)
+	setValue(&lease.ObjectMeta, r)
 	ctx, cancel := l.bound(ctx)
 	defer cancel()
 	updated, err := l.client.Update(ctx, lease, metav1.UpdateOptions{})
@@ -200,6 +203,9 @@ func (l *leaseLock) record(lease *coordinationv1.Lease) (cluster.Record, error) 
 		return cluster.Record{}, l.fail("read", lease.Name, err)
 	}
 	if err := readSession(lease.ObjectMeta, r.Term, &r); err != nil {
+		return cluster.Record{}, l.fail("read", lease.Name, err)
+	}
+	if err := readValue(lease.ObjectMeta, r.Term, &r); err != nil {
 		return cluster.Record{}, l.fail("read", lease.Name, err)
 	}
 	return r, nil

@@ -36,6 +36,7 @@ var completedCommands = []*completedCommand{
 	{name: "run", help: "run CMD while this instance leads the lease"},
 	{name: "status", help: "show who holds the lease", usage: statusUsage},
 	{name: "repair", help: "replace a corrupt lease record by a released one", usage: repairUsage},
+	{name: "leader", help: "print the value the leader publishes", usage: leaderUsage},
 	{name: "resign", help: "ask the leader to step down", usage: resignUsage},
 	{name: "demo", help: "watch an election with crashes, in one process", usage: demoUsage},
 	{name: "version", help: "print the version and the linked stores"},

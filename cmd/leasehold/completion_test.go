@@ -52,7 +52,9 @@ func TestBashCompletion(t *testing.T) {
 		want  []string
 	}{
 		{[]string{"leasehold", "ru"}, []string{"run"}},
-		{[]string{"leasehold", ""}, []string{"run", "status", "repair", "resign", "demo", "version", "completion", "help"}},
+		{[]string{"leasehold", ""}, []string{"run", "status", "repair", "leader", "resign", "demo", "version", "completion", "help"}},
+		{[]string{"leasehold", "run", "--adv"}, []string{"--advertise"}},
+		{[]string{"leasehold", "leader", "--tim"}, []string{"--timeout"}},
 		{[]string{"leasehold", "status", "--lo"}, []string{"--log-format", "--log-level"}},
 		{[]string{"leasehold", "run", "--log-format", ""}, []string{"text", "json"}},
 		{[]string{"leasehold", "run", "--log-level", "w"}, []string{"warn"}},

@@ -84,7 +84,7 @@ func storeElectorConfig(ctx context.Context, f *commonFlags, log *slog.Logger, o
 	elog := &electionLog{log: log, id: id}
 	return st, elog, cluster.ElectorConfig{
 		Lock: cluster.NewStoreLock(st), LeaseName: f.lease, LeaseDuration: f.leaseDuration,
-		RenewInterval: f.renewInterval, InstanceID: id, Logger: log, Observer: cluster.Observers(observer, elog.observe),
+		RenewInterval: f.renewInterval, InstanceID: id, Advertise: f.advertise, Logger: log, Observer: cluster.Observers(observer, elog.observe),
 	}, nil
 }
 
@@ -98,6 +98,9 @@ func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.E
 	}
 	if err := ac.checkSlotName(usage); err != nil {
 		return nil, err
+	}
+	if f.set["advertise"] {
+		ac.es.Advertise = f.advertise
 	}
 	l, r, err := ac.timing(usage)
 	if err != nil {

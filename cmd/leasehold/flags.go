@@ -57,6 +57,7 @@ type commonFlags struct {
 	config        string
 	logFormat     string
 	logLevel      string
+	advertise     string // run --advertise (V1)
 
 	set          map[string]bool // the flags given on the command line
 	defaultStore bool            // store is the default one, whose directory may not exist yet

@@ -44,7 +44,7 @@ func newConfigHoldersElection(ctx context.Context, f *commonFlags, n int, log *s
 	elog := &electionLog{log: log, id: id}
 	cfg := cluster.ElectorConfig{
 		Lock: lock, LeaseName: ac.lease(), LeaseDuration: l, RenewInterval: r, InstanceID: id,
-		Logger: log, Observer: cluster.Observers(observer, elog.observe),
+		Advertise: ac.es.Advertise, Logger: log, Observer: cluster.Observers(observer, elog.observe),
 	}
 	return holdersElection(cfg, n, elog, f.config, ac.urlEnv(), closeAll, usage)
 }

@@ -4,6 +4,7 @@
 //	leasehold run [flags] -- CMD [ARGS...]    run CMD while this instance leads
 //	leasehold status [flags] [--json]         who holds the lease (exit 3 when nobody does)
 //	leasehold repair [flags]                  replace a corrupt lease record, the term kept growing
+//	leasehold leader [flags]                  the value the leader publishes (run --advertise)
 //	leasehold resign [flags] [--to ID]        ask the leader to step down (and whom to hand over to)
 //	leasehold demo [--instances N] [--duration D]
 //	leasehold version
@@ -11,7 +12,7 @@
 //
 // Exit status: 0 success (status: someone holds the lease), 1 a failure at run time (one line
 // saying what failed: the store, a connection, credentials), 2 bad input (one line saying what
-// is wrong, then a line pointing to --help), 3 status and resign: nobody holds the lease. run exits with CMD's status when
+// is wrong, then a line pointing to --help), 3 status, leader and resign: nobody holds the lease, 4 leader: the leader publishes no value. run exits with CMD's status when
 // CMD exits by itself (128+N when a signal N ended it). run --try and --wait exit 75
 // (EX_TEMPFAIL) when another instance holds the lease.
 package main
@@ -40,6 +41,7 @@ const (
 	exitFailure = 1
 	exitUsage   = 2
 	exitNoLease = 3
+	exitNoValue = 4 // leader: the leader publishes nothing (V3)
 )
 
 const usage = `leasehold runs a command on one instance only, with lease-based leader election.
@@ -51,6 +53,8 @@ Usage:
                                             (--watch: a line per change of holder, until ^C)
   leasehold repair [flags]                  replace a corrupt lease record by a released one,
                                             its term above the last
+  leasehold leader [flags]                  print the value the leader publishes (run
+                                            --advertise): exit 3 nobody leads, 4 no value
   leasehold resign [flags] [--to ID]        ask the leader to step down, optionally naming the
                                             next one (exit 3 when nobody holds the lease)
   leasehold demo [--instances N] [--duration D]
@@ -68,7 +72,8 @@ Exit status:
   2    bad input: an unknown command or flag, a bad flag value, a store URL that does not
        parse or whose backend is not built in, a bad --config; one line, then where to
        read the usage
-  3    status, resign: nobody holds the lease
+  3    status, leader, resign: nobody holds the lease
+  4    leader: the leader publishes no value (it runs without --advertise)
   run exits with CMD's status when CMD exits by itself (128+N when signal N ended it)
 `
 
@@ -114,6 +119,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		code, err = statusCommand(args[1:], stdout, stderr)
 	case "repair":
 		code, err = repairCommand(args[1:], stdout, stderr)
+	case "leader":
+		code, err = leaderCommand(args[1:], stdout, stderr)
 	case "resign":
 		code, err = resignCommand(args[1:], stdout, stderr)
 	case "demo":

@@ -72,6 +72,8 @@ Flags:
   --hold-at-least D       keep the lease until D after CMD started, even if CMD exits sooner
                           (not with --restart)
   --holders N             let up to N instances lead at once, one slot each (default 1)
+  --advertise VALUE       publish VALUE (an address) while this instance leads: read it with
+                          leasehold leader; at most 1024 bytes, one line
   --metrics-addr ADDR     serve /metrics (Prometheus), /healthz and /status on ADDR
                           (e.g. :9090, or 127.0.0.1:0 for any free port, logged at start)
 ` + commonFlagsUsage
@@ -97,6 +99,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	wait := fs.Duration("wait", 0, "")
 	holdAtLeast := fs.Duration("hold-at-least", 0, "")
 	holders := fs.Int("holders", 1, "")
+	fs.StringVar(&f.advertise, "advertise", "", "")
 	if help, err := parseFlags(fs, args, runUsage); help || err != nil {
 		if help {
 			fmt.Fprint(stdout, runUsage)
@@ -119,7 +122,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
-		case "grace", "wait", "hold-at-least":
+		case "grace", "wait", "hold-at-least", "advertise":
 			f.set[fl.Name] = true
 		}
 	})
@@ -137,6 +140,9 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if f.set["hold-at-least"] && *restart {
 		return 0, badInput(runUsage, "--hold-at-least and --restart cannot be used together: with --restart CMD never finishes")
+	}
+	if err := cluster.CheckValue("--advertise", f.advertise); err != nil {
+		return 0, badInput(runUsage, "%v", err)
 	}
 	if *holders < 1 {
 		return 0, badInput(runUsage, "--holders %d must be at least 1", *holders)

@@ -65,6 +65,8 @@ type leaseStatus struct {
 	// lease is held when any slot is. Slot is the slot's number, in Slots.
 	Slots []leaseStatus `json:"slots,omitempty"`
 	Slot  *int          `json:"slot,omitempty"`
+	// Value is what the holder publishes for its term (run --advertise, V1), "" for nothing.
+	Value string `json:"value,omitempty"`
 }
 
 func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
@@ -216,6 +218,7 @@ func describeRecord(lease, where string, rec cluster.Record, now time.Time) leas
 		st.RenewedAt = &t
 		st.RenewedAgo = now.Sub(t).Seconds()
 	}
+	st.Value = rec.CurrentValue()
 	if cluster.ResignPending(rec) {
 		t := rec.ResignRequested.UTC()
 		st.ResignRequested = &t
@@ -259,6 +262,9 @@ func printStatus(w io.Writer, st leaseStatus) {
 	default:
 		fmt.Fprintf(tw, "state:\theld\n")
 		fmt.Fprintf(tw, "holder:\t%s\n", st.Holder)
+	}
+	if st.Value != "" {
+		fmt.Fprintf(tw, "value:\t%s\n", st.Value)
 	}
 	fmt.Fprintf(tw, "term:\t%d\n", st.Term)
 	if st.AcquiredAt != nil {

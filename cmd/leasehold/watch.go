@@ -86,6 +86,9 @@ func printChange(w io.Writer, at time.Time, st leaseStatus) error {
 	if st.Exists {
 		line += fmt.Sprintf(" term=%d", st.Term)
 	}
+	if st.Value != "" {
+		line += " value=" + st.Value
+	}
 	if st.ResignRequested != nil {
 		line += " resign-requested"
 	}

@@ -25,6 +25,8 @@
 //     arrays, empty objects and arrays, Go values (structs, typed slices and maps, time.Time)
 //     all read back in the form encoding/json decodes them into, through Create and through
 //     Patch; Get returns a copy, and Create and Patch copy their input.
+//   - LeaseRecord: a lease record as the store Lock encodes it (its published value and the
+//     value's term included) reads back as itself, through Create and through Patch.
 //   - Keys: keys with separators, spaces and non-ASCII characters work, and keys that differ
 //     only by case, accent or trailing space are different keys.
 //   - T3/NotFound: Get, Patch and Delete of a missing key return ErrNotFound.
@@ -91,6 +93,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Helper()
 	s := &suite{open: open}
 	t.Run("RoundTrip", s.roundTrip)
+	t.Run("LeaseRecord", s.leaseRecord)
 	t.Run("Keys", s.keys)
 	t.Run("T3/NotFound", s.notFound)
 	t.Run("T3/KeyError", s.keyError)

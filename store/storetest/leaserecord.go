@@ -1,0 +1,42 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/store"
+)
+
+// leaseRecord checks that a lease record, as the store Lock encodes it, reads back as itself
+// through Create and through Patch: the published value (V1) and its term included, and a
+// release's cleared value replacing a held one.
+func (s *suite) leaseRecord(t *testing.T) {
+	at := time.Date(2026, 12, 4, 19, 40, 1, 123456789, time.UTC)
+	held := cluster.Record{
+		Holder: "web-1", Term: 7, AcquiredAt: at, RenewedAt: at.Add(time.Second), Duration: 15 * time.Second,
+		Revision: cluster.NewRevision(), Session: "4f1c9a0b7e2d3c58",
+		Value: "http://10.0.0.7:8080/a?b=c&d=é", ValueTerm: 7,
+	}
+	released := held
+	released.Holder, released.Session, released.Value, released.ValueTerm = "", "", "", 0
+	released.Revision = cluster.NewRevision()
+	read := func(t *testing.T, st store.Store, key string, want cluster.Record) {
+		t.Helper()
+		got, err := cluster.DecodeStoreRecord(key, mustGet(t, st, key))
+		if err != nil || got != want {
+			t.Fatalf("lease record %q read back as %+v, %v; want %+v", key, got, err, want)
+		}
+	}
+	t.Run("Create", s.run(func(t *testing.T, st store.Store, key string) {
+		mustCreate(t, st, key, cluster.EncodeStoreRecord(held))
+		read(t, st, key, held)
+	}))
+	t.Run("Patch", s.run(func(t *testing.T, st store.Store, key string) {
+		mustCreate(t, st, key, cluster.EncodeStoreRecord(held))
+		if err := st.Patch(t.Context(), key, cluster.EncodeStoreRecord(released), nil); err != nil {
+			t.Fatalf("Patch(%q): %v", key, err)
+		}
+		read(t, st, key, released)
+	}))
+}
