@@ -30,14 +30,26 @@ func readPid(t *testing.T, path string) int {
 	return pid
 }
 
-// waitGone polls until pid no longer exists; the kill is immediate but the
-// reaping by the new parent is not.
+// zombie reports whether pid has exited and waits only for its parent to reap it (Linux's
+// /proc; elsewhere it reports false). A grandchild orphaned by the kill is reaped by whatever
+// process adopts it, which may be slow to do so in a container.
+func zombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && strings.HasPrefix(string(b[i+1:]), " Z")
+}
+
+// waitGone polls until pid has exited: no such process, or a zombie; the kill is immediate
+// but the reaping by the new parent is not.
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := syscall.Kill(pid, 0)
-		if errors.Is(err, syscall.ESRCH) {
+		if errors.Is(err, syscall.ESRCH) || zombie(pid) {
 			return
 		}
 		if time.Now().After(deadline) {
