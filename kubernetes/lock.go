@@ -228,16 +228,23 @@ const (
 // setSession writes r's session into the annotations of m, with the term it belongs to;
 // a record without one (a release) removes both. Other annotations are kept.
 func setSession(m *metav1.ObjectMeta, r cluster.Record) {
-	if r.Session == "" {
-		delete(m.Annotations, AnnotationSession)
-		delete(m.Annotations, AnnotationSessionTerm)
+	setTermed(m, AnnotationSession, AnnotationSessionTerm, r.Session, r.Term)
+}
+
+// setTermed writes value under key and the term it belongs to under termKey, or removes both
+// when value is empty. Other annotations are kept: client-go keeps a Lease's annotations when
+// it takes it over, which is what makes the term tell a stale pair from a current one.
+func setTermed(m *metav1.ObjectMeta, key, termKey, value string, term uint64) {
+	if value == "" {
+		delete(m.Annotations, key)
+		delete(m.Annotations, termKey)
 		return
 	}
 	if m.Annotations == nil {
 		m.Annotations = map[string]string{}
 	}
-	m.Annotations[AnnotationSession] = r.Session
-	m.Annotations[AnnotationSessionTerm] = strconv.FormatUint(r.Term, 10)
+	m.Annotations[key] = value
+	m.Annotations[termKey] = strconv.FormatUint(term, 10)
 }
 
 // readSession reads the session of a Lease whose term is term into r: absent without the

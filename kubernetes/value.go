@@ -1,9 +1,6 @@
 package kubernetes
 
 import (
-	"fmt"
-	"strconv"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/leasehold/leasehold/cluster"
@@ -26,16 +23,7 @@ const (
 // setValue writes r's value into the annotations of m, with its term; a record without one
 // (a release, a holder publishing nothing) removes both. Other annotations are kept.
 func setValue(m *metav1.ObjectMeta, r cluster.Record) {
-	if r.Value == "" {
-		delete(m.Annotations, AnnotationValue)
-		delete(m.Annotations, AnnotationValueTerm)
-		return
-	}
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	m.Annotations[AnnotationValue] = r.Value
-	m.Annotations[AnnotationValueTerm] = strconv.FormatUint(r.ValueTerm, 10)
+	setTermed(m, AnnotationValue, AnnotationValueTerm, r.Value, r.ValueTerm)
 }
 
 // readValue reads the value of a Lease whose term is term into r: absent without the two
@@ -43,16 +31,12 @@ func setValue(m *metav1.ObjectMeta, r cluster.Record) {
 // the annotation.
 func readValue(m metav1.ObjectMeta, term uint64, r *cluster.Record) error {
 	v, ok := m.Annotations[AnnotationValue]
-	s, termOK := m.Annotations[AnnotationValueTerm]
-	if !ok || !termOK {
+	if _, termOK := m.Annotations[AnnotationValueTerm]; !ok || !termOK {
 		return nil
 	}
-	t, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return fmt.Errorf("annotation %s is %q, want a non-negative term", AnnotationValueTerm, s)
+	if current, err := annotationsOfTerm(m.Annotations, AnnotationValueTerm, term); err != nil || !current {
+		return err // malformed, or left by a writer that took the Lease over without knowing it
 	}
-	if t == term {
-		r.Value, r.ValueTerm = v, t
-	}
+	r.Value, r.ValueTerm = v, term
 	return nil
 }
