@@ -34,14 +34,14 @@ func BenchmarkRenewal(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	out := e.try(ctx, observation{}, nil, false)
+	out := e.try(ctx, observation{}, nil, false, false)
 	if out.kind != held {
 		b.Fatalf("first attempt: %+v", out)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if out = e.try(ctx, observation{}, &out.rec, true); out.kind != held {
+		if out = e.try(ctx, observation{}, &out.rec, true, false); out.kind != held {
 			b.Fatalf("renewal: %+v", out)
 		}
 	}

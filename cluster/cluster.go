@@ -121,6 +121,18 @@ type Record struct {
 	// does not know the field (V2): read it through CurrentValue.
 	Value     string
 	ValueTerm uint64
+
+	// Priority is the holder's priority and Unhealthy whether its health check is failing
+	// (Q1, U2); PriorityTerm is the term they were written for. Read them through
+	// CurrentPriority: like Value, they are the holder's only for the term they name.
+	Priority     int
+	Unhealthy    bool
+	PriorityTerm uint64
+
+	// Preempt marks a resign request (and the release that answers it) written by a candidate
+	// that outranks the holder, NextHolder, whose priority is NextPriority (Q2, Q4).
+	Preempt      bool
+	NextPriority int
 }
 
 // Lock stores lease records. Implementations are safe for concurrent use.

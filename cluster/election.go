@@ -51,8 +51,16 @@ type observation struct {
 // instance's L, and taking over then would make two leaders. A holder that declares a shorter
 // duration (or none) stopped leading before its own L, so waiting this instance's L for it costs
 // time, never safety.
+//
+// A release that answers a preemption is reserved for the candidate that asked for R only
+// (Q4): that candidate was writing a moment before, and takes it at once; should it have died
+// since, the others take the lease R later rather than D.
 func (e *Elector) observe(rec Record, seenAt time.Time) observation {
-	return observation{rec: rec, rev: rec.Revision, holder: rec.Holder, term: rec.Term, expires: seenAt.Add(max(e.l, rec.Duration))}
+	d := max(e.l, rec.Duration)
+	if rec.Holder == "" && rec.Preempt && rec.NextHolder != "" {
+		d = e.r
+	}
+	return observation{rec: rec, rev: rec.Revision, holder: rec.Holder, term: rec.Term, expires: seenAt.Add(d)}
 }
 
 // run is the election goroutine: it starts attempts, keeps the leadership deadline and
@@ -68,6 +76,9 @@ func (e *Elector) run(startCtx context.Context) {
 	var mb *mailbox
 	watching, stopWatch := false, func() {}
 	defer func() { stopWatch() }()
+	e.rank.startedAt = time.Now()
+	stopHealth := e.startHealth(base) // U1-U3; ended with the watch
+	defer stopHealth()
 	var (
 		s       = sched{next: time.Now()} // when the next attempt may start (E1), and why
 		pending *attempt                  // the attempt in flight, if any
@@ -104,7 +115,8 @@ func (e *Elector) run(startCtx context.Context) {
 		if pending == nil {
 			var known *Record
 			if due, known = e.due(&s, now); !now.Before(due) {
-				pending = e.startAttempt(base, now, s.obs, known, lead != nil)
+				at, ok := e.askAt(s.obs.rec, e.rank.candidateSince())
+				pending = e.startAttempt(base, now, s.obs, known, lead != nil, ok && !now.Before(at))
 				s.next, s.lastStart, s.soon = now.Add(e.r), now, false
 			}
 		}
@@ -143,6 +155,10 @@ func (e *Elector) run(startCtx context.Context) {
 
 		select {
 		case <-tc:
+		case <-e.rank.wake:
+			// The health check's verdict changed (U1, U2): a leader writes it into its
+			// record at once; a candidate that passes again may take a free lease at once.
+			s.soon = true
 		case <-mc:
 			ev, up := mb.take()
 			s.push.up = up
@@ -201,6 +217,7 @@ func (e *Elector) run(startCtx context.Context) {
 			}
 		case ctx := <-e.stopReq:
 			stopWatch() // it returns while the shutdown goes on
+			stopHealth()
 			e.stopErr <- e.shutdown(ctx, pending, s.known)
 			return
 		case <-startCtx.Done():
@@ -209,6 +226,7 @@ func (e *Elector) run(startCtx context.Context) {
 			// flight was drained is recorded, as its outcome can be read only once.
 			close(e.ending)
 			stopWatch()
+			stopHealth()
 			ctx, cancel := context.WithTimeout(base, e.l-e.r)
 			e.stopLeading(ReasonStop, nil)
 			known := s.known
@@ -296,6 +314,7 @@ func (e *Elector) stopLeading(reason string, err error) {
 		return
 	}
 	l.cancel()
+	e.rank.stoppedAt = time.Now() // a new stability window (Q2)
 	e.cb.stopLeading()
 	if err != nil {
 		e.log.Info("leasehold: stopped leading", "term", l.term, "reason", reason, "error", err)
@@ -321,11 +340,12 @@ func (e *Elector) attemptFailed(reason string, err error, d time.Duration) {
 }
 
 // startAttempt starts an attempt; leading says whether this instance leads at its start: only
-// then does finding its own record renew it (E11).
-func (e *Elector) startAttempt(base context.Context, now time.Time, obs observation, known *Record, leading bool) *attempt {
+// then does finding its own record renew it (E11). ask says whether it may ask a holder it
+// outranks to hand over (Q2): the times of askAt have come.
+func (e *Elector) startAttempt(base context.Context, now time.Time, obs observation, known *Record, leading, ask bool) *attempt {
 	ctx, cancel := context.WithTimeout(base, e.l-e.r)
 	a := &attempt{start: now, cancel: cancel, done: make(chan outcome, 1)}
-	go func() { a.done <- e.try(ctx, obs, known, leading) }()
+	go func() { a.done <- e.try(ctx, obs, known, leading, ask) }()
 	return a
 }
 
@@ -334,7 +354,12 @@ func (e *Elector) startAttempt(base context.Context, now time.Time, obs observat
 // it without reading, and reads only when that record changed since (E10). leading says whether
 // the instance led at the attempt's start: its own record is renewed only then, and written
 // with a new term otherwise (E11).
-func (e *Elector) try(ctx context.Context, obs observation, known *Record, leading bool) outcome {
+func (e *Elector) try(ctx context.Context, obs observation, known *Record, leading, ask bool) outcome {
+	if ask {
+		// Whether or not the record read still calls for it, this was the chance to ask: the
+		// next comes R later (Q2), never in a loop of attempts.
+		e.rank.asked = time.Now()
+	}
 	reread := false // a release found its record changed, and the attempt read once more
 	// A known record whose revision no Lock wrote (a slot refused or missing, H2) is read.
 	if known != nil && !madeUp(known.Revision) {
@@ -392,7 +417,7 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 		e.wrote.Store(true)
 		// E11: above every term this instance has seen, and the wall clock's floor: a record
 		// lost with its term (a store restarted empty, a deleted row) does not go back to 1.
-		created, err := e.lock.Create(ctx, e.name, e.carryValue(Record{
+		created, err := e.lock.Create(ctx, e.name, e.carry(Record{
 			Holder: e.id, Session: e.session, Term: e.nextTerm(0, now), AcquiredAt: wall, RenewedAt: wall, Duration: e.l,
 		}))
 		if errors.Is(err, ErrConflict) {
@@ -411,6 +436,10 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 		// session is another process's (E12): followed until it expires.
 		rec = e.takeOrRenew(rec, now, leading)
 	default:
+		if _, ok := e.askAt(rec, time.Time{}); ok && ask {
+			// Q2, U2: a holder this instance outranks, or that reports itself unhealthy.
+			rec = e.ask(ctx, rec, now)
+		}
 		return outcome{kind: followed, rec: rec, at: now}
 	}
 	e.wrote.Store(true)
@@ -493,6 +522,7 @@ func (e *Elector) release(ctx context.Context, known *Record) error {
 		}
 		rec.Holder, rec.Session = "", ""
 		clearValue(&rec)
+		clearRank(&rec)
 		rec.RenewedAt = stamp(time.Now(), rec)
 		_, err = e.lock.Update(ctx, e.name, rec)
 		switch {

@@ -33,7 +33,37 @@ type ElectorConfig struct {
 	// Advertise is the value this instance publishes while it holds the lease, its address
 	// for instance: at most MaxValueBytes, one line (V1). Leader and FollowLeader read it.
 	Advertise string
+
+	// Priority ranks this instance among the candidates (Q1), 0 by default, negative allowed:
+	// a follower whose priority is higher than the holder's asks it to hand over, once it has
+	// been a candidate for StabilityWindow without interruption (Q2). It is written in the
+	// records this instance holds, so that the others can compare.
+	Priority int
+	// StabilityWindow is how long a candidate must have been one, without leading, failing
+	// its health check or restarting, before it preempts a holder of lower priority (Q2):
+	// during a rolling deploy, leadership moves once, not at every new replica. Default
+	// DefaultStabilityWindowFactor × LeaseDuration.
+	StabilityWindow time.Duration
+
+	// Health, when set, is this instance's health check, run at Start and then every
+	// RenewInterval, each run with HealthTimeout (U1–U3). A candidate whose last check failed
+	// (or that has not passed one yet) takes a free lease only as a last resort; a leader
+	// whose last HealthFailures checks failed says so in its record, and hands over to the
+	// first healthy candidate that asks, whatever its priority. Health must return once its
+	// context ends.
+	Health func(ctx context.Context) error
+	// HealthFailures is how many checks in a row must fail before a leader reports itself
+	// unhealthy; default DefaultHealthFailures.
+	HealthFailures int
+	// HealthTimeout bounds each run of Health; default, and at most, RenewInterval.
+	HealthTimeout time.Duration
 }
+
+// Defaults of the priority and health settings of ElectorConfig.
+const (
+	DefaultStabilityWindowFactor = 3
+	DefaultHealthFailures        = 3
+)
 
 // Elector elects a leader among the instances sharing a lease, and runs the WhenLeader
 // callbacks of this instance. It implements Cluster. Create it with NewElector, then Start it;
@@ -72,6 +102,7 @@ type Elector struct {
 	claim    *slotClaim
 
 	value string // ElectorConfig.Advertise (V1)
+	rank  *rank  // priority and health (priority.go)
 
 	mu        sync.Mutex
 	started   bool
@@ -127,6 +158,10 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 	if err := CheckValue("ElectorConfig.Advertise", cfg.Advertise); err != nil {
 		return nil, fmt.Errorf("cluster: lease %q: %w", cfg.LeaseName, err)
 	}
+	rank, err := resolveRank(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: lease %q: %w", cfg.LeaseName, err)
+	}
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -142,6 +177,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		log:      log,
 		observer: cfg.Observer,
 		value:    cfg.Advertise,
+		rank:     rank,
 		stopDone: make(chan struct{}),
 		stopReq:  make(chan context.Context),
 		stopErr:  make(chan error, 1),

@@ -256,6 +256,7 @@ func (e *Elector) unclaim() {
 func (e *Elector) releaseSlot(ctx context.Context, rec Record) outcome {
 	rec.Holder, rec.Session, rec.ResignRequested, rec.NextHolder = "", "", time.Time{}, ""
 	clearValue(&rec)
+	clearRank(&rec)
 	rec.RenewedAt = stamp(time.Now(), rec)
 	released, err := e.lock.Update(ctx, e.name, rec)
 	if err != nil {

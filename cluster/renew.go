@@ -34,11 +34,11 @@ func (e *Elector) takeOrRenew(rec Record, now time.Time, leading bool) Record {
 	wall := stamp(now, rec)
 	if leading && e.owns(rec) {
 		rec.RenewedAt, rec.Duration = wall, e.l
-		return e.carryValue(rec)
+		return e.carry(rec)
 	}
 	rec.Holder, rec.Session, rec.Term = e.id, e.session, e.nextTerm(rec.Term, now)
 	rec.AcquiredAt, rec.RenewedAt, rec.Duration = wall, wall, e.l
-	return e.carryValue(rec)
+	return e.carry(rec)
 }
 
 // tryKnown writes on the known record without reading it (E10). It returns false when the

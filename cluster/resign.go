@@ -113,6 +113,12 @@ func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observ
 		return outcome{kind: followed, rec: r, at: now}, true
 	}
 	if err != nil {
+		if errors.Is(err, ErrNotFound) && e.claim == nil && e.rank.isFailing() &&
+			!(obs.rev == missingRevision && !now.Before(obs.expires.Add(e.r))) {
+			// U1: a missing record is created by a failing candidate only once it has been
+			// missing for its L and R more.
+			return follow(Record{Revision: missingRevision})
+		}
 		if errors.Is(err, ErrNotFound) && !e.claimSlot() {
 			// Followed as a record no Lock writes (its revision is never a real one): the
 			// election goroutine schedules the next attempt by that observation (E1, E6).
@@ -120,10 +126,17 @@ func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observ
 		}
 		return outcome{}, false
 	}
-	if e.owns(*rec) && !rec.ResignRequested.IsZero() {
+	if e.owns(*rec) && !rec.ResignRequested.IsZero() && (!rec.Preempt || e.yieldsTo(rec.NextPriority)) {
+		// A preemption this holder does not yield to (Q3) is cleared by the renewal below.
 		return e.stepDown(ctx, *rec), true
 	}
 	expired := rec.Revision == obs.rev && !now.Before(obs.expires)
+	if e.claim == nil && e.rank.isFailing() && !e.owns(*rec) && (rec.Holder == "" || expired) &&
+		!(rec.Revision == obs.rev && !now.Before(obs.expires.Add(e.r))) {
+		// U1: a candidate whose check fails takes a free lease only as a last resort, once
+		// it has been free R longer than a healthy candidate waits.
+		return follow(*rec)
+	}
 	if rec.Holder == "" && !expired {
 		if rec.NextHolder != "" && rec.NextHolder != e.id {
 			return follow(*rec) // reserved for another (R3)
@@ -147,7 +160,7 @@ func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observ
 		r.Revision = rec.Revision + refusedRevision
 		return follow(r)
 	}
-	rec.ResignRequested, rec.NextHolder = time.Time{}, ""
+	clearRequest(rec)
 	return outcome{}, false
 }
 
@@ -167,6 +180,7 @@ func (e *Elector) stepDown(ctx context.Context, rec Record) outcome {
 	}
 	rec.Holder, rec.Session, rec.ResignRequested = "", "", time.Time{}
 	clearValue(&rec)
+	clearRank(&rec)
 	rec.RenewedAt = stamp(time.Now(), rec)
 	e.wrote.Store(true)
 	released, err := e.lock.Update(ctx, e.name, rec)

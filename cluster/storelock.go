@@ -105,6 +105,7 @@ func encodeRecord(r Record) map[string]any {
 		"session":           r.Session,
 	}
 	encodeValue(doc, r)
+	encodePriority(doc, r)
 	return doc
 }
 
@@ -194,6 +195,9 @@ func decodeRecord(key string, doc map[string]any) (Record, error) {
 		r.ResignRequested = t
 	}
 	if err := decodeValue(doc, &r); err != nil {
+		return Record{}, fmt.Errorf("cluster: lease record %q: %w", key, err)
+	}
+	if err := decodePriority(doc, &r); err != nil {
 		return Record{}, fmt.Errorf("cluster: lease record %q: %w", key, err)
 	}
 	return r, nil

@@ -9,17 +9,21 @@ import (
 )
 
 // leaseRecord checks that a lease record, as the store Lock encodes it, reads back as itself
-// through Create and through Patch: the published value (V1) and its term included, and a
-// release's cleared value replacing a held one.
+// through Create and through Patch: the published value (V1), the holder's priority and health
+// (Q1, U2) and a preemption request (Q2) included, and a release's cleared fields replacing a
+// held one's.
 func (s *suite) leaseRecord(t *testing.T) {
 	at := time.Date(2026, 12, 4, 19, 40, 1, 123456789, time.UTC)
 	held := cluster.Record{
 		Holder: "web-1", Term: 7, AcquiredAt: at, RenewedAt: at.Add(time.Second), Duration: 15 * time.Second,
 		Revision: cluster.NewRevision(), Session: "4f1c9a0b7e2d3c58",
 		Value: "http://10.0.0.7:8080/a?b=c&d=é", ValueTerm: 7,
+		Priority: -3, Unhealthy: true, PriorityTerm: 7,
+		ResignRequested: at.Add(2 * time.Second), NextHolder: "web-2", Preempt: true, NextPriority: 5,
 	}
 	released := held
 	released.Holder, released.Session, released.Value, released.ValueTerm = "", "", "", 0
+	released.Priority, released.Unhealthy, released.PriorityTerm, released.ResignRequested = 0, false, 0, time.Time{}
 	released.Revision = cluster.NewRevision()
 	read := func(t *testing.T, st store.Store, key string, want cluster.Record) {
 		t.Helper()
