@@ -27,8 +27,10 @@ import (
 //	leaseDurationSeconds  Record.Duration, rounded up to whole seconds, at least 1
 //	resourceVersion       Record.Revision, the compare-and-swap token
 //	annotations           Record.ResignRequested and Record.NextHolder (R1-R4; see AnnotationNextHolder),
+//	                      Record.Preempt and Record.NextPriority (Q2, Q4; see AnnotationNextPriority),
 //	                      Record.Session (E12; see AnnotationSession),
-//	                      Record.Value (V1; see AnnotationValue)
+//	                      Record.Value (V1; see AnnotationValue),
+//	                      Record.Priority and Record.Unhealthy (Q1, U2; see AnnotationPriority)
 //
 // A 409 Conflict on update and AlreadyExists on create are lost races (cluster.ErrConflict).
 // It only gets, creates and updates Leases. timeout, when positive, bounds each request.
@@ -69,6 +71,7 @@ func (l *leaseLock) Create(ctx context.Context, name string, r cluster.Record) (
 	setResign(&lease.ObjectMeta, r)
 	setSession(&lease.ObjectMeta, r)
 	setValue(&lease.ObjectMeta, r)
+	setPriority(&lease.ObjectMeta, r)
 	ctx, cancel := l.bound(ctx)
 	defer cancel()
 	created, err := l.client.Create(ctx, lease, metav1.CreateOptions{})
@@ -104,6 +107,7 @@ func (l *leaseLock) Update(ctx context.Context, name string, r cluster.Record) (
 	setResign(&lease.ObjectMeta, r)
 	setSession(&lease.ObjectMeta, r)
 	setValue(&lease.ObjectMeta, r)
+	setPriority(&lease.ObjectMeta, r)
 	ctx, cancel := l.bound(ctx)
 	defer cancel()
 	updated, err := l.client.Update(ctx, lease, metav1.UpdateOptions{})
@@ -206,6 +210,9 @@ func (l *leaseLock) record(lease *coordinationv1.Lease) (cluster.Record, error) 
 		return cluster.Record{}, l.fail("read", lease.Name, err)
 	}
 	if err := readValue(lease.ObjectMeta, r.Term, &r); err != nil {
+		return cluster.Record{}, l.fail("read", lease.Name, err)
+	}
+	if err := readPriority(lease.ObjectMeta, r.Term, &r); err != nil {
 		return cluster.Record{}, l.fail("read", lease.Name, err)
 	}
 	return r, nil

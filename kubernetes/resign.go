@@ -32,14 +32,16 @@ const (
 	AnnotationResignTerm = "leasehold.dev/resign-term"
 )
 
-// setResign writes r's resign request and next holder into the annotations of m. Every write
-// names both: a record without them (a renewal, a takeover) removes them, as the store lock's
-// empty fields do, so they never outlive the record they were written for. Other annotations
-// are kept.
+// setResign writes r's resign request, next holder and, for a preemption, the next holder's
+// priority into the annotations of m. Every write names them all: a record without them (a
+// renewal, a takeover) removes them, as the store lock's empty fields do, so they never
+// outlive the record they were written for. A release keeps the next holder and the
+// preemption it answers, of the same term. Other annotations are kept.
 func setResign(m *metav1.ObjectMeta, r cluster.Record) {
-	if r.ResignRequested.IsZero() && r.NextHolder == "" {
+	if r.ResignRequested.IsZero() && r.NextHolder == "" && !r.Preempt {
 		delete(m.Annotations, AnnotationResignRequested)
 		delete(m.Annotations, AnnotationNextHolder)
+		delete(m.Annotations, AnnotationNextPriority)
 		delete(m.Annotations, AnnotationResignTerm)
 		return
 	}
@@ -55,6 +57,11 @@ func setResign(m *metav1.ObjectMeta, r cluster.Record) {
 		delete(m.Annotations, AnnotationNextHolder)
 	} else {
 		m.Annotations[AnnotationNextHolder] = r.NextHolder
+	}
+	if r.Preempt {
+		m.Annotations[AnnotationNextPriority] = strconv.Itoa(r.NextPriority)
+	} else {
+		delete(m.Annotations, AnnotationNextPriority)
 	}
 	m.Annotations[AnnotationResignTerm] = strconv.FormatUint(r.Term, 10)
 }
@@ -75,10 +82,12 @@ func annotationsOfTerm(a map[string]string, termKey string, term uint64) (bool, 
 	return t == term, nil
 }
 
-// readResign reads the resign annotations of a Lease whose term is term into r. A Lease
-// without them (written before they existed, or by another writer) has nothing pending; so
-// have annotations of another term (AnnotationResignTerm). A malformed value is an error
-// naming the annotation, as a malformed field is.
+// readResign reads the resign annotations of a Lease whose term is term into r; a next
+// priority (AnnotationNextPriority) marks the request, or the release answering it, as a
+// preemption (Record.Preempt). A Lease without them (written before they existed, or by
+// another writer) has nothing pending; so have annotations of another term
+// (AnnotationResignTerm). A malformed value is an error naming the annotation, as a malformed
+// field is.
 func readResign(m metav1.ObjectMeta, term uint64, r *cluster.Record) error {
 	a := m.Annotations
 	if current, err := annotationsOfTerm(a, AnnotationResignTerm, term); err != nil || !current {
@@ -92,5 +101,12 @@ func readResign(m metav1.ObjectMeta, term uint64, r *cluster.Record) error {
 		r.ResignRequested = t
 	}
 	r.NextHolder = a[AnnotationNextHolder]
+	if s, ok := a[AnnotationNextPriority]; ok {
+		p, err := parsePriority(AnnotationNextPriority, s)
+		if err != nil {
+			return err
+		}
+		r.Preempt, r.NextPriority = true, p
+	}
 	return nil
 }
