@@ -2,12 +2,18 @@ package leasehold
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/health"
 )
 
 // ElectionService holds what every cluster service shares: Webda's election parameters and an
@@ -23,6 +29,21 @@ type ElectionService struct {
 	// Advertise is the value this instance publishes while it leads, its address for
 	// instance: clients read it with cluster.Leader or `leasehold leader` (V1).
 	Advertise string `json:"advertise"`
+
+	// Priority ranks this instance among the candidates, 0 by default, a 32-bit integer: a
+	// candidate of a higher priority than the holder asks it to hand over once it has been a
+	// candidate for StabilityWindow (default 3 × leaseDuration). See cluster.ElectorConfig.
+	Priority        int      `json:"priority"`
+	StabilityWindow Duration `json:"stabilityWindow"`
+	// HealthCommand (a shell command, run with /bin/sh -c) or HealthURL (an http or https URL,
+	// healthy on a 2xx status) is this instance's health check, run at start and then every
+	// renewInterval, each run within HealthTimeout (default and at most renewInterval). A
+	// leader whose last HealthFailures checks (default 3) failed hands over to a healthy
+	// candidate; a failing candidate takes a free lease only as a last resort.
+	HealthCommand  string   `json:"healthCommand"`
+	HealthURL      string   `json:"healthUrl"`
+	HealthTimeout  Duration `json:"healthTimeout"`
+	HealthFailures int      `json:"healthFailures"`
 
 	mu        sync.Mutex
 	elector   *cluster.Elector
@@ -44,10 +65,101 @@ var jsonTiming = cluster.TimingNames{LeaseDuration: `parameter "leaseDuration"`,
 
 // Validate checks the parameters, naming the one at fault (E0).
 func (s *ElectionService) Validate() error {
-	if _, _, err := s.Timing(); err != nil {
+	_, r, err := s.Timing()
+	if err != nil {
 		return err
 	}
-	return cluster.CheckValue(`parameter "advertise"`, s.Advertise)
+	if err := cluster.CheckValue(`parameter "advertise"`, s.Advertise); err != nil {
+		return err
+	}
+	return s.validateRank(r)
+}
+
+// validateRank checks the priority and health parameters against R, naming the one at fault.
+func (s *ElectionService) validateRank(r time.Duration) error {
+	switch {
+	case s.Priority < math.MinInt32 || s.Priority > math.MaxInt32:
+		return fmt.Errorf(`parameter "priority" is %d, want a 32-bit integer (%d to %d)`, s.Priority, math.MinInt32, math.MaxInt32)
+	case s.StabilityWindow < 0:
+		return fmt.Errorf(`parameter "stabilityWindow" %v must not be negative`, s.StabilityWindow.D())
+	case s.HealthFailures < 0:
+		return fmt.Errorf(`parameter "healthFailures" is %d, want 1 or more (0 or none: the default, %d)`, s.HealthFailures, cluster.DefaultHealthFailures)
+	case s.HealthTimeout < 0 || s.HealthTimeout.D() > r:
+		return fmt.Errorf(`parameter "healthTimeout" %v exceeds the renew interval %v: a check must end before the next one starts`, s.HealthTimeout.D(), r)
+	case s.HealthCommand != "" && s.HealthURL != "":
+		return errors.New(`parameters "healthCommand" and "healthUrl" cannot be used together: give one health check`)
+	}
+	if s.HealthCommand != "" && strings.TrimSpace(s.HealthCommand) == "" {
+		return errors.New(`parameter "healthCommand" is blank: want a shell command`)
+	}
+	if s.HealthURL != "" {
+		if err := CheckHealthURL(`parameter "healthUrl"`, s.HealthURL); err != nil {
+			return err
+		}
+	}
+	if s.HealthCommand == "" && s.HealthURL == "" {
+		if s.HealthTimeout != 0 {
+			return errors.New(`parameter "healthTimeout" is set without a health check: give "healthCommand" or "healthUrl"`)
+		}
+		if s.HealthFailures != 0 {
+			return errors.New(`parameter "healthFailures" is set without a health check: give "healthCommand" or "healthUrl"`)
+		}
+	}
+	return nil
+}
+
+// CheckHealthURL checks a health check's URL as health.URL takes it: http or https, with a
+// host. name is how the caller's user wrote it (`parameter "healthUrl"`, "--health-url"); the
+// error never shows the URL's password.
+func CheckHealthURL(name, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("%s: cannot parse the URL %s", name, redactHealthURL(rawURL))
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%s %s: the scheme must be http or https", name, u.Redacted())
+	case u.Host == "":
+		return fmt.Errorf("%s %s: no host", name, u.Redacted())
+	}
+	return nil
+}
+
+// redactHealthURL hides what may be a password in a URL that does not parse: anything between
+// "://" and the last "@" of its authority.
+func redactHealthURL(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return strconv.Quote(s)
+	}
+	rest := s[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		return strconv.Quote(s[:i+3] + "xxxxx" + rest[at:])
+	}
+	return strconv.Quote(s)
+}
+
+// HealthCheck returns the health check of the parameters healthCommand or healthUrl, nil for
+// none.
+func (s *ElectionService) HealthCheck() health.Check {
+	switch {
+	case s.HealthCommand != "":
+		return health.Shell(s.HealthCommand)
+	case s.HealthURL != "":
+		return health.URL(s.HealthURL)
+	}
+	return nil
+}
+
+// RankConfig sets the priority and health fields of cfg from the parameters.
+func (s *ElectionService) RankConfig(cfg *cluster.ElectorConfig) {
+	cfg.Priority, cfg.StabilityWindow = s.Priority, s.StabilityWindow.D()
+	cfg.HealthFailures, cfg.HealthTimeout = s.HealthFailures, s.HealthTimeout.D()
+	cfg.Health = s.HealthCheck() // nil without a check
 }
 
 // Timing returns L and R, the defaults applied, or an error naming the parameter at fault
@@ -69,7 +181,7 @@ func (s *ElectionService) StartElection(ctx context.Context, lock cluster.Lock, 
 	s.mu.Lock()
 	observers := append([]func(cluster.Event){observer}, s.observers...)
 	s.mu.Unlock()
-	e, err := cluster.NewElector(cluster.ElectorConfig{
+	cfg := cluster.ElectorConfig{
 		Lock:          lock,
 		LeaseName:     s.LeaseName,
 		LeaseDuration: s.LeaseDuration.D(),
@@ -78,7 +190,9 @@ func (s *ElectionService) StartElection(ctx context.Context, lock cluster.Lock, 
 		Advertise:     s.Advertise,
 		Logger:        log,
 		Observer:      cluster.Observers(observers...),
-	})
+	}
+	s.RankConfig(&cfg)
+	e, err := cluster.NewElector(cfg)
 	if err != nil {
 		return err
 	}
