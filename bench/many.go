@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -151,6 +153,39 @@ func runMany(w *proctest.Worker) int {
 	return proctest.ExitOK
 }
 
+// envProfile, when set in the environment of `go run ./bench`, names a directory where each
+// many worker writes a CPU profile and a heap (allocation) profile of its measurement window:
+// cpu-PID.pprof and allocs-PID.pprof, for `go tool pprof`.
+const envProfile = "LEASEHOLD_BENCH_PROFILE"
+
+// startProfile starts the CPU profile of a measurement window when envProfile asks for one,
+// and returns what ends it and writes the allocation profile.
+func startProfile() (stop func()) {
+	dir := os.Getenv(envProfile)
+	if dir == "" {
+		return func() {}
+	}
+	name := func(kind string) string { return filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", kind, os.Getpid())) }
+	f, err := os.Create(name("cpu"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: profile: %v\n", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: profile: %v\n", err)
+		f.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+		if a, err := os.Create(name("allocs")); err == nil {
+			_ = pprof.Lookup("allocs").WriteTo(a, 0)
+			a.Close()
+		}
+	}
+}
+
 // manyCounters count what a many worker measures over its window: lost leaderships and
 // failed attempts by reason, and the attempts' durations. observe and lost run on the
 // elections' goroutines.
@@ -201,9 +236,11 @@ func (c *manyCounters) lost(reason string) {
 // window closes, before the counters are read.
 func (c *manyCounters) measure(res *manyResult, window time.Duration, atEnd func()) {
 	r0, c0 := requests.Load(), cpuTime()
+	stopProfile := startProfile()
 	c.measuring.Store(true)
 	time.Sleep(window) // the measurement window: nothing to wait for, the elections run on their own
 	c.measuring.Store(false)
+	stopProfile()
 	res.Requests, res.CPU = requests.Load()-r0, cpuTime()-c0
 	res.RSS = rssBytes()
 	res.Goroutines = runtime.NumGoroutine()

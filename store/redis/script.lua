@@ -158,8 +158,64 @@ local function members(raw)
   end
 end
 
+-- The fast path. A lease renewal patches every member of a flat document (no object or array
+-- in it) on a condition that is a string: the members' texts are not needed then, and cjson,
+-- which is C, decodes the stored document in a fraction of the time the scanner above takes.
+-- It is taken only where both agree: a flat object without hexadecimal numbers, NaN or
+-- infinities (which cjson accepts and the scanner refuses), a condition value that is not an
+-- object or an array, and a delete or a patch naming every member. Anything else goes the
+-- scanner's way, as before.
+local function fast_path(raw)
+  if string.find(raw, '0[xX]') or not string.find(raw, '^[ \t\r\n]*{') then return nil end
+  local ok, d = pcall(cjson.decode, raw)
+  if not ok or type(d) ~= 'table' then return nil end
+  for _, v in pairs(d) do
+    local t = type(v)
+    if t == 'table' or (t == 'number' and (v ~= v or v == math.huge or v == -math.huge)) then return nil end
+  end
+  local want
+  if ARGV[2] == '1' then
+    want = cjson.decode(ARGV[4])
+    if type(want) == 'table' then return nil end
+  end
+  local patch, order = {}, {}
+  if ARGV[1] ~= 'delete' then
+    for i = 5, #ARGV, 2 do
+      local k = cjson.decode(ARGV[i])
+      if patch[k] == nil then order[#order + 1] = k end
+      patch[k] = ARGV[i] .. ':' .. ARGV[i + 1]
+    end
+    for k in pairs(d) do
+      if patch[k] == nil then return nil end
+    end
+  end
+  return { doc = d, want = want, patch = patch, order = order }
+end
+
 local raw = redis.call('GET', KEYS[1])
 if not raw then return 'notfound' end
+local channel = 'watch:' .. KEYS[1]
+
+local f = fast_path(raw)
+if f then
+  if ARGV[2] == '1' then
+    local got = f.doc[cjson.decode(ARGV[3])]
+    if got == nil then return 'missing' end
+    if got ~= f.want then return 'mismatch' end
+  end
+  if ARGV[1] == 'delete' then
+    redis.call('DEL', KEYS[1])
+    redis.pcall('PUBLISH', channel, '')
+    return 'ok'
+  end
+  local parts = {}
+  for i, k in ipairs(f.order) do parts[i] = f.patch[k] end
+  local new = '{' .. table.concat(parts, ',') .. '}'
+  redis.call('SET', KEYS[1], new, 'KEEPTTL')
+  redis.pcall('PUBLISH', channel, new)
+  return 'ok'
+end
+
 local ok, doc = pcall(members, raw)
 if not ok then return 'notjson' end
 
@@ -177,7 +233,6 @@ if ARGV[2] == '1' then
   if not equal(got, want) then return 'mismatch' end
 end
 
-local channel = 'watch:' .. KEYS[1]
 if ARGV[1] == 'delete' then
   redis.call('DEL', KEYS[1])
   redis.pcall('PUBLISH', channel, '')

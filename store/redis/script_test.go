@@ -2,6 +2,7 @@ package redis
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -131,5 +132,84 @@ func TestScriptPatchKeepsText(t *testing.T) {
 		"d": 3.0, "s": "x/y", "new": nil, "tiny": math.SmallestNonzeroFloat64}
 	if !reflect.DeepEqual(doc, want) {
 		t.Errorf("Get after Patch = %v, want %v", doc, want)
+	}
+}
+
+// TestScriptFastPath drives the script's fast path (a flat document, every member patched, a
+// condition that is not an object or an array) and the documents it leaves to the scanner:
+// both must answer as the scanner alone would.
+func TestScriptFastPath(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	const raw = `{ "rev" : "a", "n": 1.0, "b": true, "z": null, "e": "", "esc": "\u00e9" }`
+	all := func(v any) map[string]any {
+		return map[string]any{"rev": v, "n": 2, "b": false, "z": nil, "e": "x", "esc": "é"}
+	}
+	cases := []struct {
+		field string
+		value any
+		ok    bool
+	}{
+		{"rev", "a", true},
+		{"rev", "b", false},
+		{"n", 1, true},
+		{"n", "1", false},
+		{"b", true, true},
+		{"b", "true", false},
+		{"z", nil, true},
+		{"z", false, false},
+		{"e", "", true},
+		{"e", nil, false},
+		{"esc", "é", true},
+		{"missing", "a", false},
+	}
+	for _, c := range cases {
+		key := "fast:" + c.field
+		if err := s.Client().Set(t.Context(), s.Prefix()+key, raw, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Patch(t.Context(), key, all("c"), &store.Condition{Field: c.field, Value: c.value})
+		got, _ := s.Client().Get(t.Context(), s.Prefix()+key).Result()
+		if c.ok {
+			if err != nil {
+				t.Errorf("Patch of every member with %s == %#v: %v", c.field, c.value, err)
+			}
+			doc, err := s.Get(t.Context(), key)
+			want := map[string]any{"rev": "c", "n": 2.0, "b": false, "z": nil, "e": "x", "esc": "é"}
+			if err != nil || !reflect.DeepEqual(doc, want) {
+				t.Errorf("after a Patch of every member: %v (%v), want %v", doc, err, want)
+			}
+			continue
+		}
+		if !errors.Is(err, store.ErrConditionFailed) {
+			t.Errorf("Patch of every member with %s == %#v: got %v, want ErrConditionFailed", c.field, c.value, err)
+		}
+		if c.field == "missing" && (err == nil || !strings.Contains(err.Error(), `no field "missing"`)) {
+			t.Errorf("condition on a missing field: %v", err)
+		}
+		if got != raw {
+			t.Errorf("failed Patch with %s == %#v changed the document to %s", c.field, c.value, got)
+		}
+		if err := s.Delete(t.Context(), key, &store.Condition{Field: c.field, Value: c.value}); !errors.Is(err, store.ErrConditionFailed) {
+			t.Errorf("Delete with %s == %#v: got %v, want ErrConditionFailed", c.field, c.value, err)
+		}
+	}
+
+	// Documents cjson reads and the scanner refuses are not JSON to the store, fast path or not.
+	for i, bad := range []string{`{"rev":"a","n":0x10}`, `{"rev":"a","n":NaN}`, `{"rev":"a","n":Infinity}`, `{"rev":"a","n":-Infinity}`} {
+		key := fmt.Sprintf("fastbad:%d", i)
+		if err := s.Client().Set(t.Context(), s.Prefix()+key, bad, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Patch(t.Context(), key, map[string]any{"rev": "b", "n": 1}, &store.Condition{Field: "rev", Value: "a"})
+		if !errors.Is(err, ErrNotJSON) {
+			t.Errorf("Patch of %s: got %v, want ErrNotJSON", bad, err)
+		}
+		if err := s.Delete(t.Context(), key, &store.Condition{Field: "rev", Value: "a"}); !errors.Is(err, ErrNotJSON) {
+			t.Errorf("Delete of %s: got %v, want ErrNotJSON", bad, err)
+		}
+		if got, _ := s.Client().Get(t.Context(), s.Prefix()+key).Result(); got != bad {
+			t.Errorf("%s changed to %s", bad, got)
+		}
 	}
 }
