@@ -438,7 +438,8 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 	default:
 		if _, ok := e.askAt(rec, time.Time{}); ok && ask {
 			// Q2, U2: a holder this instance outranks, or that reports itself unhealthy.
-			rec = e.ask(ctx, rec, now)
+			// The request is a revision first seen once written (E6), not at the read.
+			rec, now = e.ask(ctx, rec, now)
 		}
 		return outcome{kind: followed, rec: rec, at: now}
 	}

@@ -139,9 +139,11 @@ func (e *Elector) askAt(rec Record, since time.Time) (time.Time, bool) {
 
 // ask writes a preemption request on rec, another holder's record this instance outranks
 // (Q2): a resign request naming this instance and its priority, a compare-and-swap on the
-// revision read. It returns the record to follow: the one written, or rec when the write lost
-// a race (the next attempt reads again) or failed.
-func (e *Elector) ask(ctx context.Context, rec Record, now time.Time) Record {
+// revision read at now. It returns the record to follow and when it was first seen: the one
+// written, seen once the write's answer came (its expiry counts from then, E6: a slow write
+// lands after the read), or rec, read at now, when the write lost a race (the next attempt
+// reads again) or failed.
+func (e *Elector) ask(ctx context.Context, rec Record, now time.Time) (Record, time.Time) {
 	e.rank.asked = now
 	req := rec
 	req.ResignRequested, req.NextHolder, req.Preempt, req.NextPriority = now.Round(0).UTC(), e.id, true, e.rank.priority
@@ -149,11 +151,11 @@ func (e *Elector) ask(ctx context.Context, rec Record, now time.Time) Record {
 	p, sick := rec.CurrentPriority()
 	if err != nil {
 		e.log.Info("leasehold: could not ask the holder to hand over", "holder", rec.Holder, "term", rec.Term, "error", err)
-		return rec
+		return rec, now
 	}
 	e.log.Info("leasehold: asked the holder to hand over", "holder", rec.Holder, "term", rec.Term,
 		"holderPriority", p, "holderUnhealthy", sick, "priority", e.rank.priority)
-	return written
+	return written, time.Now()
 }
 
 // startHealth starts the health check's goroutine when there is a check, and returns the

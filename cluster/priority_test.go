@@ -380,3 +380,36 @@ func TestE0PriorityAndHealthSettings(t *testing.T) {
 		t.Fatalf("defaults: %+v; want window 3L, 3 failures, timeout R, not failing without a check", e.rank)
 	}
 }
+
+// Q2, E6: a request is a revision first seen once its write has answered, not when the record
+// it was written on was read. b reads a's record at 31s and asks; its write takes 2s to land
+// (33s); a crashes at 32s. b takes the lease over at 48s, L after its request landed: counting
+// from its read (31s), it would have taken over at 46s, while a record written at 33s may still
+// be its holder's for L on another follower's clock.
+func TestQ2RequestSeenOnceWritten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		a := w.node("a", 0, 0).start() // 0, 5, ..., 30
+		w.at(sec(1))
+		b := w.node("b", 0, 0)
+		ranked(b.e, 5, sec(30))
+		b.start() // 1, 6, ..., asks at 31
+		w.at(sec(30.5))
+		b.faults.set(func(f *faultStore) { f.beforeWrite = func() { time.Sleep(2 * time.Second) } })
+		w.at(sec(32))
+		a.crash()
+		w.at(sec(33))
+		if rec := w.record(); rec["nextHolder"] != "b" || rec["preempt"] != true {
+			t.Fatalf("record at 33s: %v; want a's with b's request", rec)
+		}
+		b.faults.set(func(f *faultStore) { f.beforeWrite = nil })
+		w.at(sec(48) - time.Nanosecond)
+		if b.e.IsLeader() {
+			t.Fatal("b took over before L had passed since its request landed")
+		}
+		w.at(sec(48))
+		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(48))) {
+			t.Fatalf("b became leader at %v; want 48s", got)
+		}
+	})
+}

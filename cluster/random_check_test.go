@@ -232,7 +232,10 @@ func (s *rsim) bound() (armedBound, bool) {
 			continue
 		}
 		clean, since := n.cleanState()
-		if !clean {
+		if !clean || (cur.holder == n.id && cur.preempt) {
+			// (A holder asked to hand over releases once its callbacks have returned, which
+			// may take longer than any bound (R2): the asker, or the others as for a crashed
+			// holder, take the lease.)
 			continue
 		}
 		ref := since
@@ -245,7 +248,11 @@ func (s *rsim) bound() (armedBound, bool) {
 		// E9: a faulty watch may hide a write for up to its delay more than R.
 		slack := n.streamSlack(time.Now())
 		b := armedBound{ref: ref, limit: s.l + s.r + slack, kind: "L+R", w: cur.at, who: n.id}
-		if !cur.exists || cur.holder == "" || cur.holder == n.id {
+		if cur.exists && cur.holder == "" && cur.preempt && cur.next != n.id {
+			// Q4: reserved for the asker for R from when this instance first sees it,
+			// which is within R.
+			b.limit, b.kind = 2*s.r+slack, "2R (a preemption's reservation)"
+		} else if !cur.exists || cur.holder == "" || cur.holder == n.id {
 			b.limit, b.kind = s.r+slack, "R"
 		} else if rev, at := n.seen(); rev == cur.rev && !since.After(at) {
 			// E6 to the instant: it has read the holder's current revision on a clean store

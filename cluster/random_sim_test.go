@@ -186,10 +186,18 @@ func (s *rsim) startNode(sl *rslot) {
 	n.fnMode = s.rng.IntN(3)
 	n.noBeats = s.rng.IntN(4) == 0 // a Lock whose watch cannot send heartbeats (E9)
 	n.f = newFaultStore(recStore{n: n, w: s.wl})
-	e, err := NewElector(ElectorConfig{
+	cfg := ElectorConfig{
 		Lock: NewStoreLock(trackStore{n}), LeaseName: "leader", LeaseDuration: s.l, RenewInterval: s.r,
 		InstanceID: n.id, Logger: quietLogger(), Observer: n.observe,
-	})
+	}
+	if s.cfg.ranked {
+		// A generator of its own, so that the faults of a seed stay those of the same seed
+		// without priorities.
+		rr := rand.New(rand.NewPCG(s.seed, uint64(sl.idx)<<32|uint64(sl.inc)))
+		cfg.Priority = rr.IntN(4) - 1
+		cfg.StabilityWindow = s.l + time.Duration(rr.Int64N(int64(2*s.l)))
+	}
+	e, err := NewElector(cfg)
 	if err != nil {
 		s.fail("NewElector: %v", err)
 	}

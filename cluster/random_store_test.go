@@ -35,6 +35,9 @@ type leaseState struct {
 	term   uint64
 	at     time.Time
 	by     *rnode
+	// A preemption pending (held) or answered (released), and by whom (Q2, Q4).
+	preempt bool
+	next    string
 }
 
 type leaseWrite struct {
@@ -48,6 +51,9 @@ func (w *writeLog) wrote(n *rnode, op string, fields map[string]any) {
 	holder, _ := fields["holder"].(string)
 	term64, _ := fields["term"].(float64)
 	term := uint64(term64)
+	preempt, _ := fields["preempt"].(bool)
+	next, _ := fields["nextHolder"].(string)
+	asked, _ := fields["resignRequestedAt"].(string)
 	prev := w.cur
 	bad := func(format string, args ...any) {
 		w.errs = append(w.errs, fmt.Sprintf("%s by %s (holder %q term %d; was holder %q term %d): ", op, n.id, holder, term, prev.holder, prev.term)+fmt.Sprintf(format, args...))
@@ -56,6 +62,19 @@ func (w *writeLog) wrote(n *rnode, op string, fields map[string]any) {
 	case op == "create":
 		if prev.exists || holder != n.id || term != 1 {
 			bad("E2: a created record is held by its creator with term 1")
+		}
+	case holder == "" && preempt && prev.preempt && next == prev.next && prev.holder == n.id && term == prev.term:
+		// Q3, R2: the holder answers a preemption with a release reserved for the asker,
+		// once its callbacks have returned; or a Stop releases a record with a preemption
+		// pending (E7), which stays reserved for the asker.
+		n.mu.Lock()
+		fa, da := n.fnActive, n.deActive
+		if n.stopping.Load() {
+			n.released = append(n.released, now)
+		}
+		n.mu.Unlock()
+		if fa != 0 || da != 0 {
+			bad("R2: released for a preemption while %d fn and %d deregistered calls still ran", fa, da)
 		}
 	case holder == "":
 		if prev.holder != n.id || term != prev.term {
@@ -70,6 +89,11 @@ func (w *writeLog) wrote(n *rnode, op string, fields map[string]any) {
 		n.mu.Unlock()
 		if fa != 0 || da != 0 {
 			bad("E7: released while %d fn and %d deregistered calls still ran", fa, da)
+		}
+	case holder == prev.holder && holder != n.id && preempt && next == n.id && asked != "":
+		// Q2: a follower asks the holder to hand over to it: the holder and the term stay.
+		if term != prev.term {
+			bad("Q2: a preemption request keeps the term")
 		}
 	case holder == prev.holder:
 		if holder != n.id || (term != prev.term && term != prev.term+1) {
@@ -92,7 +116,7 @@ func (w *writeLog) wrote(n *rnode, op string, fields map[string]any) {
 	w.writes++
 	w.gen.Add(1)
 	rev, _ := fields["revision"].(string)
-	w.cur = leaseState{exists: true, rev: rev, holder: holder, term: term, at: now, by: n}
+	w.cur = leaseState{exists: true, rev: rev, holder: holder, term: term, at: now, by: n, preempt: preempt, next: next}
 	if len(w.hist) >= 16 {
 		w.hist = slices.Delete(w.hist, 0, 1)
 	}
@@ -194,7 +218,11 @@ func (s trackStore) Create(ctx context.Context, key string, doc map[string]any) 
 
 func (s trackStore) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
 	if h, ok := fields["holder"].(string); ok && h == "" {
-		s.release()
+		if p, _ := fields["preempt"].(bool); p && !s.n.stopping.Load() {
+			s.handOver()
+		} else {
+			s.release()
+		}
 	}
 	faulty := s.begin()
 	defer s.end(faulty)
@@ -205,6 +233,17 @@ func (s trackStore) Delete(ctx context.Context, key string, cond *store.Conditio
 	faulty := s.begin()
 	defer s.end(faulty)
 	return s.n.f.Delete(ctx, key, cond)
+}
+
+// handOver checks the release that answers a preemption as it is tried (R2): only once every
+// callback has returned.
+func (s trackStore) handOver() {
+	n := s.n
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fnActive != 0 || n.deActive != 0 {
+		n.errs = append(n.errs, fmt.Sprintf("R2: %s tried to hand the lease over while %d fn and %d deregistered calls still ran", n.id, n.fnActive, n.deActive))
+	}
 }
 
 // release checks a release write as it is tried (E7): only while Stop runs, and only once every

@@ -31,6 +31,12 @@ import (
 //     a leader with a clean store and quick callbacks releases at once; a Stop that returns nil
 //     leaves the lease unheld and every fn paired with a deregistered.
 //
+// The configuration marked ranked gives the instances priorities and stability windows (Q1-Q4):
+// followers write preemption requests, which keep the holder and the term, and holders answer
+// them with a release reserved for the asker, written once their callbacks have returned; the
+// bounds hold with that reservation (2R for the others: they see the release within R and
+// wait R), a holder asked to hand over being left out (its callbacks may outlast any bound).
+//
 // The bounds are exact in fake time: slack would hide an off-by-one in the engine.
 //
 // Replay one seed: go test -race -run TestRandomFaults -random.seed=N ./cluster/
@@ -49,6 +55,9 @@ type randomConfig struct {
 	hours float64 // fake hours per seed
 	steps int     // steps are R/steps to 5R/steps long
 	seeds int     // seeds in the normal run
+	// ranked gives each instance a priority from -1 to 2 and a stability window from L to 3L
+	// (Q1-Q4): followers then write preemption requests and leaders hand over to them.
+	ranked bool
 }
 
 func randomConfigs() []randomConfig {
@@ -63,6 +72,8 @@ func randomConfigs() []randomConfig {
 		// L is no multiple of R: a follower's attempt at the expiry (E6) falls between two
 		// regular ones.
 		{name: "L10s-R3s", l: 10 * time.Second, r: 3 * time.Second, hours: 14.4, steps: 50, seeds: 3},
+		// Priorities: preemptions beside every fault above.
+		{name: "L15s-R5s-ranked", l: 15 * time.Second, r: 5 * time.Second, hours: 24, steps: 100, seeds: 3, ranked: true},
 	}
 	if *flagRandomHours > 0 {
 		for i := range cs {
