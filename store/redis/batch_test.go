@@ -270,3 +270,65 @@ func TestPipelineCloseFailsQueued(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelineCoalescesQueuedReads: the Gets queued behind the ones in flight go as one
+// pipeline of GET, and each caller gets its own answer: a document, not found, or the
+// WRONGTYPE error of a key of another type.
+func TestPipelineCoalescesQueuedReads(t *testing.T) {
+	s := openTest(t)
+	ctx := t.Context()
+	if err := s.Create(ctx, "read:a", map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, "read:b", map[string]any{"n": 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client().HSet(ctx, s.Prefix()+"read:hash", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := batchtest.New()
+	s.b.reads.Hook = r.Hook
+	gate := make(chan struct{})
+	lone := s.b.reads.Lone
+	s.b.reads.Lone = func(ctx context.Context, key string) *goredis.StringCmd {
+		<-gate
+		return lone(ctx, key)
+	}
+	n := s.b.reads.MaxInFlight
+	var held sync.WaitGroup
+	for range n {
+		held.Go(func() { _, _ = s.Get(ctx, "read:a") })
+	}
+	r.WaitFor(t, "alone", n)
+
+	keys := []string{"read:a", "read:missing", "read:b", "read:hash", "read:a"}
+	docs := make([]map[string]any, len(keys))
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Go(func() { docs[i], errs[i] = s.Get(ctx, k) })
+		r.WaitFor(t, "queued", i+1)
+	}
+	close(gate)
+	wg.Wait()
+	held.Wait()
+	if sizes := r.BatchSizes(); len(sizes) != 1 || sizes[0] != len(keys) {
+		t.Errorf("pipelines %v, want one of %d", sizes, len(keys))
+	}
+	for i, want := range []any{1.0, nil, 2.0, nil, 1.0} {
+		switch keys[i] {
+		case "read:missing":
+			if !errors.Is(errs[i], store.ErrNotFound) {
+				t.Errorf("Get %s: %v, want ErrNotFound", keys[i], errs[i])
+			}
+		case "read:hash":
+			if errs[i] == nil || !strings.Contains(errs[i].Error(), "WRONGTYPE") {
+				t.Errorf("Get %s: %v, want WRONGTYPE", keys[i], errs[i])
+			}
+		default:
+			if errs[i] != nil || docs[i]["n"] != want {
+				t.Errorf("Get %s = %v, %v; want n = %v", keys[i], docs[i], errs[i], want)
+			}
+		}
+	}
+}

@@ -45,8 +45,9 @@ type Store struct {
 type backend struct {
 	client  *goredis.Client
 	prefix  string
-	watches watchState                                // watch.go
-	batch   *driver.Batcher[redisWrite, *goredis.Cmd] // the writes (batch.go)
+	watches watchState                                  // watch.go
+	batch   *driver.Batcher[redisWrite, *goredis.Cmd]   // the writes (batch.go)
+	reads   *driver.Batcher[string, *goredis.StringCmd] // the Gets (batch.go)
 }
 
 // Open connects to the Redis server named by rawURL (see the package documentation for its
@@ -67,7 +68,8 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 		return nil, store.ConfigError(err)
 	}
 	client := set.newClient()
-	s := &backend{client: client, prefix: set.prefix, batch: newBatcher(client, set.wait)}
+	s := &backend{client: client, prefix: set.prefix, batch: newBatcher(client, set.wait),
+		reads: newReadBatcher(client)}
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		s.client.Close()
 		tlsConfig := client.Options().TLSConfig
@@ -80,12 +82,14 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	return &Store{Portable: driver.New(s), b: s}, nil
 }
 
-// Close ends the store's watches and closes the connections to the server. The writes queued
+// Close ends the store's watches and closes the connections to the server. The writes and reads queued
 // for a pipeline fail at once (store closed); those in flight fail as their connections close
 // under them, and Close returns once the goroutines sending pipelines have.
 func (s *backend) Close() error {
 	s.watches.close()
 	s.batch.Close()
+	s.reads.Close()
+	defer s.reads.Wait()
 	defer s.batch.Wait()
 	return s.client.Close()
 }
@@ -97,7 +101,7 @@ func (s *Store) Prefix() string { return s.b.prefix }
 func (s *Store) Client() *goredis.Client { return s.b.client }
 
 func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
-	raw, err := s.client.Get(ctx, s.prefix+key).Bytes()
+	raw, err := s.read(ctx, s.prefix+key).Bytes()
 	if errors.Is(err, goredis.Nil) {
 		return nil, store.ErrNotFound
 	}
@@ -116,23 +120,15 @@ func (s *backend) Create(ctx context.Context, key string, doc map[string]any) er
 }
 
 func (s *backend) Patch(ctx context.Context, key string, fields map[string]any, cond *driver.Condition) error {
-	args, err := conditionArgs("patch", cond)
+	args, err := patchArgs("patch", cond, fields)
 	if err != nil {
 		return err
-	}
-	for k, v := range fields {
-		name, _ := json.Marshal(k) // a string always encodes
-		value, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("%w: field %q: %v", store.ErrInvalid, k, err)
-		}
-		args = append(args, name, value)
 	}
 	return s.run(ctx, key, cond, args)
 }
 
 func (s *backend) Delete(ctx context.Context, key string, cond *driver.Condition) error {
-	args, err := conditionArgs("delete", cond)
+	args, err := patchArgs("delete", cond, nil)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -19,19 +18,6 @@ var scriptSource string
 // with EVALSHA and loads it with EVAL when the server does not know it yet (NOSCRIPT), so it is
 // sent whole once per server restart or SCRIPT FLUSH.
 var writeScript = goredis.NewScript(scriptSource)
-
-// conditionArgs returns the script's arguments up to the patch's fields.
-func conditionArgs(op string, cond *driver.Condition) ([]any, error) {
-	if cond == nil {
-		return []any{op, "0", "", ""}, nil
-	}
-	field, _ := json.Marshal(cond.Field)
-	value, err := json.Marshal(cond.Value)
-	if err != nil {
-		return nil, fmt.Errorf("%w: condition on %q: %v", store.ErrInvalid, cond.Field, err)
-	}
-	return []any{op, "1", field, value}, nil
-}
 
 func (s *backend) run(ctx context.Context, key string, cond *driver.Condition, args []any) error {
 	res, err := s.write(ctx, writeScript, s.prefix+key, args...).Text()
