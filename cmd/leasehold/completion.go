@@ -100,6 +100,8 @@ func valueWords(placeholder string) []string {
 	switch {
 	case strings.Contains(placeholder, "|"):
 		return strings.Split(placeholder, "|")
+	case placeholder == "HTTP-URL":
+		return []string{"http://", "https://"}
 	case placeholder == "LEVEL":
 		return []string{"debug", "info", "warn", "error"}
 	case placeholder == "URL":
@@ -117,6 +119,7 @@ func valueWords(placeholder string) []string {
 var placeholderWords = map[string]string{
 	"D": "duration", "N": "number", "ID": "instance id", "NAME": "lease name", "ADDR": "host:port",
 	"URL": "store URL", "text|json": "format", "LEVEL": "level",
+	"HTTP-URL": "health check URL", "CMD": "shell command",
 }
 
 func isFile(placeholder string) bool { return placeholder == "FILE" || placeholder == "PATH" }

@@ -82,10 +82,12 @@ func storeElectorConfig(ctx context.Context, f *commonFlags, log *slog.Logger, o
 		id = cluster.DefaultInstanceID()
 	}
 	elog := &electionLog{log: log, id: id}
-	return st, elog, cluster.ElectorConfig{
+	cfg := cluster.ElectorConfig{
 		Lock: cluster.NewStoreLock(st), LeaseName: f.lease, LeaseDuration: f.leaseDuration,
 		RenewInterval: f.renewInterval, InstanceID: id, Advertise: f.advertise, Logger: log, Observer: cluster.Observers(observer, elog.observe),
-	}, nil
+	}
+	f.rankConfig(&cfg)
+	return st, elog, cfg, nil
 }
 
 // newConfigElection prepares the application of --config: its Registry and its cluster
@@ -99,11 +101,11 @@ func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.E
 	if err := ac.checkSlotName(usage); err != nil {
 		return nil, err
 	}
-	if f.set["advertise"] {
-		ac.es.Advertise = f.advertise
-	}
 	l, r, err := ac.timing(usage)
 	if err != nil {
+		return nil, err
+	}
+	if err := ac.checkRank(f, r, usage); err != nil {
 		return nil, err
 	}
 	ac.app.SetLogger(log)
@@ -382,6 +384,42 @@ func applyFlags(es *leasehold.ElectionService, f *commonFlags) {
 	if f.set["instance-id"] {
 		es.ID = f.instanceID
 	}
+	if f.set["advertise"] {
+		es.Advertise = f.advertise
+	}
+	if f.set["priority"] {
+		es.Priority = f.priority
+	}
+	if f.set["stability-window"] {
+		es.StabilityWindow = leasehold.Duration(f.stabilityWindow)
+	}
+	// A check on the command line replaces the configuration's, whichever kind it is.
+	if f.set["health-cmd"] {
+		es.HealthCommand, es.HealthURL = f.healthCmd, ""
+	}
+	if f.set["health-url"] {
+		es.HealthCommand, es.HealthURL = "", f.healthURL
+	}
+	if f.set["health-timeout"] {
+		es.HealthTimeout = leasehold.Duration(f.healthTimeout)
+	}
+	if f.set["health-failures"] {
+		es.HealthFailures = f.healthFailures
+	}
+}
+
+// checkRank checks the priority and health settings of the cluster service, the flags
+// applied: a flag at fault is named as the flag (--health-timeout beyond the service's R), a
+// parameter as the parameter.
+func (ac *appConfig) checkRank(f *commonFlags, r time.Duration, usage string) error {
+	hasCheck := ac.es.HealthCommand != "" || ac.es.HealthURL != ""
+	if err := f.checkRankNeeds(hasCheck, r, fmt.Sprintf("the renew interval of --config %s", ac.path), usage); err != nil {
+		return err
+	}
+	if err := ac.es.Validate(); err != nil {
+		return badInput(usage, "--config %s: cluster service %q: %v", ac.path, ac.name, err)
+	}
+	return nil
 }
 
 // openStore opens the store of a URL. Every error it returns is a failure (exit 1), whether a

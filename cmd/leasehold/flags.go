@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/health"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -58,6 +60,15 @@ type commonFlags struct {
 	logFormat     string
 	logLevel      string
 	advertise     string // run --advertise (V1)
+
+	// run --priority, --stability-window, --health-cmd, --health-url, --health-timeout,
+	// --health-failures (Q1-Q4, U1-U3)
+	priority        int
+	stabilityWindow time.Duration
+	healthCmd       string
+	healthURL       string
+	healthTimeout   time.Duration
+	healthFailures  int
 
 	set          map[string]bool // the flags given on the command line
 	defaultStore bool            // store is the default one, whose directory may not exist yet
@@ -189,6 +200,75 @@ func checkLeaseFloor(l time.Duration, name string) error {
 			name, l, minLeaseDuration)
 	}
 	return nil
+}
+
+// registerRank registers run's priority and health flags.
+func (c *commonFlags) registerRank(fs *flag.FlagSet) {
+	fs.IntVar(&c.priority, "priority", 0, "")
+	fs.DurationVar(&c.stabilityWindow, "stability-window", 0, "")
+	fs.StringVar(&c.healthCmd, "health-cmd", "", "")
+	fs.StringVar(&c.healthURL, "health-url", "", "")
+	fs.DurationVar(&c.healthTimeout, "health-timeout", 0, "")
+	fs.IntVar(&c.healthFailures, "health-failures", 0, "")
+}
+
+// validateRank checks the priority and health flags once parsed, naming the one at fault.
+// Those that depend on R or on a health check are checked here against --renew-interval and
+// --health-cmd/--health-url; with --config, against the cluster service's parameters once
+// read (appConfig.checkRank).
+func (c *commonFlags) validateRank(usage string) error {
+	switch {
+	case c.priority < math.MinInt32 || c.priority > math.MaxInt32:
+		return badInput(usage, "--priority %d is outside the 32-bit range (%d to %d)", c.priority, math.MinInt32, math.MaxInt32)
+	case c.set["stability-window"] && c.stabilityWindow <= 0:
+		return badInput(usage, "--stability-window %v must be positive (leave it out for the default, %d × the lease duration)",
+			c.stabilityWindow, cluster.DefaultStabilityWindowFactor)
+	case c.set["health-cmd"] && c.set["health-url"]:
+		return badInput(usage, "--health-cmd and --health-url cannot be used together: give one health check")
+	case c.set["health-cmd"] && strings.TrimSpace(c.healthCmd) == "":
+		return badInput(usage, "--health-cmd is empty: want a shell command")
+	case c.set["health-url"] && strings.TrimSpace(c.healthURL) == "":
+		return badInput(usage, "--health-url is empty: want an http or https URL")
+	case c.set["health-failures"] && c.healthFailures < 1:
+		return badInput(usage, "--health-failures %d must be at least 1", c.healthFailures)
+	case c.set["health-timeout"] && c.healthTimeout <= 0:
+		return badInput(usage, "--health-timeout %v must be positive", c.healthTimeout)
+	}
+	if c.set["health-url"] {
+		if err := leasehold.CheckHealthURL("--health-url", c.healthURL); err != nil {
+			return badInput(usage, "%v", err)
+		}
+	}
+	if c.config != "" {
+		return nil
+	}
+	return c.checkRankNeeds(c.set["health-cmd"] || c.set["health-url"], c.renewInterval, "--renew-interval", usage)
+}
+
+// checkRankNeeds refuses --health-timeout or --health-failures without a health check, and a
+// --health-timeout longer than R (named rName).
+func (c *commonFlags) checkRankNeeds(hasCheck bool, r time.Duration, rName, usage string) error {
+	for _, name := range []string{"health-timeout", "health-failures"} {
+		if c.set[name] && !hasCheck {
+			return badInput(usage, "--%s needs a health check: give --health-cmd or --health-url", name)
+		}
+	}
+	if c.set["health-timeout"] && c.healthTimeout > r {
+		return badInput(usage, "--health-timeout %v exceeds %s %v: a check must end before the next one starts", c.healthTimeout, rName, r)
+	}
+	return nil
+}
+
+// rankConfig sets the priority and health fields of cfg from the flags (--store).
+func (c *commonFlags) rankConfig(cfg *cluster.ElectorConfig) {
+	cfg.Priority, cfg.StabilityWindow = c.priority, c.stabilityWindow
+	cfg.HealthTimeout, cfg.HealthFailures = c.healthTimeout, c.healthFailures
+	switch {
+	case c.healthCmd != "":
+		cfg.Health = health.Shell(c.healthCmd)
+	case c.healthURL != "":
+		cfg.Health = health.URL(c.healthURL)
+	}
 }
 
 // flagTiming names L and R as the command line writes them.

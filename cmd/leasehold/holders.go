@@ -36,6 +36,9 @@ func newConfigHoldersElection(ctx context.Context, f *commonFlags, n int, log *s
 	if err != nil {
 		return nil, err
 	}
+	if err := ac.checkRank(f, r, usage); err != nil {
+		return nil, err
+	}
 	lock, closeAll, err := ac.openLock(ctx, usage)
 	if err != nil {
 		return nil, err
@@ -46,6 +49,7 @@ func newConfigHoldersElection(ctx context.Context, f *commonFlags, n int, log *s
 		Lock: lock, LeaseName: ac.lease(), LeaseDuration: l, RenewInterval: r, InstanceID: id,
 		Advertise: ac.es.Advertise, Logger: log, Observer: cluster.Observers(observer, elog.observe),
 	}
+	ac.es.RankConfig(&cfg)
 	return holdersElection(cfg, n, elog, f.config, ac.urlEnv(), closeAll, usage)
 }
 

@@ -50,6 +50,15 @@ process group.
   holder dead by the record's timestamps: a record left unchanged for the holder's lease
   duration is a crashed holder's, and --try takes it over and runs CMD, within L+R of its start.
   --wait gives up at D. Once this instance has led, it stays in the election as without them.
+- --priority N: a follower of a higher priority than the holder asks it to hand over once it
+  has been a candidate for the stability window without interruption (without leading,
+  failing its check or restarting); CMD moves as on leasehold resign: the holder's CMD is
+  gone before the next one starts.
+- --health-cmd CMD, --health-url URL: a health check, run at start and then every R. A leader
+  whose last --health-failures checks failed hands over to the first healthy candidate that
+  asks, whatever its priority; a candidate whose last check failed takes a free lease only as
+  a last resort (R after a healthy one would). When every candidate fails its check, the
+  leader keeps leading and its CMD runs on.
 - --hold-at-least D: once CMD has exited by itself, the lease is kept (renewed) until D has
   passed since CMD started, then released; leasehold then exits with CMD's status. No other
   instance runs CMD, and a --try gives up, in that window. SIGINT or SIGTERM ends it early:
@@ -74,6 +83,17 @@ Flags:
   --holders N             let up to N instances lead at once, one slot each (default 1)
   --advertise VALUE       publish VALUE (an address) while this instance leads: read it with
                           leasehold leader; at most 1024 bytes, one line
+  --priority N            this instance's rank among the candidates: a 32-bit integer,
+                          negative allowed (default 0)
+  --stability-window D    how long a candidate of a higher priority than the holder waits
+                          before it asks it to hand over (default 3 × the lease duration)
+  --health-cmd CMD        health check: a shell command (sh -c), healthy when it exits 0;
+                          the check's process group is killed at its timeout
+  --health-url HTTP-URL   health check: a GET of an http or https URL, healthy on a 2xx
+                          status (not with --health-cmd)
+  --health-timeout D      time each check may take (default, and at most, the renew interval)
+  --health-failures N     checks in a row that must fail before the leader hands over
+                          (default 3)
   --metrics-addr ADDR     serve /metrics (Prometheus), /healthz and /status on ADDR
                           (e.g. :9090, or 127.0.0.1:0 for any free port, logged at start)
 ` + commonFlagsUsage
@@ -100,6 +120,7 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	holdAtLeast := fs.Duration("hold-at-least", 0, "")
 	holders := fs.Int("holders", 1, "")
 	fs.StringVar(&f.advertise, "advertise", "", "")
+	f.registerRank(fs)
 	if help, err := parseFlags(fs, args, runUsage); help || err != nil {
 		if help {
 			fmt.Fprint(stdout, runUsage)
@@ -143,6 +164,9 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	if err := cluster.CheckValue("--advertise", f.advertise); err != nil {
 		return 0, badInput(runUsage, "%v", err)
+	}
+	if err := f.validateRank(runUsage); err != nil {
+		return 0, err
 	}
 	if *holders < 1 {
 		return 0, badInput(runUsage, "--holders %d must be at least 1", *holders)

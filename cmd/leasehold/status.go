@@ -27,7 +27,8 @@ slots (a slot that was never taken, then, shows as missing).
 
 With --watch, status reads the lease every --interval and prints one line each time its holder,
 its term or a pending resign changes (the first line is the lease as first read; a renewal
-prints nothing),
+prints nothing; each line shows the holder's priority and unhealthy flag as read then, and a
+change of them alone prints nothing),
 until SIGINT or SIGTERM, which exit 0. A read that fails is logged on stderr and the watch
 goes on. It never joins the election. A change that comes and goes between two reads is not
 seen, and a crashed holder's lease stays held until another instance takes it over.
@@ -67,6 +68,15 @@ type leaseStatus struct {
 	Slot  *int          `json:"slot,omitempty"`
 	// Value is what the holder publishes for its term (run --advertise, V1), "" for nothing.
 	Value string `json:"value,omitempty"`
+	// The holder's priority (run --priority), and whether it reports itself unhealthy (its
+	// last --health-failures checks failed), for its term (Q1, U2).
+	Priority  int  `json:"priority"`
+	Unhealthy bool `json:"unhealthy"`
+	// A preemption (Q2, Q4): the pending resign request, or the release answering it, was
+	// written by NextHolder, a candidate of priority NextPriority asking the holder to hand
+	// over to it.
+	Preempt      bool `json:"preempt,omitempty"`
+	NextPriority *int `json:"nextPriority,omitempty"`
 }
 
 func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
@@ -226,6 +236,11 @@ func describeRecord(lease, where string, rec cluster.Record, now time.Time) leas
 	if rec.Holder == "" || st.ResignRequested != nil {
 		st.NextHolder = rec.NextHolder
 	}
+	st.Priority, st.Unhealthy = rec.CurrentPriority()
+	if rec.Preempt && st.NextHolder != "" {
+		p := rec.NextPriority
+		st.Preempt, st.NextPriority = true, &p
+	}
 	switch {
 	case rec.Holder == "":
 		st.State = "released"
@@ -266,6 +281,12 @@ func printStatus(w io.Writer, st leaseStatus) {
 	if st.Value != "" {
 		fmt.Fprintf(tw, "value:\t%s\n", st.Value)
 	}
+	switch {
+	case st.Unhealthy:
+		fmt.Fprintf(tw, "priority:\t%d, unhealthy (its last health checks failed: it hands over to the first healthy candidate that asks)\n", st.Priority)
+	case st.Priority != 0:
+		fmt.Fprintf(tw, "priority:\t%d\n", st.Priority)
+	}
 	fmt.Fprintf(tw, "term:\t%d\n", st.Term)
 	if st.AcquiredAt != nil {
 		fmt.Fprintf(tw, "acquired:\t%s\n", st.AcquiredAt.Format(time.RFC3339Nano))
@@ -289,6 +310,9 @@ func printStatus(w io.Writer, st leaseStatus) {
 			roundAge(time.Since(*st.ResignRequested).Seconds()))
 	case st.NextHolder != "":
 		fmt.Fprintf(tw, "next holder:\t%s (only it may take the lease until it has stayed released for the lease duration)\n", st.NextHolder)
+	}
+	if st.Preempt {
+		fmt.Fprintf(tw, "preempt:\tby %s, of priority %d\n", st.NextHolder, *st.NextPriority)
 	}
 }
 

@@ -77,7 +77,9 @@ func watchStatus(f *commonFlags, asJSON bool, interval, timeout time.Duration, s
 }
 
 // printChange prints st on one line: the time it was read, the state, then the holder and the
-// term when there are some, and a pending resign with the instance it names.
+// term when there are some, the holder's priority when not 0 and "unhealthy" when it says so,
+// and a pending resign with the instance it names (and that instance's priority, when it
+// preempts the holder).
 func printChange(w io.Writer, at time.Time, st leaseStatus) error {
 	line := at.UTC().Format("2006-01-02T15:04:05.000Z07:00") + " " + st.State
 	if st.Holder != "" {
@@ -89,11 +91,20 @@ func printChange(w io.Writer, at time.Time, st leaseStatus) error {
 	if st.Value != "" {
 		line += " value=" + st.Value
 	}
+	if st.Priority != 0 {
+		line += fmt.Sprintf(" priority=%d", st.Priority)
+	}
+	if st.Unhealthy {
+		line += " unhealthy"
+	}
 	if st.ResignRequested != nil {
 		line += " resign-requested"
 	}
 	if st.NextHolder != "" {
 		line += " next=" + st.NextHolder
+	}
+	if st.Preempt {
+		line += fmt.Sprintf(" next-priority=%d", *st.NextPriority)
 	}
 	_, err := fmt.Fprintln(w, line)
 	return err
