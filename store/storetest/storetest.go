@@ -94,6 +94,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	s := &suite{open: open}
 	t.Run("RoundTrip", s.roundTrip)
 	t.Run("LeaseRecord", s.leaseRecord)
+	t.Run("Roster", s.roster)
 	t.Run("Keys", s.keys)
 	t.Run("T3/NotFound", s.notFound)
 	t.Run("T3/KeyError", s.keyError)

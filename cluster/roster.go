@@ -1,0 +1,165 @@
+package cluster
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leasehold/leasehold/store"
+)
+
+// Member is one entry of the roster of a partitioned election (D5): an instance, the session
+// of the process that wrote it (E12), a counter it increases at each beat, and the duration it
+// declares (its L), by which the others judge it gone.
+type Member struct {
+	ID       string
+	Session  string
+	Beat     uint64
+	Duration time.Duration
+}
+
+// Roster is implemented by a Lock that keeps the members of a partitioned election (D5): one
+// document per election, in which each member writes only its own entry, without a
+// compare-and-swap, so that N members beating every R never race.
+type Roster interface {
+	// Beat writes m as its entry in the roster name, creating the roster if needed.
+	Beat(ctx context.Context, name string, m Member) error
+	// Leave empties the entry of member in the roster name: it has stopped.
+	Leave(ctx context.Context, name, member string) error
+	// Members returns the entries of the roster name, none (and no error) when it does not
+	// exist. Entries emptied by Leave are left out.
+	Members(ctx context.Context, name string) ([]Member, error)
+}
+
+var _ Roster = storeLock{}
+
+// rosterField is the field of member's entry in a roster document: "m" and the ID in hex, so
+// that any instance ID makes a field name every store accepts as it is.
+func rosterField(member string) string { return "m" + hex.EncodeToString([]byte(member)) }
+
+// Beat patches the member's own field of the roster document "cluster:NAME": no other writer
+// touches it, so no condition is needed; a missing document is created with it.
+func (l storeLock) Beat(ctx context.Context, name string, m Member) error {
+	if m.ID == "" || strings.Contains(m.Session, ":") {
+		return fmt.Errorf("cluster: roster %q: a member needs an ID and a session without ':'", name)
+	}
+	fields := map[string]any{rosterField(m.ID): m.Session + ":" + strconv.FormatUint(m.Beat, 10) + ":" + strconv.FormatInt(m.Duration.Milliseconds(), 10)}
+	key := StoreKeyPrefix + name
+	for range 3 {
+		err := l.s.Patch(ctx, key, fields, nil)
+		if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if err = l.s.Create(ctx, key, fields); !errors.Is(err, store.ErrExists) {
+			return err
+		}
+		// Created by another member meanwhile: patch it.
+	}
+	return fmt.Errorf("cluster: roster %q: created and deleted concurrently", name)
+}
+
+// Leave empties the member's field: a roster keeps no history, and an empty entry is no member.
+func (l storeLock) Leave(ctx context.Context, name, member string) error {
+	err := l.s.Patch(ctx, StoreKeyPrefix+name, map[string]any{rosterField(member): ""}, nil)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Members reads the roster document; a malformed entry is an error naming the roster and the
+// member, so that it is reported rather than silently dropped.
+func (l storeLock) Members(ctx context.Context, name string) ([]Member, error) {
+	doc, err := l.s.Get(ctx, StoreKeyPrefix+name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Member
+	for f, v := range doc {
+		id, err := hex.DecodeString(strings.TrimPrefix(f, "m"))
+		if !strings.HasPrefix(f, "m") || err != nil || len(id) == 0 {
+			continue // not an entry (a store's own field)
+		}
+		s, _ := v.(string)
+		if s == "" {
+			continue // left
+		}
+		m, err := parseMember(string(id), s)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: roster %q: member %q: %w", name, id, err)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func parseMember(id, s string) (Member, error) {
+	parts := strings.Split(s, ":")
+	if len(parts) != 3 {
+		return Member{}, fmt.Errorf("entry %q, want SESSION:BEAT:MILLISECONDS", s)
+	}
+	beat, err := strconv.ParseUint(parts[1], 10, 64)
+	if err != nil {
+		return Member{}, fmt.Errorf("entry %q: beat %q is not a counter", s, parts[1])
+	}
+	ms, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil || ms <= 0 {
+		return Member{}, fmt.Errorf("entry %q: duration %q is not a positive number of milliseconds", s, parts[2])
+	}
+	return Member{ID: id, Session: parts[0], Beat: beat, Duration: time.Duration(ms) * time.Millisecond}, nil
+}
+
+// rosterView is an instance's view of a roster, judged on its own clock, never by comparing
+// timestamps across hosts (D5, as E6 judges a lease): a member is live while its entry has
+// changed (another session, another beat) within D of now, D being the larger of this
+// instance's L and the duration the member declares; an entry first seen counts as changed
+// then.
+type rosterView struct {
+	l    time.Duration
+	seen map[string]memberSight
+}
+
+type memberSight struct {
+	m  Member
+	at time.Time // when this instance first saw the entry as it is
+}
+
+func newRosterView(l time.Duration) *rosterView {
+	return &rosterView{l: l, seen: make(map[string]memberSight)}
+}
+
+// update records a read of the roster at now: entries that changed are seen now, entries gone
+// (left, or deleted with the roster) are forgotten.
+func (v *rosterView) update(ms []Member, now time.Time) {
+	present := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		present[m.ID] = true
+		if s, ok := v.seen[m.ID]; ok && s.m.Session == m.Session && s.m.Beat == m.Beat {
+			continue
+		}
+		v.seen[m.ID] = memberSight{m: m, at: now}
+	}
+	for id := range v.seen {
+		if !present[id] {
+			delete(v.seen, id)
+		}
+	}
+}
+
+// live returns the IDs of the members live at now, in no order.
+func (v *rosterView) live(now time.Time) []string {
+	var ids []string
+	for id, s := range v.seen {
+		if now.Before(s.at.Add(max(v.l, s.m.Duration))) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
