@@ -244,6 +244,7 @@ func TestRunPriorityHealthFlagErrors(t *testing.T) {
 		{[]string{"--health-cmd", "true", "--health-timeout", "6s"}, "--health-timeout 6s exceeds --renew-interval 5s"},
 		{[]string{"--health-timeout", "100ms"}, "--health-timeout needs a health check: give --health-cmd or --health-url"},
 		{[]string{"--health-failures", "2"}, "--health-failures needs a health check: give --health-cmd or --health-url"},
+		{[]string{"--holders", "2", "--priority", "3"}, "--priority cannot be used with --holders 2"},
 	} {
 		args := append(append(append([]string(nil), store...), tc.args...), "--", "true")
 		out, errOut, code := runLeasehold(t, args...)
@@ -261,7 +262,7 @@ func TestRunPriorityHealthFlagErrors(t *testing.T) {
 	}{
 		{[]string{"--config", withCheck, "--health-timeout", "600ms"}, "--health-timeout 600ms exceeds the renew interval of --config " + withCheck + " 500ms"},
 		{[]string{"--config", noCheck, "--health-failures", "2"}, "--health-failures needs a health check"},
-		{[]string{"--config", noCheck, "--priority", "1", "--holders", "2", "--health-timeout", "100ms"}, "--health-timeout needs a health check"},
+		{[]string{"--config", noCheck, "--holders", "2", "--health-cmd", "true"}, "--health-cmd cannot be used with --holders 2"},
 		{[]string{"--config", badParam}, `--config ` + badParam + `: cluster service "cluster": parameter "healthTimeout" 600ms exceeds the renew interval 500ms`},
 		{[]string{"--config", withCheck, "--health-url", "http://127.0.0.1:8080/healthz", "--health-cmd", "true"}, "--health-cmd and --health-url cannot be used together"},
 	} {

@@ -68,7 +68,7 @@ process group.
   one slot at a time and takes a free one within the renew interval, an expired one as a
   lease of its own. With 1 (the default) the record is NAME, as without it. With --config,
   the slots use the cluster service's lease, parameters and Registry. Not with --try or
-  --wait.
+  --wait, nor with the priority and health flags: no slot is handed over for them.
 
 Flags:
   --grace D               time CMD has to stop after SIGTERM, before SIGKILL; at most, and by
@@ -174,6 +174,13 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	if *holders > 1 {
 		if *try || f.set["wait"] {
 			return 0, badInput(runUsage, "--holders %d cannot be used with --try or --wait", *holders)
+		}
+		// The slots of a lease of N holders are taken as they free up: no candidate asks a
+		// slot's holder to hand over, for its priority or its health.
+		for _, name := range []string{"priority", "stability-window", "health-cmd", "health-url", "health-timeout", "health-failures"} {
+			if f.set[name] {
+				return 0, badInput(runUsage, "--%s cannot be used with --holders %d: no slot of a lease of N holders is handed over for a priority or a health check", name, *holders)
+			}
 		}
 	}
 	if *metricsAddr != "" {
