@@ -42,10 +42,26 @@ type Locker struct {
 	// P5 keeps two Electors of one key from sharing it at once.
 	session string
 
-	// local holds, for each key this Locker is acquiring or holding, a channel closed once
-	// that election has ended (P5): one Elector per key at a time in the process.
+	// local holds, for each key this Locker is acquiring or holding, or whose lost holding's
+	// Elector waits for the next Acquire, the key's turn (P5): one Elector per key at a time
+	// in the process.
 	mu    sync.Mutex
-	local map[string]chan struct{}
+	local map[string]*keyTurn
+}
+
+// keyTurn is a key's turn in its Locker (P5): it lasts from an Acquire until the key's Elector
+// has stopped.
+type keyTurn struct {
+	done chan struct{} // closed when the turn ends
+	// spare, guarded by Locker.mu, is the Elector of a holding lost less than R ago, kept
+	// running for the key's next Acquire (P2); nil when none.
+	spare *spare
+}
+
+// spare is the Elector of a lost holding, waiting for the key's next Acquire (P2).
+type spare struct {
+	h     *Held       // the lost holding: its Elector, its leaderships, its turn
+	timer *time.Timer // ends the wait: the Elector is then stopped
 }
 
 // NewLocker checks cfg as NewElector checks an ElectorConfig (E0) and returns a Locker.
@@ -65,7 +81,7 @@ func NewLocker(cfg LockerConfig) (*Locker, error) {
 		log = slog.Default()
 	}
 	return &Locker{lock: cfg.Lock, id: cfg.InstanceID, l: l, r: r, log: log, observer: cfg.Observer,
-		session: newSession(), local: make(map[string]chan struct{})}, nil
+		session: newSession(), local: make(map[string]*keyTurn)}, nil
 }
 
 // InstanceID returns the holder name this Locker writes in the records of the keys it holds.
@@ -76,10 +92,27 @@ type Held struct {
 	key  string
 	term uint64
 	e    *Elector
-	free func()          // ends the key's turn in the Locker (P5)
-	ctx  context.Context // the leadership's: cancelled when it ends
-	auto chan struct{}   // closed once stopOnLoss, which stops the Elector when the holding ends, returns
+	l    *Locker
+	won  chan context.Context // the Elector's leaderships, as WhenLeader starts them
+	free func()               // ends the key's turn in the Locker (P5)
+	ctx  context.Context      // the leadership's: cancelled when it ends
+	auto chan struct{}        // closed once this holding's part in the election is over (ended)
+
+	// Guarded by Locker.mu.
+	state     heldState
+	releasing bool // Release was called: the end of the leadership stops the Elector
+	stopErr   error
 }
+
+// heldState is where a Held is in its life.
+type heldState int
+
+const (
+	heldLeading heldState = iota // its leadership lasts, or has just ended
+	heldSpare                    // lost; its Elector waits for the key's next Acquire (P2)
+	heldAdopted                  // lost; the key's next Acquire took its Elector over
+	heldEnded                    // its Elector stopped, or is stopping
+)
 
 // Acquire blocks until this process holds key, and returns it held (P1). An attempt that
 // fails (a store error, no answer) is retried every R, as an Elector retries (E8). When ctx
@@ -143,48 +176,74 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, erro
 	if key == "" {
 		return nil, errors.New("cluster: Locker: empty key")
 	}
-	free, err := l.turn(ctx, key, try)
+	sp, free, err := l.turn(ctx, key, try)
 	if err != nil {
 		return nil, err
 	}
 	verdict := &tryVerdict{err: make(chan error, 1)}
-	observer := l.observer
-	if try {
-		observer = Observers(func(ev Event) { verdict.observe(key, ev) }, l.observer)
-	}
-	e, err := NewElector(ElectorConfig{
-		Lock: l.lock, LeaseName: key, LeaseDuration: l.l, RenewInterval: l.r,
-		InstanceID: l.id, Logger: l.log, Observer: observer,
-	})
-	if err != nil {
-		free()
-		return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
-	}
-	e.session = l.session
-	won := make(chan context.Context, 1)
-	e.WhenLeader(func(lctx context.Context) error {
-		select {
-		case won <- lctx:
-		default: // a later leadership: the first one's loss stops the Elector
+	var (
+		e   *Elector
+		won chan context.Context
+	)
+	if sp != nil {
+		// The Elector of a holding lost less than R ago (P2): its next attempt writes a new
+		// term, as an Elector's does after a loss, without a release, a read or an Elector
+		// started before it.
+		e, won = sp.h.e, sp.h.won
+	} else {
+		observer := l.observer
+		if try {
+			observer = Observers(func(ev Event) { verdict.observe(key, ev) }, l.observer)
 		}
-		return nil
-	}, nil)
-	if err := e.Start(context.WithoutCancel(ctx)); err != nil {
-		free()
-		return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
+		e, err = NewElector(ElectorConfig{
+			Lock: l.lock, LeaseName: key, LeaseDuration: l.l, RenewInterval: l.r,
+			InstanceID: l.id, Logger: l.log, Observer: observer,
+		})
+		if err != nil {
+			free()
+			return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
+		}
+		e.session = l.session
+		won = make(chan context.Context, 1)
+		e.WhenLeader(func(lctx context.Context) error {
+			// The latest leadership replaces one nobody took: that one may have ended.
+			for {
+				select {
+				case won <- lctx:
+					return nil
+				default:
+				}
+				select {
+				case <-won:
+				default:
+				}
+			}
+		}, nil)
+		if err := e.Start(context.WithoutCancel(ctx)); err != nil {
+			free()
+			return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
+		}
 	}
 	var fail error
-	select {
-	case lctx := <-won:
-		term, _ := TermOf(lctx)
-		h := &Held{key: key, term: term, e: e, free: free, ctx: lctx, auto: make(chan struct{})}
-		// A function run when the holding ends, not a goroutine waiting for it: thousands of
-		// keys held would otherwise park a goroutine (and its stack) each.
-		context.AfterFunc(lctx, func() { h.stopOnLoss(l.l) })
-		return h, nil
-	case fail = <-verdict.err:
-	case <-ctx.Done():
-		fail = fmt.Errorf("cluster: lock %q: %w", key, ctx.Err())
+wait:
+	for {
+		select {
+		case lctx := <-won:
+			if lctx.Err() != nil {
+				continue // a leadership of the spare Elector that ended before this Acquire
+			}
+			term, _ := TermOf(lctx)
+			h := &Held{key: key, term: term, e: e, l: l, won: won, free: free, ctx: lctx, auto: make(chan struct{})}
+			// A function run when the holding ends, not a goroutine waiting for it: thousands of
+			// keys held would otherwise park a goroutine (and its stack) each.
+			context.AfterFunc(lctx, h.ended)
+			return h, nil
+		case fail = <-verdict.err:
+			break wait
+		case <-ctx.Done():
+			fail = fmt.Errorf("cluster: lock %q: %w", key, ctx.Err())
+			break wait
+		}
 	}
 	// Leave nothing behind: a leadership won meanwhile is released by Stop (E7), within L.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.l)
@@ -200,45 +259,99 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, erro
 // key's turn (P5); free ends it. Two holdings of one key in one process would be two Electors
 // writing one instance ID under two sessions (E12): the second would only wait for the
 // first's record to expire. TryAcquire does not wait: the key's holder in this process is a
-// live one.
-func (l *Locker) turn(ctx context.Context, key string, try bool) (free func(), err error) {
+// live one. When a lost holding's Elector waits for the key's next Acquire (P2), an Acquire
+// takes it over with the turn (sp); a TryAcquire stops it first, and then runs on an Elector
+// of its own, which tells a live holder from a crashed one.
+func (l *Locker) turn(ctx context.Context, key string, try bool) (sp *spare, free func(), err error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
+			return nil, nil, fmt.Errorf("cluster: lock %q: %w", key, err)
 		}
 		l.mu.Lock()
-		busy, ok := l.local[key]
+		t, ok := l.local[key]
 		if !ok {
-			ch := make(chan struct{})
-			l.local[key] = ch
+			t = &keyTurn{done: make(chan struct{})}
+			l.local[key] = t
 			l.mu.Unlock()
-			return func() {
-				l.mu.Lock()
-				delete(l.local, key)
+			return nil, l.freeTurn(key, t), nil
+		}
+		if sp := t.spare; sp != nil {
+			t.spare = nil
+			sp.timer.Stop()
+			if !try {
+				sp.h.state = heldAdopted
 				l.mu.Unlock()
-				close(ch)
-			}, nil
+				close(sp.h.auto)
+				return sp, sp.h.free, nil
+			}
+			sp.h.state = heldEnded
+			l.mu.Unlock()
+			sp.h.stop() // the turn ends with it: wait for that below
+			continue
 		}
 		l.mu.Unlock()
 		if try {
-			return nil, fmt.Errorf("cluster: lock %q: this Locker (%q) is acquiring or holding it: %w", key, l.id, ErrHeld)
+			return nil, nil, fmt.Errorf("cluster: lock %q: this Locker (%q) is acquiring or holding it: %w", key, l.id, ErrHeld)
 		}
 		select {
-		case <-busy:
+		case <-t.done:
 		case <-ctx.Done():
 		}
 	}
 }
 
-// stopOnLoss stops the Elector once its leadership has ended (P2): a lost lease is not taken
-// again behind the holder's back, and a record still held is released. It runs when the
-// holding's context ends and returns once that Stop has, within L.
-func (h *Held) stopOnLoss(l time.Duration) {
-	defer close(h.auto)
-	ctx, cancel := context.WithTimeout(context.Background(), l)
+// freeTurn returns the function that ends the key's turn t.
+func (l *Locker) freeTurn(key string, t *keyTurn) func() {
+	return func() {
+		l.mu.Lock()
+		delete(l.local, key)
+		l.mu.Unlock()
+		close(t.done)
+	}
+}
+
+// ended runs when the holding's leadership ends. Released, the Elector is stopping: ended waits
+// for that. Lost, the Elector is kept running for R, for the key's next Acquire (P2): the
+// usual loop (lose the key, acquire it again) then costs the Elector's next attempt, as a
+// lost Elector's does, instead of a release, a new Elector, its read and its takeover at once,
+// which under load went on into more losses. No Acquire within R: the Elector is stopped (its
+// record released if still its own).
+func (h *Held) ended() {
+	l := h.l
+	l.mu.Lock()
+	if h.releasing || h.state != heldLeading {
+		h.state = heldEnded
+		l.mu.Unlock()
+		h.stop()
+		return
+	}
+	t := l.local[h.key]
+	sp := &spare{h: h}
+	h.state, t.spare = heldSpare, sp
+	sp.timer = time.AfterFunc(l.r, func() {
+		l.mu.Lock()
+		if t.spare != sp {
+			l.mu.Unlock()
+			return // taken over, or stopped by a TryAcquire or Release
+		}
+		t.spare, h.state = nil, heldEnded
+		l.mu.Unlock()
+		h.stop()
+	})
+	l.mu.Unlock()
+}
+
+// stop stops the Elector, within L, ends the key's turn and closes auto. It runs once per
+// Elector: from ended, a spare's timer, TryAcquire or Release, whichever set heldEnded.
+func (h *Held) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), h.l.l)
 	defer cancel()
-	_ = h.e.Stop(ctx)
+	err := h.e.Stop(ctx)
+	h.l.mu.Lock()
+	h.stopErr = err
+	h.l.mu.Unlock()
 	h.free()
+	close(h.auto)
 }
 
 // IsHeld reports whether the key is held at the time of the call: checked against the
@@ -271,17 +384,42 @@ func (h *Held) Context() context.Context { return h.ctx }
 // Release stops renewing and releases the key (E7), so that another Acquire takes it within R;
 // Done closes at once. It returns once the election has ended, or with an error wrapping
 // ctx's when ctx ends first (a release not yet done is then left to the lease's expiry). A
-// second call waits for the first and returns its result. After a loss it only finishes
-// ending the election.
+// second call waits for the first and returns its result. After a loss it ends the wait of the
+// holding's Elector for the next Acquire (P2) and reports whether its record could be
+// released; once an Acquire has taken that Elector over, there is nothing left to end.
 func (h *Held) Release(ctx context.Context) error {
-	err := h.e.Stop(ctx)
-	if err != nil {
-		return fmt.Errorf("cluster: lock %q: release: %w", h.key, err)
+	l := h.l
+	l.mu.Lock()
+	h.releasing = true
+	state := h.state
+	if state == heldSpare {
+		if t := l.local[h.key]; t != nil && t.spare != nil && t.spare.h == h {
+			t.spare.timer.Stop()
+			t.spare = nil
+		}
+		h.state = heldEnded
+	}
+	l.mu.Unlock()
+	switch state {
+	case heldAdopted:
+		return nil
+	case heldSpare:
+		h.stop()
+	case heldLeading:
+		if err := h.e.Stop(ctx); err != nil {
+			return fmt.Errorf("cluster: lock %q: release: %w", h.key, err)
+		}
 	}
 	select {
 	case <-h.auto:
 	case <-ctx.Done():
 		return fmt.Errorf("cluster: lock %q: release: %w", h.key, ctx.Err())
+	}
+	l.mu.Lock()
+	err := h.stopErr
+	l.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("cluster: lock %q: release: %w", h.key, err)
 	}
 	return nil
 }
