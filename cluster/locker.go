@@ -53,6 +53,9 @@ type Locker struct {
 // has stopped.
 type keyTurn struct {
 	done chan struct{} // closed when the turn ends
+	// parked, guarded by Locker.mu, is closed (and replaced) when a spare is parked: an
+	// Acquire that found the key held, its holding lost but not yet parked, wakes to take it.
+	parked chan struct{}
 	// spare, guarded by Locker.mu, is the Elector of a holding lost less than R ago, kept
 	// running for the key's next Acquire (P2); nil when none.
 	spare *spare
@@ -270,7 +273,7 @@ func (l *Locker) turn(ctx context.Context, key string, try bool) (sp *spare, fre
 		l.mu.Lock()
 		t, ok := l.local[key]
 		if !ok {
-			t = &keyTurn{done: make(chan struct{})}
+			t = &keyTurn{done: make(chan struct{}), parked: make(chan struct{})}
 			l.local[key] = t
 			l.mu.Unlock()
 			return nil, l.freeTurn(key, t), nil
@@ -289,12 +292,14 @@ func (l *Locker) turn(ctx context.Context, key string, try bool) (sp *spare, fre
 			sp.h.stop() // the turn ends with it: wait for that below
 			continue
 		}
+		parked := t.parked
 		l.mu.Unlock()
 		if try {
 			return nil, nil, fmt.Errorf("cluster: lock %q: this Locker (%q) is acquiring or holding it: %w", key, l.id, ErrHeld)
 		}
 		select {
 		case <-t.done:
+		case <-parked:
 		case <-ctx.Done():
 		}
 	}
@@ -328,6 +333,8 @@ func (h *Held) ended() {
 	t := l.local[h.key]
 	sp := &spare{h: h}
 	h.state, t.spare = heldSpare, sp
+	close(t.parked)
+	t.parked = make(chan struct{})
 	sp.timer = time.AfterFunc(l.r, func() {
 		l.mu.Lock()
 		if t.spare != sp {

@@ -194,6 +194,44 @@ func TestP2ReacquireTakesOverTheLostElector(t *testing.T) {
 	})
 }
 
+// P2, P5: an Acquire waiting for a key the Locker holds, called before the holding is lost,
+// takes the lost holding's Elector over too, at its next attempt: it does not wait for that
+// Elector to stop R later.
+func TestP2WaitingAcquireTakesOverTheLostElector(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		l, f := w.locker("a")
+		h, err := l.Acquire(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *Held, 1)
+		go func() {
+			h2, err := l.Acquire(context.Background(), "job")
+			if err != nil {
+				t.Error(err)
+			}
+			got <- h2
+		}()
+		w.at(6 * time.Second)
+		f.set(func(f *faultStore) { f.err = errInjected })
+		w.at(10 * time.Second)
+		if !closed(h.Done()) || len(got) != 0 {
+			t.Fatal("want the holding lost at the failed renewal (10s), the second Acquire waiting")
+		}
+		f.heal()
+		w.at(15 * time.Second)
+		if len(got) == 0 {
+			t.Fatal("the waiting Acquire did not take the key at the Elector's next attempt (15s)")
+		}
+		h2 := <-got
+		defer h2.Release(context.Background())
+		if h2.e != h.e || h2.Term() <= h.Term() {
+			t.Fatalf("second holding: same Elector %v, term %d after %d; want the lost holding's Elector, a new term", h2.e == h.e, h2.Term(), h.Term())
+		}
+	})
+}
+
 // P2, P3: a TryAcquire within R of a loss does not take the lost holding's Elector over: it
 // stops it (its record released) and runs an Elector of its own, which takes the released
 // record at once.
