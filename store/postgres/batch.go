@@ -163,3 +163,95 @@ func (b *batcher) close() { b.Close() }
 
 // wait cancels the batches still in flight and waits for their goroutines: none outlives Close.
 func (b *batcher) wait() { b.Wait() }
+
+// Coalesced reads. A lease's first attempt, and every attempt after a failed one, reads its
+// record: at 10,000 leases, when attempts fail, reads go one query (and one pooled
+// connection) each. Gets queued behind the reads in flight go as one query,
+// `WHERE id = ANY($1)`, which reads every row of the batch in one snapshot: each caller gets
+// its row, or not found. A batch that fails is run again one read at a time, so that each
+// caller gets its own answer (a cancelled batch cannot cancel a caller whose context is live).
+
+// maxReadBatch bounds the keys of a batched read.
+const maxReadBatch = 2000
+
+// pgRead is a read's answer: the row's document text, or none (found is false).
+type pgRead struct {
+	raw   []byte
+	found bool
+	err   error
+	alone bool // the batch failed: the caller reads alone
+}
+
+// readBatcher coalesces a store's Gets.
+type readBatcher struct {
+	*driver.Batcher[string, pgRead]
+	pool            *pgxpool.Pool
+	getOne, getMany string
+}
+
+func newReadBatcher(pool *pgxpool.Pool, getOne, getMany string) *readBatcher {
+	// With the writes' two (newBatcher), fewer in flight than the pool's connections, so that
+	// a watch's marker and the conditional writes' follow-up reads find one.
+	n := int(pool.Config().MaxConns) / 4
+	b := &readBatcher{pool: pool, getOne: getOne, getMany: getMany}
+	b.Batcher = &driver.Batcher[string, pgRead]{
+		MaxInFlight: max(1, min(n, 2)),
+		MaxBatch:    maxReadBatch,
+		Lone:        b.lone,
+		Send:        b.send,
+		Closed:      errStoreClosed,
+		Name:        "postgres",
+	}
+	return b
+}
+
+// get reads key's document text, alone or in a batch.
+func (b *readBatcher) get(ctx context.Context, key string) ([]byte, bool, error) {
+	r, err := b.Do(ctx, key)
+	if err != nil {
+		return nil, false, err
+	}
+	if r.alone {
+		r = b.lone(ctx, key)
+	}
+	return r.raw, r.found, r.err
+}
+
+func (b *readBatcher) lone(ctx context.Context, key string) pgRead {
+	var raw []byte
+	err := b.pool.QueryRow(ctx, b.getOne, key).Scan(&raw)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return pgRead{}
+	}
+	return pgRead{raw: raw, found: err == nil, err: err}
+}
+
+func (b *readBatcher) send(ctx context.Context, keys []string) []pgRead {
+	if len(keys) == 1 {
+		return []pgRead{b.lone(ctx, keys[0])}
+	}
+	rs := make([]pgRead, len(keys))
+	rows, err := b.pool.Query(ctx, b.getMany, keys)
+	if err == nil {
+		found := make(map[string][]byte, len(keys))
+		var (
+			id  string
+			raw []byte
+		)
+		_, err = pgx.ForEachRow(rows, []any{&id, &raw}, func() error {
+			found[id] = raw
+			raw = nil // the next row scans into a new slice
+			return nil
+		})
+		if err == nil {
+			for i, k := range keys {
+				rs[i].raw, rs[i].found = found[k]
+			}
+			return rs
+		}
+	}
+	for i := range rs {
+		rs[i].alone = true
+	}
+	return rs
+}

@@ -285,3 +285,56 @@ func TestBatchAtMostTwoWritesOfAKey(t *testing.T) {
 		t.Errorf("batches %v, want [2 1]", sizes)
 	}
 }
+
+// TestBatchCoalescesQueuedReads: the Gets queued behind the reads in flight go as one query,
+// and each caller gets its own answer: its document (twice for a key asked twice), or not
+// found.
+func TestBatchCoalescesQueuedReads(t *testing.T) {
+	s := openTest(t)
+	ctx := t.Context()
+	for k, n := range map[string]float64{"read:a": 1, "read:b": 2} {
+		if err := s.Create(ctx, k, map[string]any{"n": n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := batchtest.New()
+	s.b.reads.Hook = r.Hook
+	gate := make(chan struct{})
+	lone := s.b.reads.Lone
+	s.b.reads.Lone = func(ctx context.Context, key string) pgRead {
+		<-gate
+		return lone(ctx, key)
+	}
+	n := s.b.reads.MaxInFlight
+	var held sync.WaitGroup
+	for range n {
+		held.Go(func() { _, _ = s.Get(ctx, "read:a") })
+	}
+	r.WaitFor(t, "alone", n)
+
+	keys := []string{"read:a", "read:missing", "read:b", "read:a"}
+	docs := make([]map[string]any, len(keys))
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Go(func() { docs[i], errs[i] = s.Get(ctx, k) })
+		r.WaitFor(t, "queued", i+1)
+	}
+	close(gate)
+	wg.Wait()
+	held.Wait()
+	if sizes := r.BatchSizes(); len(sizes) != 1 || sizes[0] != len(keys) {
+		t.Errorf("batches %v, want one of %d", sizes, len(keys))
+	}
+	for i, want := range []any{1.0, nil, 2.0, 1.0} {
+		if want == nil {
+			if !errors.Is(errs[i], store.ErrNotFound) {
+				t.Errorf("Get %s: %v, want ErrNotFound", keys[i], errs[i])
+			}
+			continue
+		}
+		if errs[i] != nil || docs[i]["n"] != want {
+			t.Errorf("Get %s = %v, %v; want n = %v", keys[i], docs[i], errs[i], want)
+		}
+	}
+}

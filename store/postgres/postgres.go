@@ -44,7 +44,8 @@ type backend struct {
 	conns *connTracker
 	table string // as given, for messages
 	q     queries
-	batch *batcher // the writes (batch.go)
+	batch *batcher     // the writes (batch.go)
+	reads *readBatcher // the Gets (batch.go)
 
 	// Notifications (watch.go); channel is empty with notify=false.
 	channel     string
@@ -55,14 +56,16 @@ type backend struct {
 // queries holds the statements, built once with the quoted table name.
 type queries struct {
 	get, create, patch, patchIf, del, delIf string
+	getMany                                 string // the Gets of a batch (batch.go)
 	mark                                    string // a watch's read (watch.go)
 }
 
 func newQueries(table string) queries {
 	t := pgx.Identifier{table}.Sanitize()
 	return queries{
-		get:    `SELECT doc FROM ` + t + ` WHERE id = $1`,
-		create: `INSERT INTO ` + t + ` (id, doc) VALUES ($1, $2::jsonb) ON CONFLICT (id) DO NOTHING`,
+		get:     `SELECT doc FROM ` + t + ` WHERE id = $1`,
+		getMany: `SELECT id, doc FROM ` + t + ` WHERE id = ANY($1::text[])`,
+		create:  `INSERT INTO ` + t + ` (id, doc) VALUES ($1, $2::jsonb) ON CONFLICT (id) DO NOTHING`,
 		// jsonb_typeof guards against merging into a row that is not an object: || would turn it
 		// into an array silently.
 		patch:   `UPDATE ` + t + ` SET doc = doc || $2::jsonb WHERE id = $1 AND jsonb_typeof(doc) = 'object'`,
@@ -98,7 +101,8 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config, table string, notify b
 	if err != nil {
 		return nil, err
 	}
-	s := &backend{pool: pool, conns: conns, table: table, q: newQueries(table), batch: newBatcher(pool)}
+	q := newQueries(table)
+	s := &backend{pool: pool, conns: conns, table: table, q: q, batch: newBatcher(pool), reads: newReadBatcher(pool, q.get, q.getMany)}
 	// pgxpool connects lazily: Ping makes a server that cannot be reached fail here, with pgx's
 	// "failed to connect" error rather than under the table's creation.
 	if err := pool.Ping(ctx); err != nil {
@@ -138,13 +142,15 @@ func (s *backend) createTable(ctx context.Context) error {
 	return fmt.Errorf("create table %s: %w", s.table, err)
 }
 
-// Close closes the store's connections. The writes queued for a batch fail at once (store
+// Close closes the store's connections. The writes and reads queued for a batch fail at once (store
 // closed); Close waits for the operations in progress for a second, then closes their
 // connections under them (they fail), so that it returns promptly even when the network to the
 // server is cut, and returns once the goroutines sending batches have.
 func (s *backend) Close() error {
 	s.closeWatches()
 	s.batch.close()
+	s.reads.Close()
+	defer s.reads.Wait()
 	defer s.batch.wait()
 	done := make(chan struct{})
 	go func() {
@@ -172,13 +178,12 @@ func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
 }
 
 func (s *backend) get(ctx context.Context, key string) (map[string]any, error) {
-	var raw []byte
-	err := s.pool.QueryRow(ctx, s.q.get, key).Scan(&raw)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, store.ErrNotFound
-	}
+	raw, found, err := s.reads.get(ctx, key)
 	if err != nil {
 		return nil, err
+	}
+	if !found {
+		return nil, store.ErrNotFound
 	}
 	doc, err := driver.DecodeRow("postgres", s.table, raw)
 	if err != nil {
