@@ -208,8 +208,10 @@ func (e *Elector) healthLoop(ctx context.Context) {
 		switch {
 		case err == nil && wasFailing:
 			e.log.Info("leasehold: health check passes")
-		case err != nil && fails == r.failures:
+		case err != nil && fails == r.failures && e.leading.Load() != nil:
 			e.log.Warn("leasehold: health check failed: unhealthy, handing over to a healthy candidate", "failures", fails, "error", err)
+		case err != nil && fails == r.failures:
+			e.log.Warn("leasehold: health check failed: unhealthy, taking a free lease only as a last resort", "failures", fails, "error", err)
 		case err != nil:
 			e.log.Info("leasehold: health check failed", "failures", fails, "error", err)
 		}

@@ -104,7 +104,7 @@ func (o *leaseObserver) run(ctx context.Context, out chan<- Record) {
 			if o.cfg.OnError != nil {
 				o.cfg.OnError(err)
 			}
-		case !delivered || rec.Holder != last.Holder || rec.Term != last.Term || resignChanged(rec, last):
+		case !delivered || rec.Holder != last.Holder || rec.Term != last.Term || resignChanged(rec, last) || rankChanged(rec, last):
 			select {
 			case out <- rec:
 				last, delivered = rec, true
@@ -133,6 +133,14 @@ func (o *leaseObserver) read(ctx context.Context) (Record, error) {
 		return Record{}, fmt.Errorf("cluster: lease %q: observe: %w", o.cfg.LeaseName, err)
 	}
 	return rec, nil
+}
+
+// rankChanged reports whether the holder's priority or health changed within its term (Q1,
+// U2): a leader that starts or stops reporting itself unhealthy keeps its term.
+func rankChanged(rec, last Record) bool {
+	p, u := rec.CurrentPriority()
+	lp, lu := last.CurrentPriority()
+	return p != lp || u != lu
 }
 
 // resignChanged reports whether a resign request appeared, went or changed between last and

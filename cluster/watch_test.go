@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -269,4 +270,44 @@ func (f *faultStore) callCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls
+}
+
+// O1, U2: a leader that reports itself unhealthy, then healthy again, keeps its term: each
+// change is delivered (at the first read after the renewal that wrote it).
+func TestO1ObserveHealth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		var bad atomic.Bool
+		a := w.node("a", 0, 0)
+		checked(a.e, &bad, 0)
+		a.start() // checks at 0, 5, 10, ...: unhealthy at the third failure
+		w.at(sec(1))
+		ctx, cancel := context.WithCancel(context.Background())
+		ch, err := Observe(ctx, ObserveConfig{Lock: NewStoreLock(w.mem), LeaseName: "leader", Interval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []bool
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for rec := range ch {
+				_, u := rec.CurrentPriority()
+				got = append(got, u)
+			}
+		}()
+		w.at(sec(9))
+		bad.Store(true)
+		w.at(sec(31)) // failures at 10s, 15s, 20s: unhealthy from 20s
+		bad.Store(false)
+		w.at(sec(40)) // passes at 35s
+		cancel()
+		<-done
+		if want := []bool{false, true, false}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("unhealthy as delivered: %v; want %v (one term throughout)", got, want)
+		}
+		if term, _ := a.e.Term(); term != 1 {
+			t.Fatalf("a's term %d; want 1", term)
+		}
+	})
 }

@@ -57,8 +57,9 @@ process group.
 - --health-cmd CMD, --health-url URL: a health check, run at start and then every R. A leader
   whose last --health-failures checks failed hands over to the first healthy candidate that
   asks, whatever its priority; a candidate whose last check failed takes a free lease only as
-  a last resort (R after a healthy one would). When every candidate fails its check, the
-  leader keeps leading and its CMD runs on.
+  a last resort (a crashed leader's R after a healthy one would, a released one L + R after
+  it saw it free). When every candidate fails its check, the leader keeps leading and its CMD
+  runs on.
 - --hold-at-least D: once CMD has exited by itself, the lease is kept (renewed) until D has
   passed since CMD started, then released; leasehold then exits with CMD's status. No other
   instance runs CMD, and a --try gives up, in that window. SIGINT or SIGTERM ends it early:

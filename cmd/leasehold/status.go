@@ -26,9 +26,8 @@ Without --holders it looks for slots from 0 up until one is missing; --holders N
 slots (a slot that was never taken, then, shows as missing).
 
 With --watch, status reads the lease every --interval and prints one line each time its holder,
-its term or a pending resign changes (the first line is the lease as first read; a renewal
-prints nothing; each line shows the holder's priority and unhealthy flag as read then, and a
-change of them alone prints nothing),
+its term, a pending resign or the holder's priority or health changes (the first line is the
+lease as first read; a renewal that changes none of them prints nothing),
 until SIGINT or SIGTERM, which exit 0. A read that fails is logged on stderr and the watch
 goes on. It never joins the election. A change that comes and goes between two reads is not
 seen, and a crashed holder's lease stays held until another instance takes it over.
