@@ -288,14 +288,24 @@ func TestBatchAtMostTwoWritesOfAKey(t *testing.T) {
 
 // TestBatchCoalescesQueuedReads: the Gets queued behind the reads in flight go as one query,
 // and each caller gets its own answer: its document (twice for a key asked twice), or not
-// found.
+// found; when that query fails, each reads alone.
 func TestBatchCoalescesQueuedReads(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		t.Run(fmt.Sprintf("broken=%v", broken), func(t *testing.T) { testQueuedReads(t, broken) })
+	}
+}
+
+func testQueuedReads(t *testing.T, broken bool) {
 	s := openTest(t)
 	ctx := t.Context()
 	for k, n := range map[string]float64{"read:a": 1, "read:b": 2} {
 		if err := s.Create(ctx, k, map[string]any{"n": n}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if broken {
+		// The batch's query fails: each caller reads alone, and gets its own answer.
+		s.b.reads.getMany = "SELECT no_such_column FROM no_such_table WHERE $1::text[] IS NULL"
 	}
 	r := batchtest.New()
 	s.b.reads.Hook = r.Hook
