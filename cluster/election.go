@@ -155,6 +155,8 @@ func (e *Elector) run(startCtx context.Context) {
 
 		select {
 		case <-tc:
+		case <-e.poke:
+			s.soon = true // a gate opened (D6): attempt now rather than at the next R
 		case <-e.rank.wake:
 			// The health check's verdict changed (U1, U2): a leader writes it into its
 			// record at once; a candidate that passes again may take a free lease at once.

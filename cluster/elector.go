@@ -99,7 +99,9 @@ type Elector struct {
 	// is nil for an Elector of its own.
 	resigned string
 	slot     int
-	claim    *slotClaim
+	claim    claimer
+	// poke asks the election goroutine for an attempt at once: a gate that opened (D6).
+	poke chan struct{}
 
 	value string // ElectorConfig.Advertise (V1)
 	rank  *rank  // priority and health (priority.go)
@@ -185,6 +187,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		runDone:  make(chan struct{}),
 		done:     make(chan struct{}),
 		ending:   make(chan struct{}),
+		poke:     make(chan struct{}, 1),
 	}
 	if w, ok := cfg.Lock.(Watcher); ok {
 		e.watcher = w

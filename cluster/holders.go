@@ -90,7 +90,10 @@ func NewHolders(cfg ElectorConfig, n int) (*Holders, error) {
 		if err != nil {
 			return nil, err
 		}
-		e.slot, e.claim = i, claim
+		e.slot = i
+		if claim != nil {
+			e.claim = claim
+		}
 		h.slots = append(h.slots, e)
 	}
 	if claim != nil {
@@ -191,7 +194,7 @@ type slotClaim struct {
 // acquire is called by an attempt of slot i that is about to write to hold its slot. It
 // returns false when another slot of the instance holds, or may hold, its own, or its
 // callbacks have not all returned.
-func (c *slotClaim) acquire(i int) bool {
+func (c *slotClaim) acquire(i int, _ *Record, _ bool) bool {
 	c.mu.Lock()
 	j := c.owner
 	if j < 0 || j == i {
@@ -237,10 +240,29 @@ func (c *slotClaim) observe(i int, ev Event) {
 	}
 }
 
-// claimSlot is onRead's gate before a write that would make this instance hold its record: it
-// is always open for an Elector of its own, and for one slot at a time of a Holders (H2).
-func (e *Elector) claimSlot() bool {
-	return e.claim == nil || e.claim.acquire(e.slot)
+// claimer is the gate of an Elector that is one of several of an instance: the slots of N
+// holders (H2), the partitions of a partitioned election (D6).
+type claimer interface {
+	// acquire is called by an attempt of slot that is about to write to hold rec (nil: the
+	// record is missing), expired saying whether it is another holder's record that has
+	// expired (E6); false makes the attempt follow instead.
+	acquire(slot int, rec *Record, expired bool) bool
+	// drop records that an attempt of slot does not write to hold its record.
+	drop(slot int)
+	// watchesExpiry says whether a held record refused is followed as it is, so that its
+	// expiry is judged (E6) while the gate is closed, rather than under a revision of its own.
+	watchesExpiry() bool
+}
+
+var _ claimer = (*slotClaim)(nil)
+
+func (c *slotClaim) watchesExpiry() bool { return false }
+
+// claimSlot is onRead's gate before a write that would make this instance hold rec (nil when
+// missing): it is always open for an Elector of its own, and for one slot at a time of a
+// Holders (H2).
+func (e *Elector) claimSlot(rec *Record, expired bool) bool {
+	return e.claim == nil || e.claim.acquire(e.slot, rec, expired)
 }
 
 // unclaim records that this attempt does not write to hold the record.

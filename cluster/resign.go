@@ -119,7 +119,7 @@ func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observ
 			// missing for its L and R more.
 			return follow(Record{Revision: missingRevision})
 		}
-		if errors.Is(err, ErrNotFound) && !e.claimSlot() {
+		if errors.Is(err, ErrNotFound) && !e.claimSlot(nil, false) {
 			// Followed as a record no Lock writes (its revision is never a real one): the
 			// election goroutine schedules the next attempt by that observation (E1, E6).
 			return follow(Record{Revision: missingRevision})
@@ -149,9 +149,12 @@ func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observ
 		e.unclaim()
 		return outcome{}, false // E2 follows
 	}
-	if !e.claimSlot() {
+	if !e.claimSlot(rec, expired && rec.Holder != "" && !e.owns(*rec)) {
 		if e.owns(*rec) {
 			return e.releaseSlot(ctx, *rec), true
+		}
+		if rec.Holder != "" && e.claim.watchesExpiry() {
+			return follow(*rec) // its expiry judged (E6), for when the gate opens (D6)
 		}
 		// Followed under a revision of its own: this instance, which may not take the slot,
 		// does not watch it expire (its observation would stay expired, and the election

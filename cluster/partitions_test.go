@@ -1,0 +1,214 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// pmember is one instance of a partitioned election in a test.
+type pmember struct {
+	p    *Partitions
+	halt bool
+}
+
+func (w *world) partitions(id string, k int) *pmember {
+	w.t.Helper()
+	p, err := NewPartitions(PartitionsConfig{
+		Lock: NewStoreLock(w.mem), LeaseName: "work", Partitions: k, LeaseDuration: testL, RenewInterval: testR,
+		InstanceID: id, Logger: quietLogger(),
+	})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	m := &pmember{p: p}
+	if err := p.Start(context.Background()); err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() {
+		if !m.halt {
+			_ = p.Stop(context.Background())
+		}
+	})
+	return m
+}
+
+// crash ends the member as a killed process would: no release, no leave.
+func (m *pmember) crash() {
+	m.halt = true
+	m.p.cancel()
+	<-m.p.planned
+	for _, e := range m.p.parts {
+		close(e.halt)
+		<-e.done
+	}
+}
+
+// owners returns, by partition, the members that own it now (IsLeader).
+func owners(k int, ms ...*pmember) [][]string {
+	out := make([][]string, k)
+	for _, m := range ms {
+		if m.halt {
+			continue
+		}
+		for _, i := range m.p.Owned() {
+			out[i] = append(out[i], m.p.id)
+		}
+	}
+	return out
+}
+
+// checkOwners fails on a partition with two owners, and returns the owned counts by member
+// and how many partitions have no owner.
+func checkOwners(t *testing.T, k int, ms ...*pmember) (map[string]int, int) {
+	t.Helper()
+	counts := make(map[string]int)
+	free := 0
+	for i, os := range owners(k, ms...) {
+		switch len(os) {
+		case 0:
+			free++
+		case 1:
+			counts[os[0]]++
+		default:
+			t.Fatalf("partition %d has two owners: %v", i, os)
+		}
+	}
+	return counts, free
+}
+
+// runPartitions samples the fleet every 100ms until until: never two owners of a partition.
+func (w *world) runPartitions(until time.Duration, k int, ms ...*pmember) {
+	w.t.Helper()
+	for d := w.since(); d <= until; d += 100 * time.Millisecond {
+		w.at(d)
+		checkOwners(w.t, k, ms...)
+	}
+}
+
+func spread(counts map[string]int) (lo, hi int) {
+	lo = -1
+	for _, c := range counts {
+		if lo < 0 || c < lo {
+			lo = c
+		}
+		hi = max(hi, c)
+	}
+	return lo, hi
+}
+
+// D6: three members of a 12-partition election, started at 0s, 1s and 2s: never two owners
+// of a partition, and from 60s every partition owned, four by each member (no pile-up on the
+// first, which alone could take them all at first).
+func TestD6SpreadEvenlyNeverTwoOwners(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		const k = 12
+		a := w.partitions("a", k)
+		w.at(sec(1))
+		b := w.partitions("b", k)
+		w.at(sec(2))
+		c := w.partitions("c", k)
+		w.runPartitions(sec(60), k, a, b, c)
+		counts, free := checkOwners(t, k, a, b, c)
+		if free != 0 || counts["a"] != 4 || counts["b"] != 4 || counts["c"] != 4 {
+			t.Fatalf("at 60s: %v owned, %d free; want 4 each, none free", counts, free)
+		}
+		w.runPartitions(sec(120), k, a, b, c)
+		if after, _ := checkOwners(t, k, a, b, c); fmt.Sprint(after) != fmt.Sprint(counts) {
+			t.Fatalf("a settled fleet moved: %v, then %v", counts, after)
+		}
+	})
+}
+
+// D7: a fourth member joins a settled fleet of three: the fleet reaches 3 each, moving at most
+// ⌈K/N⌉ + 1 = 4 partitions, each handed over after its callbacks (never two owners).
+func TestD7JoinMovesFew(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		const k = 12
+		a, b, c := w.partitions("a", k), w.partitions("b", k), w.partitions("c", k)
+		w.runPartitions(sec(60), k, a, b, c)
+		before := owners(k, a, b, c)
+		d := w.partitions("d", k)
+		w.runPartitions(sec(120), k, a, b, c, d)
+		counts, free := checkOwners(t, k, a, b, c, d)
+		if lo, hi := spread(counts); free != 0 || len(counts) != 4 || lo != 3 || hi != 3 {
+			t.Fatalf("60s after d joined: %v owned, %d free; want 3 each", counts, free)
+		}
+		moved := 0
+		for i, os := range owners(k, a, b, c, d) {
+			if !slices.Equal(os, before[i]) {
+				moved++
+			}
+		}
+		if moved > 4 {
+			t.Fatalf("%d partitions moved for a join; want at most 4", moved)
+		}
+	})
+}
+
+// D8: a member crashes: its partitions are owned again within L + R of the crash (its last
+// renewals came before it), by the two others, which end within one of each other.
+func TestD8CrashTakenWithinLPlusR(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		const k = 12
+		a, b, c := w.partitions("a", k), w.partitions("b", k), w.partitions("c", k)
+		w.runPartitions(sec(60), k, a, b, c)
+		c.crash()
+		w.runPartitions(sec(60)+testL+testR, k, a, b)
+		counts, free := checkOwners(t, k, a, b)
+		if free != 0 {
+			t.Fatalf("L + R after c crashed: %v owned, %d free; want every partition owned", counts, free)
+		}
+		w.runPartitions(sec(150), k, a, b)
+		counts, _ = checkOwners(t, k, a, b)
+		if counts["a"] != 6 || counts["b"] != 6 {
+			t.Fatalf("after the crash: %v; want 6 each", counts)
+		}
+	})
+}
+
+// D8: a member that stops releases its partitions; the others own them again within R.
+func TestD8StopTakenWithinR(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		const k = 12
+		a, b, c := w.partitions("a", k), w.partitions("b", k), w.partitions("c", k)
+		w.runPartitions(sec(60), k, a, b, c)
+		if err := c.p.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		c.halt = true
+		stopped := w.since()
+		w.runPartitions(stopped+testR, k, a, b)
+		if counts, free := checkOwners(t, k, a, b); free != 0 {
+			t.Fatalf("R after c stopped: %v owned, %d free; want every partition owned", counts, free)
+		}
+	})
+}
+
+// D6: the constructor checks its settings, each error naming the field; a Lock that keeps no
+// roster is refused naming the lease.
+func TestD6PartitionsConfig(t *testing.T) {
+	lock := NewStoreLock(newFaultStore(nil))
+	for _, tc := range []struct {
+		cfg  PartitionsConfig
+		want string
+	}{
+		{PartitionsConfig{Lock: lock}, "Partitions is 0"},
+		{PartitionsConfig{Lock: lock, Partitions: 4, MaxMoves: -1}, "MaxMoves"},
+		{PartitionsConfig{Lock: &countLock{inner: lock}, LeaseName: "work", Partitions: 4}, `"work": partitions need a Lock that keeps a roster`},
+		{PartitionsConfig{Lock: lock, Partitions: 4, LeaseDuration: time.Second, RenewInterval: time.Second}, "RenewInterval"},
+		{PartitionsConfig{}, "Lock is nil"},
+	} {
+		if _, err := NewPartitions(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewPartitions(%+v): %v; want an error containing %q", tc.cfg, err, tc.want)
+		}
+	}
+}
