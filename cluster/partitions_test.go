@@ -125,8 +125,9 @@ func TestD6SpreadEvenlyNeverTwoOwners(t *testing.T) {
 	})
 }
 
-// D7: a fourth member joins a settled fleet of three: the fleet reaches 3 each, moving at most
-// ⌈K/N⌉ + 1 = 4 partitions, each handed over after its callbacks (never two owners).
+// D7: a fourth member joins a settled fleet of three: the fleet reaches 3 each within 3R,
+// moving at most ⌈K/N⌉ + 1 = 4 partitions, each handed over after its callbacks (never two
+// owners).
 func TestD7JoinMovesFew(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -135,6 +136,12 @@ func TestD7JoinMovesFew(t *testing.T) {
 		w.runPartitions(sec(60), k, a, b, c)
 		before := owners(k, a, b, c)
 		d := w.partitions("d", k)
+		// D7's bound: the donors see d in the roster within R, hand over at most MaxMoves
+		// each per R (here each gives one), and d's watch takes each release at once.
+		w.runPartitions(sec(60)+3*testR, k, a, b, c, d)
+		if counts, free := checkOwners(t, k, a, b, c, d); free != 0 || counts["d"] != 3 {
+			t.Fatalf("3R after d joined: %v owned, %d free; want d at its share, 3", counts, free)
+		}
 		w.runPartitions(sec(120), k, a, b, c, d)
 		counts, free := checkOwners(t, k, a, b, c, d)
 		if lo, hi := spread(counts); free != 0 || len(counts) != 4 || lo != 3 || hi != 3 {
