@@ -47,6 +47,7 @@ type Partitions struct {
 
 	mu      sync.Mutex
 	started bool
+	stopped bool
 	cancel  context.CancelFunc
 	done    chan struct{} // closed once the planner and every partition's election have ended
 	planned chan struct{} // closed once the planner has returned
@@ -145,7 +146,10 @@ func (p *Partitions) WhenOwner(fn func(ctx context.Context, partition int) error
 func (p *Partitions) Start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.started {
+	switch {
+	case p.stopped:
+		return fmt.Errorf("cluster: lease %q: partitions: Start after Stop", p.name)
+	case p.started:
 		return fmt.Errorf("cluster: lease %q: partitions started twice", p.name)
 	}
 	p.started = true
@@ -174,9 +178,13 @@ func (p *Partitions) Start(ctx context.Context) error {
 // once its callbacks have returned, E7), then leaves the roster.
 func (p *Partitions) Stop(ctx context.Context) error {
 	p.mu.Lock()
-	started, cancel := p.started, p.cancel
+	started, stopped, cancel := p.started, p.stopped, p.cancel
+	p.stopped = true
 	p.mu.Unlock()
 	if !started {
+		if !stopped {
+			close(p.done)
+		}
 		return nil
 	}
 	cancel()

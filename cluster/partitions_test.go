@@ -219,3 +219,26 @@ func TestD6PartitionsConfig(t *testing.T) {
 		}
 	}
 }
+
+// D6: Stop before Start ends the election (Done closes) and a later Start is refused; a
+// second Start is refused too.
+func TestD6StartStop(t *testing.T) {
+	p, err := NewPartitions(PartitionsConfig{Lock: NewStoreLock(newFaultStore(nil)), Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	if err := p.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "Start after Stop") {
+		t.Fatalf("Start after Stop: %v", err)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		m := w.partitions("a", 2)
+		if err := m.p.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "started twice") {
+			t.Fatalf("second Start: %v", err)
+		}
+	})
+}
