@@ -73,6 +73,9 @@ func cmdHelper(mode string) int {
 	if code, ok := treeHelper(mode); ok {
 		return code
 	}
+	if code, ok := partitionHelper(mode); ok {
+		return code
+	}
 	switch mode {
 	case "record", "record-slot":
 		sigs := make(chan os.Signal, 4)

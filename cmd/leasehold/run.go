@@ -70,6 +70,20 @@ process group.
   lease of its own. With 1 (the default) the record is NAME, as without it. With --config,
   the slots use the cluster service's lease, parameters and Registry. Not with --try or
   --wait, nor with the priority and health flags: no slot is handed over for them.
+- --partitions K: a partitioned election of K partitions, records NAME/0 to NAME/K-1, each a
+  lease of its own with its own term, spread evenly over the live instances (the roster
+  NAME.members); leasehold runs one CMD per partition this instance owns, with
+  LEASEHOLD_PARTITION (0-based) and that partition's LEASEHOLD_TERM, each as a leader's CMD:
+  when its ownership ends (the partition handed over to a member that joined, at most
+  --max-moves per renew interval), its tree gets SIGTERM, then SIGKILL after the grace, and is
+  gone before another instance can own the partition. A CMD that exits by itself ends
+  leasehold as a leader's does: the other CMDs are stopped, the partitions released, and
+  leasehold exits with its status (with --restart, it runs again while the partition is
+  owned). SIGINT or SIGTERM stops every CMD, then releases the partitions; exit 0. A stopped
+  instance's partitions are owned again within R, a crashed one's within L + R. Needs a store
+  (--store, or a --config store cluster service), not a Kubernetes lease. Not with --holders,
+  --try, --wait, --advertise, --hold-at-least, --metrics-addr, nor the priority and health
+  flags.
 
 Flags:
   --grace D               time CMD has to stop after SIGTERM, before SIGKILL; at most, and by
@@ -82,6 +96,10 @@ Flags:
   --hold-at-least D       keep the lease until D after CMD started, even if CMD exits sooner
                           (not with --restart)
   --holders N             let up to N instances lead at once, one slot each (default 1)
+  --partitions K          split the lease into K partitions spread over the instances, and
+                          run one CMD per partition this instance owns
+  --max-moves M           with --partitions, how many partitions an instance hands over per
+                          renew interval at most (default 1)
   --advertise VALUE       publish VALUE (an address) while this instance leads: read it with
                           leasehold leader; at most 1024 bytes, one line
   --priority N            this instance's rank among the candidates: a 32-bit integer,
@@ -120,6 +138,8 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	wait := fs.Duration("wait", 0, "")
 	holdAtLeast := fs.Duration("hold-at-least", 0, "")
 	holders := fs.Int("holders", 1, "")
+	partitions := fs.Int("partitions", 0, "")
+	maxMoves := fs.Int("max-moves", 0, "")
 	fs.StringVar(&f.advertise, "advertise", "", "")
 	f.registerRank(fs)
 	if help, err := parseFlags(fs, args, runUsage); help || err != nil {
@@ -184,6 +204,9 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 			}
 		}
 	}
+	if err := checkPartitionsFlags(fs, *partitions, *maxMoves); err != nil {
+		return 0, err
+	}
 	if *metricsAddr != "" {
 		if _, _, err := net.SplitHostPort(*metricsAddr); err != nil {
 			return 0, badInput(runUsage, "--metrics-addr %q: %v", *metricsAddr, err)
@@ -205,6 +228,9 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	ctx := context.Background()
 	if u, err := url.Parse(f.store); err == nil && u.Scheme == "mem" {
 		log.Warn("leasehold: a mem:// store is local to this process: every leasehold process elects itself; use a shared store")
+	}
+	if *partitions > 0 {
+		return runPartitions(&f, *partitions, *maxMoves, *grace, f.set["grace"], *restart, rest, log)
 	}
 	collector := leaseholdprom.NewCollector()
 	var view *electionView

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,6 +27,11 @@ NAME/N-1: status then shows each slot and its holder, and exits 0 when any slot 
 Without --holders it looks for slots from 0 up until one is missing; --holders N reads the N
 slots (a slot that was never taken, then, shows as missing).
 
+A lease run with --partitions K: --partitions K shows each partition's record, NAME/0 to
+NAME/K-1, its owner and term, and the members in the roster NAME.members (an entry is removed
+when its member stops; a crashed member's stays listed: one read cannot tell it from a live
+one). It exits 0 when any partition is owned.
+
 With --watch, status reads the lease every --interval and prints one line each time its holder,
 its term, a pending resign or the holder's priority or health changes (the first line is the
 lease as first read; a renewal that changes none of them prints nothing),
@@ -40,6 +47,9 @@ Flags:
                           each read
   --holders N             the lease's number of holders (run --holders N): show its N slots
                           (not with --watch)
+  --partitions K          the lease's number of partitions (run --partitions K): show each
+                          partition's owner and term, and the roster's members (not with
+                          --watch or --holders)
 ` + commonFlagsUsage
 
 // leaseStatus is what status prints; its JSON form is the --json output and the /status
@@ -65,6 +75,11 @@ type leaseStatus struct {
 	// lease is held when any slot is. Slot is the slot's number, in Slots.
 	Slots []leaseStatus `json:"slots,omitempty"`
 	Slot  *int          `json:"slot,omitempty"`
+	// A partitioned election of K partitions (D6): its partitions, each as a lease of its own
+	// (SlotName), and the members in its roster (D5). Partition is the partition's number.
+	Partitions []leaseStatus `json:"partitions,omitempty"`
+	Partition  *int          `json:"partition,omitempty"`
+	Members    []string      `json:"members,omitempty"`
 	// Value is what the holder publishes for its term (run --advertise, V1), "" for nothing.
 	Value string `json:"value,omitempty"`
 	// The holder's priority (run --priority), and whether it reports itself unhealthy (its
@@ -87,6 +102,7 @@ func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	watch := fs.Bool("watch", false, "")
 	interval := fs.Duration("interval", time.Second, "")
 	holders := fs.Int("holders", 0, "")
+	partitions := fs.Int("partitions", 0, "")
 	if help, err := parseFlags(fs, args, statusUsage); help || err != nil {
 		if help {
 			fmt.Fprint(stdout, statusUsage)
@@ -118,6 +134,18 @@ func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	if holdersSet && *watch {
 		return 0, badInput(statusUsage, "--holders cannot be used with --watch")
 	}
+	partitionsSet := false
+	fs.Visit(func(fl *flag.Flag) { partitionsSet = partitionsSet || fl.Name == "partitions" })
+	if partitionsSet {
+		switch {
+		case *partitions < 1:
+			return 0, badInput(statusUsage, "--partitions %d must be at least 1", *partitions)
+		case holdersSet:
+			return 0, badInput(statusUsage, "--partitions cannot be used with --holders")
+		case *watch:
+			return 0, badInput(statusUsage, "--partitions cannot be used with --watch")
+		}
+	}
 	if *watch {
 		return watchStatus(&f, *asJSON, *interval, *timeout, stdout, stderr)
 	}
@@ -129,9 +157,12 @@ func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	}
 	defer r.close(context.WithoutCancel(ctx))
 	var st leaseStatus
-	if *holders > 1 {
+	switch {
+	case partitionsSet:
+		st, err = readPartitions(ctx, r, *partitions)
+	case *holders > 1:
 		st, err = readSlots(ctx, r, *holders)
-	} else {
+	default:
 		st, err = readLease(ctx, r, !holdersSet)
 	}
 	if err != nil {
@@ -260,6 +291,10 @@ func printStatus(w io.Writer, st leaseStatus) {
 		printSlots(tw, st)
 		return
 	}
+	if st.Partitions != nil {
+		printPartitions(tw, st)
+		return
+	}
 	switch st.State {
 	case "missing":
 		fmt.Fprintf(tw, "state:\tmissing (no instance has taken this lease yet)\n")
@@ -312,6 +347,79 @@ func printStatus(w io.Writer, st leaseStatus) {
 	}
 	if st.Preempt {
 		fmt.Fprintf(tw, "preempt:\tby %s, of priority %d\n", st.NextHolder, *st.NextPriority)
+	}
+}
+
+// readPartitions reads the k partitions of a partitioned election, and its roster's members
+// when the Lock keeps a roster. The election is held when any partition is owned; otherwise
+// its state is the most telling of its partitions', as for slots.
+func readPartitions(ctx context.Context, r *leaseReader, k int) (leaseStatus, error) {
+	st := leaseStatus{Lease: r.lease, Store: r.where}
+	now := time.Now()
+	for i := range k {
+		name := cluster.SlotName(r.lock, r.lease, i, k)
+		rec, err := r.lock.Get(ctx, name)
+		part := leaseStatus{Lease: name, Store: r.where, State: "missing"}
+		switch {
+		case errors.Is(err, cluster.ErrNotFound):
+		case err != nil:
+			return leaseStatus{}, fmt.Errorf("lease %q in %s: partition %d (%s): %w", r.lease, r.where, i, name, err)
+		default:
+			part = describeRecord(name, r.where, rec, now)
+		}
+		part.Partition = &i
+		st.Partitions = append(st.Partitions, part)
+		st.Exists = st.Exists || part.Exists
+		st.Held = st.Held || part.Held
+	}
+	if roster, ok := r.lock.(cluster.Roster); ok {
+		ms, err := roster.Members(ctx, cluster.RosterName(r.lease))
+		if err != nil {
+			return leaseStatus{}, fmt.Errorf("lease %q in %s: roster %s: %w", r.lease, r.where, cluster.RosterName(r.lease), err)
+		}
+		st.Members = []string{}
+		for _, m := range ms {
+			st.Members = append(st.Members, m.ID)
+		}
+		slices.Sort(st.Members)
+	}
+	st.Slots, st.State = st.Partitions, "" // summarize reads Slots
+	st = summarize(st)
+	st.Slots = nil
+	return st, nil
+}
+
+// printPartitions prints the partitions of a partitioned election, one line each, and the
+// members of its roster.
+func printPartitions(tw io.Writer, st leaseStatus) {
+	owned := 0
+	for _, p := range st.Partitions {
+		if p.Held {
+			owned++
+		}
+	}
+	fmt.Fprintf(tw, "state:\t%s (%d of %d partitions owned)\n", st.State, owned, len(st.Partitions))
+	if st.Members != nil {
+		members := "none"
+		if len(st.Members) > 0 {
+			members = strings.Join(st.Members, ", ")
+		}
+		fmt.Fprintf(tw, "members:\t%s\n", members)
+	}
+	for _, p := range st.Partitions {
+		line := p.State
+		switch p.State {
+		case "held":
+			line = fmt.Sprintf("owned by %s, term %d", p.Holder, p.Term)
+		case "expired":
+			line = fmt.Sprintf("expired (its owner may have crashed), last owned by %s, term %d", p.Holder, p.Term)
+		case "released":
+			line = fmt.Sprintf("released, term %d", p.Term)
+			if p.NextHolder != "" {
+				line += ", handed over to " + p.NextHolder
+			}
+		}
+		fmt.Fprintf(tw, "partition %d:\t%s\t(%s)\n", *p.Partition, line, p.Lease)
 	}
 }
 

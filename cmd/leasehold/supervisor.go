@@ -51,6 +51,9 @@ type supervisor struct {
 	// hold is --hold-at-least: a CMD that exits by itself leaves the lease held until hold
 	// after it started (C6).
 	hold time.Duration
+	// extraEnv is added to CMD's environment after the lease's variables (run --partitions:
+	// LEASEHOLD_PARTITION).
+	extraEnv []string
 
 	// exited receives CMD's status when it exits by itself without --restart: leasehold then
 	// releases the lease and exits with it.
@@ -250,6 +253,7 @@ func (s *supervisor) startChild(ctx context.Context, term uint64, slot int) (*ch
 			"LEASEHOLD_TERM="+strconv.FormatUint(term, 10),
 			"LEASEHOLD_SLOT="+strconv.Itoa(slot),
 		)
+		cmd.Env = append(cmd.Env, s.extraEnv...)
 		// CMD is not in the terminal's foreground group: reading the terminal would stop it.
 		cmd.Stdin = nil
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
