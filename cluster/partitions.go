@@ -237,8 +237,12 @@ func (p *Partitions) plan(ctx context.Context) {
 		if err != nil {
 			p.log.Warn("leasehold: partitions: roster", "error", err) // E8: the partitions' elections go on
 		} else {
-			view.update(ms, time.Now())
-			p.apply(ctx, view.live(time.Now()))
+			now := time.Now()
+			view.update(ms, now)
+			// Planned with the members seen beating within 2R, not merely not yet judged gone
+			// (D5's L): a partition is never planned for, nor handed over to, a member that
+			// has stopped beating, whose roster entry would take L more to expire (D7).
+			p.apply(ctx, view.recent(now, 2*p.r))
 		}
 		t.Reset(time.Until(start.Add(p.r)))
 	}
@@ -270,7 +274,7 @@ func (p *Partitions) apply(ctx context.Context, live []string) {
 		// D4: hand over to the member the plan names, once this partition's callbacks have
 		// returned (R2); the release is reserved for it (R3).
 		rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
-		_, err := Resign(rctx, p.lock, p.parts[m.Partition].name, m.To)
+		_, err := resign(rctx, p.lock, p.parts[m.Partition].name, m.To, true)
 		cancel()
 		if err != nil {
 			p.log.Info("leasehold: partitions: hand over", "partition", m.Partition, "to", m.To, "error", err)

@@ -16,7 +16,7 @@ import (
 // every member is back, within 2 minutes every partition is owned and the counts differ by at
 // most one.
 func TestD6RandomFaults(t *testing.T) {
-	for seed := uint64(1); seed <= 3; seed++ {
+	for _, seed := range randomSeedList(t, 3) { // -random.seeds=N, -random.seed=S as TestRandomFaults
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) { runPartitionsSeed(t, seed) })

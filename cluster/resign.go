@@ -44,6 +44,13 @@ const ReasonResign = "resign"
 // instance takes the expired lease over, and the write itself, a new revision, makes
 // followers watch the record for their L again.
 func Resign(ctx context.Context, lock Lock, name, to string) (Record, error) {
+	return resign(ctx, lock, name, to, false)
+}
+
+// resign is Resign; with preempt, the request is a preemption of priority 1 (Q2): a holder of
+// priority 0 yields to it, and its release is reserved for to for R only (Q4). A partitioned
+// election hands partitions over so (D7).
+func resign(ctx context.Context, lock Lock, name, to string, preempt bool) (Record, error) {
 	if lock == nil {
 		return Record{}, errors.New("cluster: Resign: the Lock is nil")
 	}
@@ -62,6 +69,9 @@ func Resign(ctx context.Context, lock Lock, name, to string) (Record, error) {
 			return Record{}, fmt.Errorf("cluster: lease %q: resign to %q: %w (term %d)", name, to, ErrResignToHolder, rec.Term)
 		}
 		rec.ResignRequested, rec.NextHolder = time.Now().Round(0).UTC(), to
+		if preempt {
+			rec.Preempt, rec.NextPriority = true, 1
+		}
 		written, err := lock.Update(ctx, name, rec)
 		switch {
 		case err == nil:

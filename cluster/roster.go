@@ -155,9 +155,19 @@ func (v *rosterView) update(ms []Member, now time.Time) {
 
 // live returns the IDs of the members live at now, in no order.
 func (v *rosterView) live(now time.Time) []string {
+	return v.recent(now, 0)
+}
+
+// recent returns the IDs of the members whose entry changed within w of now (within D when w
+// is 0 or longer), in no order.
+func (v *rosterView) recent(now time.Time, w time.Duration) []string {
 	var ids []string
 	for id, s := range v.seen {
-		if now.Before(s.at.Add(max(v.l, s.m.Duration))) {
+		d := max(v.l, s.m.Duration)
+		if w > 0 {
+			d = min(d, w)
+		}
+		if now.Before(s.at.Add(d)) {
 			ids = append(ids, id)
 		}
 	}
