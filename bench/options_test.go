@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +91,21 @@ func TestSlowHandoversListed(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "- leasehold/file: handover a → b took 349ms\n") {
 		t.Errorf("the slow handover is not listed:\n%s", b.String())
+	}
+}
+
+// TestStartProfile: with LEASEHOLD_BENCH_PROFILE set, a measurement window leaves its CPU and
+// allocation profiles in that directory; without it, nothing.
+func TestStartProfile(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(envProfile, "")
+	startProfile()()
+	t.Setenv(envProfile, dir)
+	startProfile()()
+	for _, kind := range []string{"cpu", "allocs"} {
+		name := filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", kind, os.Getpid()))
+		if st, err := os.Stat(name); err != nil || st.Size() == 0 {
+			t.Errorf("%s profile %s: %v", kind, name, err)
+		}
 	}
 }
