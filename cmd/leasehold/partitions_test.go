@@ -281,3 +281,32 @@ func TestRunPartitionsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// run --partitions with --config: the partitions are the configured cluster service's lease
+// (its name, L and R) over its Registry: two instances run the 4 partitions' CMDs, 2 each,
+// and the records pool/0 to pool/3 of the Registry name their owners.
+func TestRunPartitionsWithConfig(t *testing.T) {
+	const k = 4
+	w := newWorld(t)
+	registry := filepath.Join(w.dir, "app-registry.json")
+	cfg := writeConfig(t, w.dir, "app.json", `
+		"Registry": {"type": "Webda/FileStore", "path": "`+registry+`"},
+		"cluster": {"type": "Webda/StoreClusterService", "leaseName": "pool", "leaseDuration": 2000, "renewInterval": 500}`)
+	env := []string{"LEASEHOLD_TEST_CMD=record-partition"}
+	for _, id := range []string{"a", "b"} {
+		w.start(id, env, append([]string{"run", "--config", cfg, "--instance-id", id, "--partitions", strconv.Itoa(k), "--log-format", "json", "--"}, helperCmd()...)...)
+	}
+	running := waitPartitions(t, w, k, 30*time.Second, "4 partitions running, 2 per instance", func(running []partitionRun) bool {
+		n := countOwners(running)
+		return n["a"] == 2 && n["b"] == 2
+	})
+	st := slotsStatus(t, "file://"+registry, 0, "--lease", "pool", "--partitions", strconv.Itoa(k))
+	if len(st.Partitions) != k || strings.Join(st.Members, ",") != "a,b" {
+		t.Fatalf("status of the lease pool: %+v; want its %d partitions and members a, b", st, k)
+	}
+	for p, s := range st.Partitions {
+		if s.Lease != "pool/"+strconv.Itoa(p) || s.Holder != running[p].id || s.Term != running[p].term {
+			t.Errorf("record %s of the Registry: holder %q term %d; its CMD runs on %s with term %d", s.Lease, s.Holder, s.Term, running[p].id, running[p].term)
+		}
+	}
+}
