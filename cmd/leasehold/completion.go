@@ -120,6 +120,7 @@ var placeholderWords = map[string]string{
 	"D": "duration", "N": "number", "ID": "instance id", "NAME": "lease name", "ADDR": "host:port",
 	"URL": "store URL", "text|json": "format", "LEVEL": "level",
 	"HTTP-URL": "health check URL", "CMD": "shell command",
+	"K": "number of partitions", "M": "partitions moved per renew interval",
 }
 
 func isFile(placeholder string) bool { return placeholder == "FILE" || placeholder == "PATH" }

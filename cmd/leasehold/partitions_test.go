@@ -310,3 +310,24 @@ func TestRunPartitionsWithConfig(t *testing.T) {
 		}
 	}
 }
+
+// The help of run and status, and the bash and zsh completions, carry --partitions K and
+// --max-moves M.
+func TestCompletionPartitions(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"run", "--help"}, []string{"--partitions K", "--max-moves M", "LEASEHOLD_PARTITION"}},
+		{[]string{"status", "--help"}, []string{"--partitions K", "members"}},
+		{[]string{"completion", "bash"}, []string{"--partitions", "--max-moves"}},
+		{[]string{"completion", "zsh"}, []string{"'--partitions[split the lease into K partitions", ":number of partitions:", "'--max-moves[", ":partitions moved per renew interval:"}},
+	} {
+		out, _, code := runLeasehold(t, c.args...)
+		for _, want := range c.want {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("leasehold %v: exit %d, output lacks %q", c.args, code, want)
+			}
+		}
+	}
+}
