@@ -53,7 +53,7 @@ func newPartitionsElection(ctx context.Context, f *commonFlags, k, maxMoves int,
 		}
 		if _, ok := lock.(cluster.Roster); !ok {
 			_ = closeAll(context.WithoutCancel(ctx))
-			return nil, badInput(usage, "--partitions needs a store's roster of the members: the cluster service %q of --config %s is not a store's lease (%T); use a store cluster service or --store",
+			return nil, badInput(usage, "--partitions needs a store's roster of the members, which the cluster service %q of --config %s (%T) does not keep (a Kubernetes Lease has none): use a store cluster service or --store",
 				ac.name, ac.path, ac.svc)
 		}
 		cfg.Lock, cfg.LeaseName, cfg.LeaseDuration, cfg.RenewInterval, cfg.InstanceID = lock, ac.lease(), l, r, ac.es.InstanceID()
