@@ -33,7 +33,13 @@ import (
 //	                      Record.Priority and Record.Unhealthy (Q1, U2; see AnnotationPriority)
 //
 // A 409 Conflict on update and AlreadyExists on create are lost races (cluster.ErrConflict).
-// It only gets, creates and updates Leases. timeout, when positive, bounds each request.
+// An election only gets, creates and updates Leases. The Lock is also a cluster.Roster, for
+// partitioned elections (cluster.NewPartitions, D5): one Lease per member
+// (MemberLeaseName), labelled with its roster (LabelRoster), whose holderIdentity is the
+// member and whose annotations carry its session, beat and duration; a member's beat updates
+// only its own Lease, so members never conflict. That roster also needs list (Members reads
+// the roster with one List by label selector) and delete (Leave deletes the member's Lease)
+// on leases. timeout, when positive, bounds each request.
 func NewLeaseLock(leases coordinationclient.LeasesGetter, namespace string, timeout time.Duration) cluster.Lock {
 	return &leaseLock{client: leases.Leases(namespace), namespace: namespace, timeout: timeout, last: map[string]*coordinationv1.Lease{}}
 }
