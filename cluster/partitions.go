@@ -214,6 +214,10 @@ func (p *Partitions) Done() <-chan struct{} { return p.done }
 func (p *Partitions) plan(ctx context.Context) {
 	view := newRosterView(p.l)
 	var beat uint64
+	// The first plan waits for the second read of the roster, R after this member's first
+	// beat: members started together then see each other before any takes a free partition,
+	// rather than the first to plan taking them all and handing them over at MaxMoves per R.
+	reads := 0
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
@@ -239,6 +243,10 @@ func (p *Partitions) plan(ctx context.Context) {
 		} else {
 			now := time.Now()
 			view.update(ms, now)
+			if reads++; reads < 2 {
+				t.Reset(time.Until(start.Add(p.r)))
+				continue
+			}
 			// Planned with the members seen beating within 2R, not merely not yet judged gone
 			// (D5's L): a partition is never planned for, nor handed over to, a member that
 			// has stopped beating, whose roster entry would take L more to expire (D7).

@@ -242,3 +242,23 @@ func TestD6StartStop(t *testing.T) {
 		}
 	})
 }
+
+// D6: members started together share the partitions from the start: none takes more than its
+// share (no pile-up on the first to plan), and each owns its share from 2R on.
+func TestD6StartTogetherNoPileUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		const k = 12
+		a, b, c := w.partitions("a", k), w.partitions("b", k), w.partitions("c", k)
+		for d := time.Duration(0); d <= sec(60); d += 100 * time.Millisecond {
+			w.at(d)
+			counts, free := checkOwners(t, k, a, b, c)
+			if _, hi := spread(counts); hi > 4 {
+				t.Fatalf("at %v: %v owned; want none above its share, 4", d, counts)
+			}
+			if d >= 2*testR && (free != 0 || counts["a"] != 4 || counts["b"] != 4 || counts["c"] != 4) {
+				t.Fatalf("at %v: %v owned, %d free; want 4 each from 2R", d, counts, free)
+			}
+		}
+	})
+}
