@@ -111,6 +111,13 @@ func (s *ClusterService) OpenLock(ctx context.Context, app *leasehold.Applicatio
 		}
 	}
 	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		// client-go's default limit, 5 requests a second (burst 10), is below what N holders or
+		// K partitions need at a short renew interval (one attempt per Lease per R, and a
+		// partitioned election's roster): its waits would fail attempts (E3). Each Elector
+		// bounds its own requests, so the limit is only a guard against a runaway client.
+		cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "leasehold/" + name
 	}
@@ -169,3 +176,9 @@ func (s *ClusterService) LeaseNamespace() string { return s.namespace }
 func (s *ClusterService) String() string {
 	return fmt.Sprintf("%s %s/%s", ServiceType, s.namespace, s.LeaseName)
 }
+
+// The client-side rate limit of the cluster service's client when its configuration sets none.
+const (
+	clientQPS   = 100
+	clientBurst = 200
+)

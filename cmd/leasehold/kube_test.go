@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,9 +18,10 @@ import (
 )
 
 // startKube starts a kube-apiserver of the test's own, with ns granted to its restricted user
-// (get, create, update and watch on Leases), and writes a kubeconfig of that user. It skips
-// when the binaries of scripts/kube-binaries are absent, unless LEASEHOLD_REQUIRE_KUBE=1.
-func startKube(t *testing.T, ns string) (kubeconfig string) {
+// (get, create, update and watch on Leases, and the extra verbs), and writes a kubeconfig of
+// that user. It skips when the binaries of scripts/kube-binaries are absent, unless
+// LEASEHOLD_REQUIRE_KUBE=1.
+func startKube(t *testing.T, ns string, extra ...string) (kubeconfig string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
@@ -45,7 +48,7 @@ func startKube(t *testing.T, ns string) (kubeconfig string) {
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if err := env.API.Grant(ctx, ns, "get", "create", "update", "watch"); err != nil {
+	if err := env.API.Grant(ctx, ns, append([]string{"get", "create", "update", "watch"}, extra...)...); err != nil {
 		t.Fatal(err)
 	}
 	kubeconfig = filepath.Join(t.TempDir(), "kubeconfig")
@@ -116,5 +119,32 @@ func TestConfigOverKubernetes(t *testing.T) {
 		if start, _ := w.waitCmd(30*time.Second, "CMD-START", nil); start.id != "b" || start.term <= first.term {
 			t.Fatalf("next CMD-START: %+v; want b's, in a term above %d", start, first.term)
 		}
+	})
+}
+
+// run --partitions over a Kubernetes cluster service: the partitions are the Leases pool-0 to
+// pool-3, the roster one Lease per member (which needs list and delete besides), and two
+// instances run two partitions each, then one stops and the other runs all four.
+func TestPartitionsOverKubernetes(t *testing.T) {
+	const k = 4
+	kubeconfig := startKube(t, "cmdparts", "list", "delete")
+	w := newWorld(t)
+	cfg := writeConfig(t, w.dir, "pool.json", `
+		"cluster": {"type": "Webda/KubernetesClusterService", "namespace": "cmdparts", "config": "`+kubeconfig+`",
+			"leaseName": "pool", "leaseDuration": 2000, "renewInterval": 500}`)
+	env := []string{"LEASEHOLD_TEST_CMD=record-partition"}
+	procs := map[string]*proc{}
+	for _, id := range []string{"a", "b"} {
+		procs[id] = w.start(id, env, append([]string{"run", "--config", cfg, "--instance-id", id, "--partitions", strconv.Itoa(k), "--log-format", "json", "--"}, helperCmd()...)...)
+	}
+	waitPartitions(t, w, k, 60*time.Second, "4 partitions running, 2 per instance", func(running []partitionRun) bool {
+		n := countOwners(running)
+		return n["a"] == 2 && n["b"] == 2
+	})
+	if err := procs["a"].cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitPartitions(t, w, k, 60*time.Second, "b running all 4 partitions", func(running []partitionRun) bool {
+		return countOwners(running)["b"] == k
 	})
 }

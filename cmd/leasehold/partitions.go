@@ -34,7 +34,7 @@ type partitionsElection struct {
 // newPartitionsElection prepares the partitioned election of the lease of the flags, over
 // --store, or over the Lock of the --config cluster service's lease with its parameters (its
 // Registry is started; its own single-leader election is not). The Lock must keep a roster:
-// a store's does, a Kubernetes lease's does not.
+// a store's and the Kubernetes Lease Lock do.
 func newPartitionsElection(ctx context.Context, f *commonFlags, k, maxMoves int, log *slog.Logger, observer func(cluster.Event), usage string) (*partitionsElection, error) {
 	cfg := cluster.PartitionsConfig{Partitions: k, MaxMoves: maxMoves, Logger: log, Observer: observer}
 	pe := &partitionsElection{}
@@ -53,7 +53,7 @@ func newPartitionsElection(ctx context.Context, f *commonFlags, k, maxMoves int,
 		}
 		if _, ok := lock.(cluster.Roster); !ok {
 			_ = closeAll(context.WithoutCancel(ctx))
-			return nil, badInput(usage, "--partitions needs a store's roster of the members, which the cluster service %q of --config %s (%T) does not keep (a Kubernetes Lease has none): use a store cluster service or --store",
+			return nil, badInput(usage, "--partitions needs a roster of the members, which the cluster service %q of --config %s (%T) does not keep: use a store or Kubernetes cluster service, or --store",
 				ac.name, ac.path, ac.svc)
 		}
 		cfg.Lock, cfg.LeaseName, cfg.LeaseDuration, cfg.RenewInterval, cfg.InstanceID = lock, ac.lease(), l, r, ac.es.InstanceID()

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -269,24 +268,6 @@ func TestRunPartitionsBadInput(t *testing.T) {
 		p.mu.Unlock()
 		if !strings.Contains(out, c.flag) {
 			t.Errorf("run %v: output %q does not name %s", c.args, out, c.flag)
-		}
-	}
-	// A Kubernetes cluster service keeps no roster: refused before any request to its server.
-	if slices.Contains(clusterTypes, "Webda/KubernetesClusterService") {
-		kubeconfig := filepath.Join(w.dir, "kubeconfig")
-		if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
-kind: Config
-clusters: [{name: test, cluster: {server: "https://127.0.0.1:1"}}]
-users: [{name: u, user: {token: "x"}}]
-contexts: [{name: c, context: {cluster: test, user: u, namespace: ns}}]
-current-context: c
-`), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cfg := writeConfig(t, w.dir, "kube.json", `"cluster": {"type": "Webda/KubernetesClusterService", "namespace": "ns", "config": "`+kubeconfig+`", "leaseName": "pool"}`)
-		_, stderr, code := runLeasehold(t, append([]string{"run", "--config", cfg, "--partitions", "3", "--"}, helperCmd()...)...)
-		if code != exitUsage || !strings.Contains(stderr, "--partitions") || !strings.Contains(stderr, "Kubernetes") {
-			t.Errorf("run --partitions 3 --config with a Kubernetes cluster service: exit %d, %q; want 2 naming --partitions and Kubernetes", code, stderr)
 		}
 	}
 	for _, args := range [][]string{
