@@ -115,7 +115,7 @@ func (e *Elector) run(startCtx context.Context) {
 		if pending == nil {
 			var known *Record
 			if due, known = e.due(&s, now); !now.Before(due) {
-				at, ok := e.askAt(s.obs.rec, e.rank.candidateSince())
+				at, ok := e.askAt(s.obs.rec)
 				pending = e.startAttempt(base, now, s.obs, known, lead != nil, ok && !now.Before(at))
 				s.next, s.lastStart, s.soon = now.Add(e.r), now, false
 			}
@@ -438,7 +438,7 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 		// session is another process's (E12): followed until it expires.
 		rec = e.takeOrRenew(rec, now, leading)
 	default:
-		if _, ok := e.askAt(rec, time.Time{}); ok && ask {
+		if ok, _ := e.askable(rec); ok && ask {
 			// Q2, U2: a holder this instance outranks, or that reports itself unhealthy.
 			// The request is a revision first seen once written (E6), not at the read.
 			rec, now = e.ask(ctx, rec, now)

@@ -218,15 +218,7 @@ func (p *Partitions) plan(ctx context.Context) {
 	// beat: members started together then see each other before any takes a free partition,
 	// rather than the first to plan taking them all and handing them over at MaxMoves per R.
 	reads := 0
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		start := time.Now()
+	every(ctx, p.r, func() bool {
 		beat++
 		rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
 		err := p.roster.Beat(rctx, RosterName(p.name), Member{ID: p.id, Session: p.session, Beat: beat, Duration: p.l})
@@ -235,25 +227,23 @@ func (p *Partitions) plan(ctx context.Context) {
 			ms, err = p.roster.Members(rctx, RosterName(p.name))
 		}
 		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			return false
+		case err != nil:
 			p.log.Warn("leasehold: partitions: roster", "error", err) // E8: the partitions' elections go on
-		} else {
-			now := time.Now()
-			view.update(ms, now)
-			if reads++; reads < 2 {
-				t.Reset(time.Until(start.Add(p.r)))
-				continue
-			}
+			return true
+		}
+		now := time.Now()
+		view.update(ms, now)
+		if reads++; reads >= 2 {
 			// Planned with the members seen beating within 2R, not merely not yet judged gone
 			// (D5's L): a partition is never planned for, nor handed over to, a member that
 			// has stopped beating, whose roster entry would take L more to expire (D7).
 			p.apply(ctx, view.recent(now, 2*p.r))
 		}
-		t.Reset(time.Until(start.Add(p.r)))
-	}
+		return true
+	})
 }
 
 // apply plans with the live members and acts on this instance's part of the plan.

@@ -111,28 +111,41 @@ func clearRequest(rec *Record) {
 // unhealthy.
 func (e *Elector) yieldsTo(p int) bool { return p > e.rank.priority || e.rank.isUnhealthy() }
 
-// askAt says whether this instance, following rec, would ask its holder to hand over (Q2, U2),
-// and from when: R after its last request, and, unless the holder reports itself unhealthy,
-// once it has been a candidate for the stability window since since. It never asks while its
-// own check fails, nor for a slot of N holders, nor over a request already pending but for
-// a preemption by a candidate of lower priority than its own.
-func (e *Elector) askAt(rec Record, since time.Time) (time.Time, bool) {
+// askable says whether this instance, following rec, would ask its holder to hand over (Q2,
+// U2), and whether that holder reports itself unhealthy. It never asks while its own check
+// fails, nor for a slot of N holders, nor over a request already pending but for a
+// preemption by a candidate of lower priority than its own. It reads nothing the election's
+// goroutine writes, so an attempt may call it.
+func (e *Elector) askable(rec Record) (ok, sick bool) {
 	if e.claim != nil || rec.Holder == "" || e.owns(rec) || madeUp(rec.Revision) || e.rank.isFailing() {
-		return time.Time{}, false
+		return false, false
 	}
 	p, sick := rec.CurrentPriority()
 	if !sick && e.rank.priority <= p {
-		return time.Time{}, false
+		return false, false
 	}
 	if ResignPending(rec) && (!rec.Preempt || rec.NextHolder == e.id || rec.NextPriority >= e.rank.priority) {
-		return time.Time{}, false // an operator's request, this instance's own, or a better candidate's
+		return false, false // an operator's request, this instance's own, or a better candidate's
+	}
+	return true, sick
+}
+
+// askAt says, when askable, from when this instance asks rec's holder to hand over: R after
+// its last request, and, unless the holder reports itself unhealthy, once it has been a
+// candidate for the stability window (Q2). A leader, or a follower of a holder it does not
+// outrank, returns before reading when it became a candidate. Called on the election's
+// goroutine only.
+func (e *Elector) askAt(rec Record) (time.Time, bool) {
+	ok, sick := e.askable(rec)
+	if !ok {
+		return time.Time{}, false
 	}
 	at := e.rank.asked.Add(e.r)
 	if e.rank.asked.IsZero() {
 		at = time.Time{}
 	}
 	if !sick {
-		at = later(at, since.Add(e.rank.window))
+		at = later(at, e.rank.candidateSince().Add(e.rank.window))
 	}
 	return at, true
 }
@@ -179,18 +192,10 @@ func (e *Elector) startHealth(base context.Context) func() {
 func (e *Elector) healthLoop(ctx context.Context) {
 	r := e.rank
 	fails := 0
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		start := time.Now()
+	every(ctx, e.r, func() bool {
 		err := e.runCheck(ctx)
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		if err == nil {
 			fails = 0
@@ -221,8 +226,8 @@ func (e *Elector) healthLoop(ctx context.Context) {
 			default:
 			}
 		}
-		t.Reset(time.Until(start.Add(e.r)))
-	}
+		return true
+	})
 }
 
 // runCheck runs the check once within HealthTimeout; a panic is a failure (E8).

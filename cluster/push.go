@@ -266,7 +266,7 @@ func (e *Elector) due(s *sched, now time.Time) (time.Time, *Record) {
 	if s.obs.rev != "" && s.obs.expires.After(s.lastStart) && s.obs.expires.Before(at) {
 		at = s.obs.expires // E6: attempt the moment that revision expires
 	}
-	if ask, ok := e.askAt(s.obs.rec, e.rank.candidateSince()); ok && ask.Before(at) && ask.Before(s.obs.expires) {
+	if ask, ok := e.askAt(s.obs.rec); ok && ask.Before(at) && ask.Before(s.obs.expires) {
 		return later(ask, s.lastStart), nil // Q2, U2: read, then ask the holder to hand over
 	}
 	if s.obs.rev != "" && !at.Before(s.obs.expires) {
