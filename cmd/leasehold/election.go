@@ -94,18 +94,11 @@ func storeElectorConfig(ctx context.Context, f *commonFlags, log *slog.Logger, o
 // service (see loadAppConfig). The flags given on the command line override the cluster
 // service's parameters; observer receives its events.
 func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
-	ac, err := loadAppConfig(f, usage)
+	ac, l, r, err := loadRankedConfig(f, usage)
 	if err != nil {
 		return nil, err
 	}
 	if err := ac.checkSlotName(usage); err != nil {
-		return nil, err
-	}
-	l, r, err := ac.timing(usage)
-	if err != nil {
-		return nil, err
-	}
-	if err := ac.checkRank(f, r, usage); err != nil {
 		return nil, err
 	}
 	ac.app.SetLogger(log)
@@ -408,6 +401,20 @@ func applyFlags(es *leasehold.ElectionService, f *commonFlags) {
 	}
 }
 
+// loadRankedConfig loads the --config cluster service (loadAppConfig) and checks its timing
+// and its priority and health settings, the flags applied.
+func loadRankedConfig(f *commonFlags, usage string) (ac *appConfig, l, r time.Duration, err error) {
+	if ac, err = loadAppConfig(f, usage); err == nil {
+		if l, r, err = ac.timing(usage); err == nil {
+			err = ac.checkRank(f, r, usage)
+		}
+	}
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return ac, l, r, nil
+}
+
 // checkRank checks the priority and health settings of the cluster service, the flags
 // applied: a flag at fault is named as the flag (--health-timeout beyond the service's R), a
 // parameter as the parameter.
@@ -441,6 +448,18 @@ type leaseReader struct {
 	close func(context.Context) error
 }
 
+// storeLeaseReader reads f's lease in the store at url (f.store, or its read-only form).
+func storeLeaseReader(ctx context.Context, f *commonFlags, url string) (*leaseReader, error) {
+	st, err := openStore(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	return &leaseReader{
+		lease: f.lease, where: store.RedactString(f.store), lock: cluster.NewStoreLock(st),
+		close: func(context.Context) error { return store.Close(st) },
+	}, nil
+}
+
 // newLeaseReader opens what holds the lease of the flags. With --config, the lease is read
 // through the cluster service's Lock (leasehold.LockOpener) over the configuration's Registry,
 // which is started; the cluster service is not.
@@ -450,14 +469,7 @@ func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 			return &leaseReader{lease: f.lease, where: store.RedactString(f.store), lock: absentLock{},
 				close: func(context.Context) error { return nil }}, nil
 		}
-		st, err := openStore(ctx, readOnlyURL(f.store))
-		if err != nil {
-			return nil, err
-		}
-		return &leaseReader{
-			lease: f.lease, where: store.RedactString(f.store), lock: cluster.NewStoreLock(st),
-			close: func(context.Context) error { return store.Close(st) },
-		}, nil
+		return storeLeaseReader(ctx, f, readOnlyURL(f.store))
 	}
 	ac, err := loadAppConfig(f, usage)
 	if err != nil {

@@ -28,15 +28,8 @@ func newHoldersElection(ctx context.Context, f *commonFlags, n int, log *slog.Lo
 }
 
 func newConfigHoldersElection(ctx context.Context, f *commonFlags, n int, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
-	ac, err := loadAppConfig(f, usage)
+	ac, l, r, err := loadRankedConfig(f, usage)
 	if err != nil {
-		return nil, err
-	}
-	l, r, err := ac.timing(usage)
-	if err != nil {
-		return nil, err
-	}
-	if err := ac.checkRank(f, r, usage); err != nil {
 		return nil, err
 	}
 	lock, closeAll, err := ac.openLock(ctx, usage)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
-	"github.com/leasehold/leasehold/store"
 )
 
 const resignUsage = `Usage: leasehold resign [flags] [--to ID]
@@ -88,12 +87,5 @@ func newLeaseWriter(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 	if err := f.makeStateDir(); err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, f.store)
-	if err != nil {
-		return nil, err
-	}
-	return &leaseReader{
-		lease: f.lease, where: store.RedactString(f.store), lock: cluster.NewStoreLock(st),
-		close: func(context.Context) error { return store.Close(st) },
-	}, nil
+	return storeLeaseReader(ctx, f, f.store)
 }

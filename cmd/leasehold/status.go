@@ -209,17 +209,12 @@ func readSlots(ctx context.Context, r *leaseReader, n int) (leaseStatus, error) 
 	st := leaseStatus{Lease: r.lease, Store: r.where}
 	now := time.Now()
 	for i := 0; n == 0 || i < n; i++ {
-		name := cluster.SlotName(r.lock, r.lease, i, max(n, 2))
-		rec, err := r.lock.Get(ctx, name)
-		slot := leaseStatus{Lease: name, Store: r.where, State: "missing"}
+		slot, found, err := readPart(ctx, r, "slot", i, max(n, 2), now)
 		switch {
-		case errors.Is(err, cluster.ErrNotFound) && n == 0:
-			return summarize(st), nil // the first slot missing: the last of them, presumably
-		case errors.Is(err, cluster.ErrNotFound):
 		case err != nil:
-			return leaseStatus{}, fmt.Errorf("lease %q in %s: slot %d (%s): %w", r.lease, r.where, i, name, err)
-		default:
-			slot = describeRecord(name, r.where, rec, now)
+			return leaseStatus{}, err
+		case !found && n == 0:
+			return summarize(st), nil // the first slot missing: the last of them, presumably
 		}
 		slot.Slot = &i
 		st.Slots = append(st.Slots, slot)
@@ -227,6 +222,20 @@ func readSlots(ctx context.Context, r *leaseReader, n int) (leaseStatus, error) 
 		st.Held = st.Held || slot.Held
 	}
 	return summarize(st), nil
+}
+
+// readPart reads the record of slot or partition i of k (what says which), as a status of its
+// own, state "missing" and found false when there is none.
+func readPart(ctx context.Context, r *leaseReader, what string, i, k int, now time.Time) (st leaseStatus, found bool, err error) {
+	name := cluster.SlotName(r.lock, r.lease, i, k)
+	rec, err := r.lock.Get(ctx, name)
+	switch {
+	case errors.Is(err, cluster.ErrNotFound):
+		return leaseStatus{Lease: name, Store: r.where, State: "missing"}, false, nil
+	case err != nil:
+		return leaseStatus{}, false, fmt.Errorf("lease %q in %s: %s %d (%s): %w", r.lease, r.where, what, i, name, err)
+	}
+	return describeRecord(name, r.where, rec, now), true, nil
 }
 
 // summarize sets the state of a lease of N holders from its slots': held when any slot is held,
@@ -357,15 +366,9 @@ func readPartitions(ctx context.Context, r *leaseReader, k int) (leaseStatus, er
 	st := leaseStatus{Lease: r.lease, Store: r.where}
 	now := time.Now()
 	for i := range k {
-		name := cluster.SlotName(r.lock, r.lease, i, k)
-		rec, err := r.lock.Get(ctx, name)
-		part := leaseStatus{Lease: name, Store: r.where, State: "missing"}
-		switch {
-		case errors.Is(err, cluster.ErrNotFound):
-		case err != nil:
-			return leaseStatus{}, fmt.Errorf("lease %q in %s: partition %d (%s): %w", r.lease, r.where, i, name, err)
-		default:
-			part = describeRecord(name, r.where, rec, now)
+		part, _, err := readPart(ctx, r, "partition", i, k, now)
+		if err != nil {
+			return leaseStatus{}, err
 		}
 		part.Partition = &i
 		st.Partitions = append(st.Partitions, part)
