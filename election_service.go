@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -93,7 +91,7 @@ func (s *ElectionService) validateRank(r time.Duration) error {
 		return errors.New(`parameter "healthCommand" is blank: want a shell command`)
 	}
 	if s.HealthURL != "" {
-		if err := CheckHealthURL(`parameter "healthUrl"`, s.HealthURL); err != nil {
+		if err := health.CheckURL(`parameter "healthUrl"`, s.HealthURL); err != nil {
 			return err
 		}
 	}
@@ -106,41 +104,6 @@ func (s *ElectionService) validateRank(r time.Duration) error {
 		}
 	}
 	return nil
-}
-
-// CheckHealthURL checks a health check's URL as health.URL takes it: http or https, with a
-// host. name is how the caller's user wrote it (`parameter "healthUrl"`, "--health-url"); the
-// error never shows the URL's password.
-func CheckHealthURL(name, rawURL string) error {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return fmt.Errorf("%s: cannot parse the URL %s", name, redactHealthURL(rawURL))
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("%s %s: the scheme must be http or https", name, u.Redacted())
-	case u.Host == "":
-		return fmt.Errorf("%s %s: no host", name, u.Redacted())
-	}
-	return nil
-}
-
-// redactHealthURL hides what may be a password in a URL that does not parse: anything between
-// "://" and the last "@" of its authority.
-func redactHealthURL(s string) string {
-	i := strings.Index(s, "://")
-	if i < 0 {
-		return strconv.Quote(s)
-	}
-	rest := s[i+3:]
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
-	}
-	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
-		return strconv.Quote(s[:i+3] + "xxxxx" + rest[at:])
-	}
-	return strconv.Quote(s)
 }
 
 // HealthCheck returns the health check of the parameters healthCommand or healthUrl, nil for

@@ -157,9 +157,9 @@ var (
 
 type termKey struct{}
 
-// WithTerm returns ctx carrying the lease term. Elector uses it for the contexts it gives to
+// withTerm returns ctx carrying the lease term. Elector uses it for the contexts it gives to
 // LeaderFuncs; other Cluster implementations may too.
-func WithTerm(ctx context.Context, term uint64) context.Context {
+func withTerm(ctx context.Context, term uint64) context.Context {
 	return context.WithValue(ctx, termKey{}, term)
 }
 

@@ -301,7 +301,7 @@ func (e *Elector) held(base context.Context, a *attempt, out outcome) bool {
 		return false
 	}
 	e.lastLed = out.rec.Term
-	ctx, cancel := context.WithCancel(WithTerm(base, out.rec.Term))
+	ctx, cancel := context.WithCancel(withTerm(base, out.rec.Term))
 	e.leading.Store(&leadership{term: out.rec.Term, deadline: deadline, ctx: ctx, cancel: cancel})
 	e.log.Info("leasehold: became leader", "term", out.rec.Term)
 	e.emit(Event{Kind: ObservedLeader, Holder: e.id, Term: out.rec.Term, Time: out.at})

@@ -31,8 +31,8 @@ func SlotName(lock Lock, lease string, slot, n int) string {
 
 type slotKey struct{}
 
-// WithSlot returns ctx carrying the slot a Holders leadership holds.
-func WithSlot(ctx context.Context, slot int) context.Context {
+// withSlot returns ctx carrying the slot a Holders leadership holds.
+func withSlot(ctx context.Context, slot int) context.Context {
 	return context.WithValue(ctx, slotKey{}, slot)
 }
 
@@ -141,7 +141,7 @@ func (h *Holders) WhenLeader(fn LeaderFunc, deregistered func()) (remove func())
 	}
 	removes := make([]func(), 0, len(h.slots))
 	for i, e := range h.slots {
-		removes = append(removes, e.WhenLeader(func(ctx context.Context) error { return fn(WithSlot(ctx, i)) }, deregistered))
+		removes = append(removes, e.WhenLeader(func(ctx context.Context) error { return fn(withSlot(ctx, i)) }, deregistered))
 	}
 	return func() {
 		for _, r := range removes {

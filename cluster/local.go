@@ -26,7 +26,7 @@ func NewLocal(id string) *Local {
 	}
 	l := &Local{id: id}
 	l.cb = newCallbacks(slog.Default().With("instance", id), l.IsLeader)
-	ctx, cancel := context.WithCancel(WithTerm(context.Background(), 1))
+	ctx, cancel := context.WithCancel(withTerm(context.Background(), 1))
 	l.cancel = cancel
 	l.cb.startLeading(ctx)
 	return l

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -137,17 +138,11 @@ func run(label, name string, args ...string) Check {
 // URL returns a Check that GETs rawURL; a 2xx status is healthy. Errors
 // show the URL with any password masked.
 func URL(rawURL string) Check {
-	u, err := url.Parse(rawURL)
+	u, err := parseURL("health: URL", rawURL)
 	if err != nil {
-		return failed(fmt.Errorf("health: URL %q: cannot parse it", redactRaw(rawURL)))
+		return failed(err)
 	}
 	shown := u.Redacted()
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return failed(fmt.Errorf("health: URL %s: scheme must be http or https", shown))
-	}
-	if u.Host == "" {
-		return failed(fmt.Errorf("health: URL %s: no host", shown))
-	}
 	return func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
@@ -181,16 +176,44 @@ func scrub(err error, u *url.URL) string {
 	return s
 }
 
-// redactRaw masks whatever sits between "//" and "@" in a URL that does
-// not parse, since it may hold a password.
+// CheckURL checks rawURL as URL takes it: http or https, with a host, so that a
+// configuration is refused when it is read rather than at the first check. name is how the
+// caller's user wrote it (`parameter "healthUrl"`, "--health-url") and starts the error,
+// which never shows the URL's password.
+func CheckURL(name, rawURL string) error {
+	_, err := parseURL(name, rawURL)
+	return err
+}
+
+// parseURL parses a health check's URL; its errors start with name.
+func parseURL(name, rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot parse the URL %s", name, redactRaw(rawURL))
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("%s %s: the scheme must be http or https", name, u.Redacted())
+	case u.Host == "":
+		return nil, fmt.Errorf("%s %s: no host", name, u.Redacted())
+	}
+	return u, nil
+}
+
+// redactRaw quotes a URL that does not parse, hiding what may be a password: anything between
+// "://" and the last "@" of its authority.
 func redactRaw(s string) string {
-	i := strings.Index(s, "//")
+	i := strings.Index(s, "://")
 	if i < 0 {
-		return s
+		return strconv.Quote(s)
 	}
-	rest := s[i+2:]
-	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
-		return s[:i+2] + "xxxxx" + rest[at:]
+	rest := s[i+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
 	}
-	return s
+	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+		return strconv.Quote(s[:i+3] + "xxxxx" + rest[at:])
+	}
+	return strconv.Quote(s)
 }

@@ -235,7 +235,7 @@ func (c *commonFlags) validateRank(usage string) error {
 		return badInput(usage, "--health-timeout %v must be positive", c.healthTimeout)
 	}
 	if c.set["health-url"] {
-		if err := leasehold.CheckHealthURL("--health-url", c.healthURL); err != nil {
+		if err := health.CheckURL("--health-url", c.healthURL); err != nil {
 			return badInput(usage, "%v", err)
 		}
 	}
