@@ -79,11 +79,13 @@ func (l storeLock) Update(ctx context.Context, name string, r Record) (Record, e
 // elections' own rule.
 func DecodeStoreRecord(key string, doc map[string]any) (Record, error) { return decodeRecord(key, doc) }
 
-// EncodeStoreRecord returns the document the store Lock writes for r, r.Revision included.
-// Give it a revision from NewRevision: a record's revision must never repeat (E6).
+// EncodeStoreRecord returns the document the store Lock writes for r, r.Revision included, for
+// a tool that writes a lease record outside an election (a repair, a migration between
+// stores). Give it a revision from NewRevision: a record's revision must never repeat (E6).
 func EncodeStoreRecord(r Record) map[string]any { return encodeRecord(r) }
 
-// NewRevision returns a revision for a record written outside a Lock.
+// NewRevision returns a revision for a record written outside a Lock (EncodeStoreRecord):
+// unique, as the elections' followers need to tell two writes apart.
 func NewRevision() string { return newRevision() }
 
 // newRevision returns a random token: unique without coordination, so a deleted and

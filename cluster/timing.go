@@ -42,7 +42,8 @@ func ResolveTiming(l, r time.Duration, names TimingNames) (time.Duration, time.D
 	return l, r, nil
 }
 
-// ResolveLeaseName returns name, or DefaultLeaseName when it is empty.
+// ResolveLeaseName returns name, or DefaultLeaseName when it is empty, as every constructor
+// here does: a program that prints or reads the lease its election uses resolves it the same way.
 func ResolveLeaseName(name string) string {
 	if name == "" {
 		return DefaultLeaseName
