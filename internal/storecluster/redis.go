@@ -455,26 +455,39 @@ func (c *RedisCluster) rejoinStale(ctx context.Context, stale, primary *Member) 
 
 var _ Settler = (*RedisCluster)(nil)
 
-// redisSettlePoll is the time between the polls of Settle.
-const redisSettlePoll = 100 * time.Millisecond
+// redisSettlePoll is the time between the polls of Settle, and redisSettleStable how long what
+// it waits for must hold: longer than a Sentinel takes to find a primary down (down-after) and
+// agree with another to fail over, so that a failover decided while a primary was gone shows
+// before Settle returns.
+const (
+	redisSettlePoll   = 100 * time.Millisecond
+	redisSettleStable = 2*redisDownAfter + 500*time.Millisecond
+)
 
 // Settle implements Settler. Leader names a primary as soon as the Sentinels agree, which they
 // may do while one of them is about to fail over (a primary paused for longer than down-after
 // and just resumed) or while the former primary still acts as a master: a client timed from
-// then is timed across that failover. Settle returns once, on two polls in a row, every
-// Sentinel names the same primary with no failover under way and no down flag, that primary
-// accepts a SET, and the other server replicates from it with its link up. A former primary
-// still acting as a master is made a replica of the named one on the way.
+// then is timed across that failover. Settle returns once, on every poll for
+// redisSettleStable, every Sentinel names the same primary with no failover under way and no
+// down flag, that primary accepts a SET, and the other server replicates from it with its link
+// up. A former primary still acting as a master is made a replica of the named one on the way.
 func (c *RedisCluster) Settle(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var prev *Member
+	var (
+		prev  *Member
+		since time.Time // of the first poll that found prev settled
+	)
 	for {
 		p, err := c.settled(ctx)
-		if err == nil && p == prev {
+		switch {
+		case err != nil:
+			prev = nil
+		case p != prev:
+			prev, since = p, time.Now()
+		case time.Since(since) >= redisSettleStable:
 			return nil
 		}
-		prev = p
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("storecluster: the Redis cluster did not settle: %w (last: %v)", ctx.Err(), err)
@@ -544,7 +557,16 @@ func (c *RedisCluster) Rejoin(ctx context.Context, m *Member) error {
 		return err
 	}
 	if p == m {
-		return m.Start(ctx) // still the primary: it comes back on its data, its replica follows
+		// Still named the primary. A Sentinel that has found it down may be failing over:
+		// started now, it would come back as a master the Sentinels then turn into a replica,
+		// while its clients wrote to it, or be promoted by the failover's next try. Wait for
+		// the failover to end: m is then a replica like any other.
+		if p, err = c.failedOver(ctx, m); err != nil {
+			return err
+		}
+		if p == m {
+			return m.Start(ctx) // no Sentinel found it down: it comes back on its data, its replica follows
+		}
 	}
 	if err := m.Start(ctx); err != nil {
 		return err
@@ -553,6 +575,39 @@ func (c *RedisCluster) Rejoin(ctx context.Context, m *Member) error {
 		return err
 	}
 	return c.waitReplica(ctx, p, m, true)
+}
+
+// failedOver returns m, the primary the Sentinels name, when none of them flags it down or
+// failing over, or else the primary they name once the failover has completed.
+func (c *RedisCluster) failedOver(ctx context.Context, m *Member) (*Member, error) {
+	for {
+		p, err := c.sentinelPrimary(ctx)
+		if err == nil && p != m {
+			return p, nil
+		}
+		if err == nil {
+			flagged := false
+			for _, s := range c.sentinels {
+				if !s.Running() {
+					continue
+				}
+				v, err := respDo(ctx, s.Addr, "SENTINEL", "MASTER", RedisMasterName)
+				if err != nil {
+					continue
+				}
+				f := pairs(v)["flags"]
+				flagged = flagged || strings.Contains(f, "down") || strings.Contains(f, "failover")
+			}
+			if !flagged {
+				return m, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("storecluster: %s found down by the Sentinels, and no failover completed: %w", m.Name, ctx.Err())
+		case <-time.After(redisSettlePoll):
+		}
+	}
 }
 
 // waitReplica waits until replica is replicating from primary with its link up and, with
