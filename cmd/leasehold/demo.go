@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -116,6 +117,15 @@ func (d *demo) printf(format string, args ...any) {
 }
 
 // run runs the demo and returns the number of moments with two leaders.
+// drop forgets nd, once stopped, among the demo's incarnations.
+func (d *demo) drop(nd *demoNode) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i := slices.Index(d.all, nd); i >= 0 {
+		d.all = slices.Delete(d.all, i, i+1)
+	}
+}
+
 func (d *demo) run() int {
 	d.takeovers, d.longest = map[string]int{}, map[string]time.Duration{}
 	d.samplerInterval = 2 * time.Millisecond
@@ -319,14 +329,7 @@ func (d *demo) disrupt(crash bool, restarts *sync.WaitGroup) bool {
 			ctx, cancel := context.WithTimeout(context.Background(), d.r)
 			defer cancel()
 			_ = nd.e.Stop(ctx)
-			d.mu.Lock()
-			for i, o := range d.all {
-				if o == nd {
-					d.all = append(d.all[:i], d.all[i+1:]...)
-					break
-				}
-			}
-			d.mu.Unlock()
+			d.drop(nd)
 		})
 		d.mu.Unlock()
 	} else {
@@ -336,14 +339,7 @@ func (d *demo) disrupt(crash bool, restarts *sync.WaitGroup) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), d.l)
 		_ = nd.e.Stop(ctx)
 		cancel()
-		d.mu.Lock()
-		for i, o := range d.all {
-			if o == nd {
-				d.all = append(d.all[:i], d.all[i+1:]...)
-				break
-			}
-		}
-		d.mu.Unlock()
+		d.drop(nd)
 	}
 	// It comes back as a new process would, after a while: it has not seen the lease yet.
 	restarts.Add(1)

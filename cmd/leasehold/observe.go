@@ -146,14 +146,7 @@ func (v *electionView) status(now time.Time) statusView {
 	if herr != nil {
 		s.HealthError = herr.Error()
 	}
-	if !v.lastSuccess.IsZero() {
-		t := v.lastSuccess.UTC()
-		s.LastSuccess = &t
-	}
-	if !v.lastFailure.IsZero() {
-		t := v.lastFailure.UTC()
-		s.LastFailure = &t
-	}
+	s.LastSuccess, s.LastFailure = utcOrNil(v.lastSuccess), utcOrNil(v.lastFailure)
 	return s
 }
 

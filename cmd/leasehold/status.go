@@ -252,20 +252,25 @@ func summarize(st leaseStatus) leaseStatus {
 	return st
 }
 
+// utcOrNil returns t in UTC, or nil when it is zero: a time field of the JSON status, left
+// out when unknown.
+func utcOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
 // describeRecord judges a lease record at now.
 func describeRecord(lease, where string, rec cluster.Record, now time.Time) leaseStatus {
 	st := leaseStatus{
 		Lease: lease, Store: where, Exists: true, Holder: rec.Holder, Term: rec.Term,
 		LeaseDuration: rec.Duration.Seconds(),
 	}
-	if !rec.AcquiredAt.IsZero() {
-		t := rec.AcquiredAt.UTC()
-		st.AcquiredAt = &t
-	}
-	if !rec.RenewedAt.IsZero() {
-		t := rec.RenewedAt.UTC()
-		st.RenewedAt = &t
-		st.RenewedAgo = now.Sub(t).Seconds()
+	st.AcquiredAt, st.RenewedAt = utcOrNil(rec.AcquiredAt), utcOrNil(rec.RenewedAt)
+	if st.RenewedAt != nil {
+		st.RenewedAgo = now.Sub(*st.RenewedAt).Seconds()
 	}
 	st.Value = rec.CurrentValue()
 	if cluster.ResignPending(rec) {
@@ -410,20 +415,26 @@ func printPartitions(tw io.Writer, st leaseStatus) {
 		fmt.Fprintf(tw, "members:\t%s\n", members)
 	}
 	for _, p := range st.Partitions {
-		line := p.State
-		switch p.State {
-		case "held":
-			line = fmt.Sprintf("owned by %s, term %d", p.Holder, p.Term)
-		case "expired":
-			line = fmt.Sprintf("expired (its owner may have crashed), last owned by %s, term %d", p.Holder, p.Term)
-		case "released":
-			line = fmt.Sprintf("released, term %d", p.Term)
-			if p.NextHolder != "" {
-				line += ", handed over to " + p.NextHolder
-			}
+		line := partLine(p, "owned", "owner")
+		if p.State == "released" && p.NextHolder != "" {
+			line += ", handed over to " + p.NextHolder
 		}
 		fmt.Fprintf(tw, "partition %d:\t%s\t(%s)\n", *p.Partition, line, p.Lease)
 	}
+}
+
+// partLine describes a slot's or a partition's record in a few words: held (or owned, as
+// verb says) by whom, expired, released, missing.
+func partLine(p leaseStatus, verb, holder string) string {
+	switch p.State {
+	case "held":
+		return fmt.Sprintf("%s by %s, term %d", verb, p.Holder, p.Term)
+	case "expired":
+		return fmt.Sprintf("expired (its %s may have crashed), last %s by %s, term %d", holder, verb, p.Holder, p.Term)
+	case "released":
+		return fmt.Sprintf("released, term %d", p.Term)
+	}
+	return p.State
 }
 
 // printSlots prints the slots of a lease of N holders, one line each.
@@ -436,15 +447,7 @@ func printSlots(tw io.Writer, st leaseStatus) {
 	}
 	fmt.Fprintf(tw, "state:\t%s (%d of %d slots held)\n", st.State, held, len(st.Slots))
 	for _, s := range st.Slots {
-		line := s.State
-		switch s.State {
-		case "held":
-			line = fmt.Sprintf("held by %s, term %d", s.Holder, s.Term)
-		case "expired":
-			line = fmt.Sprintf("expired (its holder may have crashed), last held by %s, term %d", s.Holder, s.Term)
-		case "released":
-			line = fmt.Sprintf("released, term %d", s.Term)
-		}
+		line := partLine(s, "held", "holder")
 		if s.RenewedAt != nil && s.State != "released" {
 			line += fmt.Sprintf(", renewed %s ago", roundAge(s.RenewedAgo))
 		}
