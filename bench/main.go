@@ -46,13 +46,18 @@ type options struct {
 	Many             []int
 	ManyBackends     []string
 	ManyVia          []string // viaElector, viaLocker
-	Window           time.Duration
-	L, R             time.Duration
-	Out              string
-	Trace            string // directory of the leasehold workers' traces, "" for none
-	Seed             uint64
-	CI               bool
-	Command          string // the command line, for the report
+	// Partitions are the K of the partitions scenario (none: not run), PartitionsMembers its
+	// N, PartitionsBackends its stores.
+	Partitions         []int
+	PartitionsMembers  []int
+	PartitionsBackends []string
+	Window             time.Duration
+	L, R               time.Duration
+	Out                string
+	Trace              string // directory of the leasehold workers' traces, "" for none
+	Seed               uint64
+	CI                 bool
+	Command            string // the command line, for the report
 }
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
@@ -67,6 +72,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	many := fs.String("many", "1000,10000", "comma-separated lease-name counts for the many-elections figures (empty: none)")
 	manyBackends := fs.String("many-backends", "postgres,redis", "backends of the many-elections figures")
 	manyVia := fs.String("many-via", "elector,locker", "how the many-elections process holds its leases: elector (one cluster.Elector per lease name), locker (one cluster.Locker for every key), or both")
+	partitions := fs.String("partitions", "", "comma-separated partition counts K for the partitions scenario (empty: none), e.g. 1024,10000")
+	partsMembers := fs.String("partitions-instances", "3,10", "comma-separated member counts N of the partitions scenario (at least 2 each)")
+	partsBackends := fs.String("partitions-backends", "postgres,redis", "backends of the partitions scenario")
 	window := fs.Duration("window", 20*time.Second, "measurement window of the steady-state and many-elections figures")
 	lease := fs.Duration("lease", 2*time.Second, "lease duration L (whole seconds: client-go's Lease and etcd's TTL hold seconds)")
 	renew := fs.Duration("renew", 500*time.Millisecond, "renew interval R (client-go's RetryPeriod)")
@@ -94,6 +102,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if *ci {
 		o.Trials, *instances, *many, o.Window, o.L, o.R = 2, "3", "100", time.Second, time.Second, 250*time.Millisecond
+		*partitions, *partsMembers = "64", "3"
 	}
 	var err error
 	if o.Instances, err = ints("--instances", *instances); err != nil {
@@ -102,6 +111,18 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.Many, err = ints("--many", *many); err != nil {
 		return o, err
 	}
+	if o.Partitions, err = ints("--partitions", *partitions); err != nil {
+		return o, err
+	}
+	if o.PartitionsMembers, err = ints("--partitions-instances", *partsMembers); err != nil {
+		return o, err
+	}
+	for _, n := range o.PartitionsMembers {
+		if n < 2 {
+			return o, fmt.Errorf("--partitions-instances: %d: want at least 2 (a crash must leave a member)", n)
+		}
+	}
+	o.PartitionsBackends = list(*partsBackends)
 	o.Backends = list(*backends)
 	if *backends == "all" {
 		o.Backends = allBackends

@@ -102,6 +102,8 @@ func TestCI(t *testing.T) {
 		}
 	}
 
+	checkParts(t, &rep)
+
 	md, err := os.ReadFile(filepath.Join(dir, "results.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +120,42 @@ func TestCI(t *testing.T) {
 		t.Errorf("results.md has no ratios")
 	}
 	checkSVG(t, filepath.Join(dir, "latency.svg"), &rep)
+}
+
+// checkParts checks the partitions scenario of the CI run (64 partitions, 3 members, then a
+// fourth, then a crash of one): a row per store measured (or its skip); each reached an even
+// spread at every step (an anomaly otherwise, which TestCI fails on, as two owners of one
+// partition at once); a join moved partitions, at most ⌈K/(N+1)⌉ + 1 (D6); a crashed member's
+// partitions were each owned again within L + R of the crash, plus ciSlack (D2).
+func checkParts(t *testing.T, rep *report) {
+	t.Helper()
+	o := rep.Options
+	for _, name := range o.PartitionsBackends {
+		n := 0
+		for _, r := range rep.Parts {
+			if r.Backend == name {
+				n++
+			}
+		}
+		skipped := slices.ContainsFunc(rep.Skipped, func(s string) bool { return strings.HasPrefix(s, "partitions over "+name+":") })
+		if n != len(o.Partitions)*len(o.PartitionsMembers) && !skipped {
+			t.Errorf("partitions over %s: %d rows, want %d", name, n, len(o.Partitions)*len(o.PartitionsMembers))
+		}
+	}
+	for _, r := range rep.Parts {
+		joinBound := (r.Partitions+r.Members)/(r.Members+1) + 1
+		if r.Join.Moved < 1 || r.Join.Moved > joinBound {
+			t.Errorf("partitions over %s: a join moved %d partitions, want 1 to %d", r.Backend, r.Join.Moved, joinBound)
+		}
+		if r.Crash.Moved < 1 || r.Crash.Ownerless < 1 || r.Crash.GapMax > o.L+o.R+ciSlack {
+			t.Errorf("partitions over %s: after a crash %d moved, %d without an owner for at most %v: want some, each owned again within L + R + slack = %v",
+				r.Backend, r.Crash.Moved, r.Crash.Ownerless, r.Crash.GapMax, o.L+o.R+ciSlack)
+		}
+		if r.PerMemberPerR <= 0 || r.Baseline.PerMemberPerR <= 0 || !r.Baseline.AllHeld {
+			t.Errorf("partitions over %s: %.1f requests per member per R, baseline %.1f, baseline all held %v: want requests counted and every lease held",
+				r.Backend, r.PerMemberPerR, r.Baseline.PerMemberPerR, r.Baseline.AllHeld)
+		}
+	}
 }
 
 // checkSVG checks that the plot is well-formed XML with a dot per trial.

@@ -28,6 +28,7 @@ type report struct {
 	Baseline  steadyResult // idle workers: the memory every worker carries
 	Systems   []sysResult
 	Many      []manyRow
+	Parts     []partsRow
 	Skipped   []string // systems not measured, and why
 	Anomalies []string // what went wrong in a measurement that still produced figures
 }
@@ -43,6 +44,12 @@ type sysResult struct {
 }
 
 // manyRow is one many-elections measurement.
+// partsRow is one partitions figure: a partitions worker's result over a backend.
+type partsRow struct {
+	Backend string
+	partitionsResult
+}
+
 type manyRow struct {
 	Backend string
 	manyResult
@@ -183,9 +190,78 @@ func measure(ctx context.Context, o options, workerArgs []string, logf func(stri
 			}
 		}
 	}
+	if err := measurePartitions(o, srv, rep, logf, func(sys system, k, n int) *fleet {
+		return newFleet(sys, kindParts, fmt.Sprintf("bench-%s-p%dx%d", runID, k, n))
+	}); err != nil {
+		return nil, err
+	}
 	rep.Took = time.Since(rep.Started)
 	rep.Machine.LoadAfter = loadAvg()
 	return rep, nil
+}
+
+// measurePartitions runs the partitions scenario: for each backend, K and N, one worker.
+func measurePartitions(o options, srv *servers, rep *report, logf func(string, ...any), newFleet func(sys system, k, n int) *fleet) error {
+	if len(o.Partitions) == 0 {
+		return nil
+	}
+	for _, name := range o.PartitionsBackends {
+		sys, err := srv.system(name)
+		if errors.Is(err, errUnavailable) {
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("partitions over %s: %v", name, err))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if sys.Kind != kindLeasehold || sys.Backend == "kubernetes" {
+			return fmt.Errorf("--partitions-backends: %s is not a leasehold store backend", name)
+		}
+		for _, k := range o.Partitions {
+			for _, n := range o.PartitionsMembers {
+				logf("bench: %s: %d partitions over %d members in one process", sys.Name, k, n)
+				f := newFleet(sys, k, n)
+				row, err := partitionsFigure(f, k, n, o.Window)
+				f.close()
+				if err != nil {
+					return fmt.Errorf("%s, %d partitions over %d members: %w", sys.Name, k, n, err)
+				}
+				row.Backend = name
+				logf("bench: %s, %d partitions over %d: even after %v, join even after %v (%d moved), crash even after %v (%d moved, gap max %v), baseline %d..%d per member",
+					name, k, n, ms(row.Spread), ms(row.Join.EvenAfter), row.Join.Moved, ms(row.Crash.EvenAfter), row.Crash.Moved, ms(row.Crash.GapMax),
+					row.Baseline.MinOwned, row.Baseline.MaxOwned)
+				if row.DoubleOwners > 0 {
+					rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s, %d partitions over %d: %d times two members owned one partition at once", name, k, n, row.DoubleOwners))
+				}
+				if !row.SpreadReached || !row.Join.Even || !row.Crash.Even {
+					rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s, %d partitions over %d: no even spread within the wait (first %v, after the join %v, after the crash %v)",
+						name, k, n, row.SpreadReached, row.Join.Even, row.Crash.Even))
+				}
+				rep.Parts = append(rep.Parts, row)
+			}
+		}
+	}
+	return nil
+}
+
+// partitionsFigure runs one partitions worker and returns its result.
+func partitionsFigure(f *fleet, k, n int, window time.Duration) (partsRow, error) {
+	p, err := f.start(envPartitions+"="+fmt.Sprint(k), envMembers+"="+fmt.Sprint(n), envWindow+"="+window.String())
+	if err != nil {
+		return partsRow{}, err
+	}
+	p.signalled = true // it exits by itself once measured
+	if err := f.wait("result", 10*time.Minute+60*f.l+window, func() bool { return p.exited }); err != nil {
+		return partsRow{}, err
+	}
+	if p.err != nil || p.many == "" {
+		return partsRow{}, fmt.Errorf("bench: partitions worker %s: %v, no result%s", p.ID, p.err, p.StderrTail(2<<10))
+	}
+	var row partsRow
+	if err := json.Unmarshal([]byte(p.many), &row.partitionsResult); err != nil {
+		return partsRow{}, fmt.Errorf("bench: partitions worker %s: %w", p.ID, err)
+	}
+	return row, nil
 }
 
 // idleBaseline measures 3 idle workers' memory.

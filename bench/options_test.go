@@ -24,6 +24,8 @@ func TestOptionsNameTheFlag(t *testing.T) {
 		{[]string{"--trials", "0"}, "--trials"},
 		{[]string{"--latency-instances", "1"}, "--latency-instances"},
 		{[]string{"--window", "0s"}, "--window"},
+		{[]string{"--partitions", "64,x"}, "--partitions"},
+		{[]string{"--partitions", "64", "--partitions-instances", "3,1"}, "--partitions-instances"},
 	} {
 		_, err := parseOptions(c.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.flag) {

@@ -57,6 +57,8 @@ func runWorker(w *proctest.Worker) int {
 		return runMany(w)
 	case kindManyLock:
 		return runManyLocker(w)
+	case kindParts:
+		return runPartitions(w)
 	default:
 		return w.Fail("%s: unknown worker kind %q", envWorker, kind)
 	}
