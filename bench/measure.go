@@ -221,7 +221,7 @@ func measurePartitions(o options, srv *servers, rep *report, logf func(string, .
 			for _, n := range o.PartitionsMembers {
 				logf("bench: %s: %d partitions over %d members in one process", sys.Name, k, n)
 				f := newFleet(sys, k, n)
-				row, err := partitionsFigure(f, k, n, o.Window)
+				row, err := partitionsFigure(f, k, n, o.PartitionsMaxMoves, o.Window)
 				f.close()
 				if err != nil {
 					return fmt.Errorf("%s, %d partitions over %d members: %w", sys.Name, k, n, err)
@@ -245,8 +245,8 @@ func measurePartitions(o options, srv *servers, rep *report, logf func(string, .
 }
 
 // partitionsFigure runs one partitions worker and returns its result.
-func partitionsFigure(f *fleet, k, n int, window time.Duration) (partsRow, error) {
-	p, err := f.start(envPartitions+"="+fmt.Sprint(k), envMembers+"="+fmt.Sprint(n), envWindow+"="+window.String())
+func partitionsFigure(f *fleet, k, n, maxMoves int, window time.Duration) (partsRow, error) {
+	p, err := f.start(envPartitions+"="+fmt.Sprint(k), envMembers+"="+fmt.Sprint(n), envMaxMoves+"="+fmt.Sprint(maxMoves), envWindow+"="+window.String())
 	if err != nil {
 		return partsRow{}, err
 	}

@@ -26,6 +26,7 @@ func TestOptionsNameTheFlag(t *testing.T) {
 		{[]string{"--window", "0s"}, "--window"},
 		{[]string{"--partitions", "64,x"}, "--partitions"},
 		{[]string{"--partitions", "64", "--partitions-instances", "3,1"}, "--partitions-instances"},
+		{[]string{"--partitions-max-moves", "0"}, "--partitions-max-moves"},
 	} {
 		_, err := parseOptions(c.args, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.flag) {

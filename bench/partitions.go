@@ -25,6 +25,7 @@ import (
 type partitionsResult struct {
 	Partitions int           `json:"partitions"`
 	Members    int           `json:"members"`
+	MaxMoves   int           `json:"max_moves"`
 	Spread     time.Duration `json:"spread"` // from the first Start to the first even spread (every partition owned)
 	// SpreadReached is false when the wait for the first even spread gave up.
 	SpreadReached bool          `json:"spread_reached"`
@@ -70,6 +71,7 @@ type baselineResult struct {
 const (
 	envPartitions = "LEASEHOLD_BENCH_PARTITIONS" // K
 	envMembers    = "LEASEHOLD_BENCH_MEMBERS"    // N
+	envMaxMoves   = "LEASEHOLD_BENCH_MAX_MOVES"  // PartitionsConfig.MaxMoves
 	kindParts     = "partitions"
 )
 
@@ -286,14 +288,15 @@ func runPartitions(w *proctest.Worker) int {
 	k, err1 := strconv.Atoi(os.Getenv(envPartitions))
 	n, err2 := strconv.Atoi(os.Getenv(envMembers))
 	window, err3 := time.ParseDuration(os.Getenv(envWindow))
-	if err := errors.Join(err1, err2, err3); err != nil || k < 1 || n < 2 {
-		return w.Fail("%s=%q %s=%q %s=%q: want K ≥ 1, N ≥ 2 and a window (%v)", envPartitions, os.Getenv(envPartitions),
-			envMembers, os.Getenv(envMembers), envWindow, os.Getenv(envWindow), err)
+	moves, err4 := strconv.Atoi(os.Getenv(envMaxMoves))
+	if err := errors.Join(err1, err2, err3, err4); err != nil || k < 1 || n < 2 || moves < 1 {
+		return w.Fail("%s=%q %s=%q %s=%q %s=%q: want K ≥ 1, N ≥ 2, a window and M ≥ 1 (%v)", envPartitions, os.Getenv(envPartitions),
+			envMembers, os.Getenv(envMembers), envWindow, os.Getenv(envWindow), envMaxMoves, os.Getenv(envMaxMoves), err)
 	}
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	own := newOwnership(k)
-	res := partitionsResult{Partitions: k, Members: n, Window: window}
+	res := partitionsResult{Partitions: k, Members: n, MaxMoves: moves, Window: window}
 	wait := max(60*time.Second, 20*w.LeaseDuration)
 
 	var members []*partsMember
@@ -311,7 +314,7 @@ func runPartitions(w *proctest.Worker) int {
 		members = append(members, m)
 		m.p, err = cluster.NewPartitions(cluster.PartitionsConfig{
 			Lock: m.lock, LeaseName: w.Lease, Partitions: k, LeaseDuration: w.LeaseDuration, RenewInterval: w.RenewInterval,
-			InstanceID: fmt.Sprintf("%s-m%d", w.ID, i), Logger: logger,
+			InstanceID: fmt.Sprintf("%s-m%d", w.ID, i), Logger: logger, MaxMoves: moves,
 		})
 		if err != nil {
 			return nil, err

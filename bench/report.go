@@ -111,13 +111,13 @@ func writeParts(b *strings.Builder, rep *report) {
 	}
 	o := rep.Options
 	b.WriteString("\n### Partitions\n\n")
-	fmt.Fprintf(b, "One process runs N members of one partitioned election of K partitions (cluster.Partitions), each member with a store connection of its own (L = %v, R = %v, at most 1 move per member per R). "+
+	fmt.Fprintf(b, "One process runs N members of one partitioned election of K partitions (cluster.Partitions), each member with a store connection of its own (L = %v, R = %v, at most M moves per member per R). "+
 		"Even: every partition owned and the members' counts within one of each other. Steady: requests per member per R over %v once even, roster included. "+
 		"Join: one more member starts. Crash: a member stops answering (every call fails, its records left as they were). Moved: ownerships that began; gap: how long a partition had no owner. "+
 		"Baseline: the same N members each running K independent Electors on K lease names.\n\n", o.L, o.R, o.Window)
-	b.WriteString("| backend | K | N | even after | per member per R | join: even after | moved | gap max | crash: even after | moved | gap p50 | max | baseline: owned per member | per member per R |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| backend | K | N | M | even after | per member per R | join: even after | moved | gap max | crash: even after | moved | gap p50 | max | baseline: owned per member | per member per R |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rep.Parts {
-		fmt.Fprintf(b, "| %s | %d | %d | %s | %.1f | %s | %d | %s | %s | %d | %s | %s | %d–%d | %.1f |\n", r.Backend, r.Partitions, r.Members,
+		fmt.Fprintf(b, "| %s | %d | %d | %d | %s | %.1f | %s | %d | %s | %s | %d | %s | %s | %d–%d | %.1f |\n", r.Backend, r.Partitions, r.Members, r.MaxMoves,
 			evenAfter(r.Spread, r.SpreadReached), r.PerMemberPerR,
 			evenAfter(r.Join.EvenAfter, r.Join.Even), r.Join.Moved, msf(r.Join.GapMax),
 			evenAfter(r.Crash.EvenAfter, r.Crash.Even), r.Crash.Moved, msf(r.Crash.GapP50), msf(r.Crash.GapMax),
