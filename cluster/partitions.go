@@ -51,6 +51,10 @@ type Partitions struct {
 	cancel  context.CancelFunc
 	done    chan struct{} // closed once the planner and every partition's election have ended
 	planned chan struct{} // closed once the planner has returned
+
+	// live is the members of the planner's last plan (written by the planner, read by Stop
+	// once the planner has returned).
+	live []string
 }
 
 // RosterName returns the name of the roster of the partitioned election name (D5).
@@ -193,16 +197,56 @@ func (p *Partitions) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("cluster: lease %q: stop: %w", p.name, ctx.Err())
 	}
+	heirs := p.heirs()
 	errs := make([]error, len(p.parts))
 	var wg sync.WaitGroup
 	for i, e := range p.parts {
-		wg.Go(func() { errs[i] = e.Stop(ctx) })
+		wg.Go(func() {
+			if heirs[i] != "" && e.IsLeader() {
+				// D8: handed over as a move is (D7): the release that Stop writes keeps the
+				// request, and so is reserved for the heir, whose watch takes it at once,
+				// rather than free until a planner plans it, up to R later.
+				if _, err := resign(ctx, p.lock, e.name, heirs[i], true); err != nil {
+					p.log.Info("leasehold: partitions: hand over on stop", "partition", i, "to", heirs[i], "error", err)
+				}
+			}
+			errs[i] = e.Stop(ctx)
+		})
 	}
 	wg.Wait()
 	if err := p.roster.Leave(ctx, RosterName(p.name), p.id); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: lease %q: leave the roster: %w", p.name, err))
 	}
 	return errors.Join(errs...)
+}
+
+// heirs plans, for Stop, who takes each partition this instance owns: the plan of the last
+// live members without this one, its partitions counted as free (D2). It returns "" for a
+// partition with no heir (none of its own, or no other member).
+func (p *Partitions) heirs() []string {
+	heirs := make([]string, p.k)
+	var others []string
+	for _, m := range p.live {
+		if m != p.id {
+			others = append(others, m)
+		}
+	}
+	if len(others) == 0 {
+		return heirs
+	}
+	mine := p.gate.owners()
+	owner := slices.Clone(mine)
+	for i, o := range owner {
+		if o == p.id {
+			owner[i] = ""
+		}
+	}
+	for _, m := range planPartitions(others, owner, 0) {
+		if m.From == "" && mine[m.Partition] == p.id {
+			heirs[m.Partition] = m.To
+		}
+	}
+	return heirs
 }
 
 // Done returns a channel closed once the planner and every partition's election have ended.
@@ -252,6 +296,7 @@ func (p *Partitions) apply(ctx context.Context, live []string) {
 		live = append(live, p.id) // its own beat may not have been read back yet
 	}
 	slices.Sort(live)
+	p.live = live
 	owner := p.gate.owners()
 	moves := planPartitions(live, owner, p.maxMoves)
 	heir := make([]string, p.k)

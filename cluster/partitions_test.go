@@ -200,6 +200,26 @@ func TestD8StopTakenWithinR(t *testing.T) {
 	})
 }
 
+// D8: a stopping member hands each of its partitions to the member the plan without it names,
+// as a move does (D7): the release is reserved for that heir, whose watch takes it at once,
+// not R later when a planner would see it free.
+func TestD8StopHandsOverAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		const k = 12
+		a, b, c := w.partitions("a", k), w.partitions("b", k), w.partitions("c", k)
+		w.runPartitions(sec(60), k, a, b, c)
+		if err := c.p.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		c.halt = true
+		w.runPartitions(w.since()+10*time.Millisecond, k, a, b)
+		if counts, free := checkOwners(t, k, a, b); free != 0 {
+			t.Fatalf("10ms after c stopped: %v owned, %d free; want every partition handed over", counts, free)
+		}
+	})
+}
+
 // D6: the constructor checks its settings, each error naming the field; a Lock that keeps no
 // roster is refused naming the lease.
 func TestD6PartitionsConfig(t *testing.T) {
