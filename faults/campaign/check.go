@@ -21,6 +21,10 @@ type Report struct {
 	Slack         time.Duration `json:"slack_ns"`
 	Network       bool          `json:"network"`          // the proxy faults applied
 	Locker        bool          `json:"locker,omitempty"` // the workers held the lease through a cluster.Locker
+	// Partitions is the partitions mode's number of partitions (0: not that mode), and
+	// PartitionLeaderships the ownerships of every partition that checkPartitions checked.
+	Partitions           int `json:"partitions,omitempty"`
+	PartitionLeaderships int `json:"partition_leaderships,omitempty"`
 	// Cluster describes the store's cluster when the backend is one (RegisterClusterBackend):
 	// the members' faults applied.
 	Cluster   *ClusterInfo `json:"cluster,omitempty"`
@@ -87,7 +91,7 @@ func analyze(o Options, network bool, lines []proctest.Line, actions []Action, f
 	rep := &Report{
 		Backend: o.Backend, Seed: o.Seed, Instances: o.Instances,
 		LeaseDuration: o.LeaseDuration, RenewInterval: o.RenewInterval, Slack: o.Slack, Network: network,
-		Start: start, FaultsEnd: faultsEnd, End: end, Faults: faults, Locker: o.Locker,
+		Start: start, FaultsEnd: faultsEnd, End: end, Faults: faults, Locker: o.Locker, Partitions: o.Partitions,
 	}
 	violate := func(format string, args ...any) {
 		rep.Violations = append(rep.Violations, fmt.Sprintf(format, args...))
@@ -97,21 +101,9 @@ func analyze(o Options, network bool, lines []proctest.Line, actions []Action, f
 		violate("the leadership log does not make intervals: %v", err)
 	}
 	rep.Intervals = ivs
-	rep.Overlaps = overlaps(ivs, faults, o.LeaseDuration)
-	for _, ov := range rep.Overlaps {
-		if !ov.InPause {
-			violate("two leaders at once for %v (E2, E5, W7): %v and %v", ov.Length, ov.A, ov.B)
-		}
-	}
-	for i := 1; i < len(ivs); i++ {
-		prev, cur := ivs[i-1], ivs[i]
-		switch {
-		case cur.Term < prev.Term:
-			violate("the term went down (W8): %v, then %v", prev, cur)
-		case cur.Instance != prev.Instance && cur.Term == prev.Term:
-			violate("the leader changed but not the term (W8): %v, then %v", prev, cur)
-		}
-	}
+	var vs []string
+	rep.Overlaps, vs = exclusive(ivs, faults, o.LeaseDuration, "")
+	rep.Violations = append(rep.Violations, vs...)
 	rep.Actions, rep.BadActions = checkActions(ivs, actions)
 	for _, b := range rep.BadActions {
 		violate("action of %s term %d sent at %d, received at %d (accepted %v): %s", b.Instance, b.Term, b.Sent, b.Recv, b.Accepted, b.Rule)
@@ -138,6 +130,49 @@ func analyze(o Options, network bool, lines []proctest.Line, actions []Action, f
 	}
 	rep.LongestLeaderless, rep.LeaderlessAt, rep.LeaderlessAfter = longestLeaderless(ivs, faults, faultsEnd)
 	return rep
+}
+
+// exclusive checks one lease's leaderships: never two leaders at once outside a pause (E2, E5,
+// W7), a new term with each new leader and never a lower one (W8). It returns the overlaps and
+// the violations, each starting with what (a partition's name, or "" for the lease).
+func exclusive(ivs []proctest.Interval, faults []Fault, l time.Duration, what string) (ovs []Overlap, violations []string) {
+	violate := func(format string, args ...any) {
+		violations = append(violations, what+fmt.Sprintf(format, args...))
+	}
+	ovs = overlaps(ivs, faults, l)
+	for _, ov := range ovs {
+		if !ov.InPause {
+			violate("two leaders at once for %v (E2, E5, W7): %v and %v", ov.Length, ov.A, ov.B)
+		}
+	}
+	for i := 1; i < len(ivs); i++ {
+		prev, cur := ivs[i-1], ivs[i]
+		switch {
+		case cur.Term < prev.Term:
+			violate("the term went down (W8): %v, then %v", prev, cur)
+		case cur.Instance != prev.Instance && cur.Term == prev.Term:
+			violate("the leader changed but not the term (W8): %v, then %v", prev, cur)
+		}
+	}
+	return ovs, violations
+}
+
+// checkPartitions checks each partition's leaderships (lines[p], from its log) as exclusive
+// checks the lease's, and returns how many leaderships it checked and the violations, each
+// naming its partition (D1, D8).
+func checkPartitions(lines [][]proctest.Line, faults []Fault, l time.Duration) (leaderships int, violations []string) {
+	for p, ls := range lines {
+		what := fmt.Sprintf("partition %d: ", p)
+		ivs, err := proctest.Intervals(ls)
+		if err != nil {
+			violations = append(violations, what+fmt.Sprintf("the leadership log does not make intervals: %v", err))
+			continue
+		}
+		leaderships += len(ivs)
+		_, vs := exclusive(ivs, faults, l, what)
+		violations = append(violations, vs...)
+	}
+	return leaderships, violations
 }
 
 // leaderlessGaps returns the times no instance led, between the first leadership and end.

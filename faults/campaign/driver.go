@@ -200,6 +200,17 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := analyze(o, d.srv.network(), lines, d.res.Actions(), d.faults, start, faultsEnd, proctest.Now())
+	if o.Partitions > 0 {
+		parts := make([][]proctest.Line, o.Partitions)
+		for p := range parts {
+			if parts[p], err = proctest.ReadLog(partitionLog(d.dir, p)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, err
+			}
+		}
+		var vs []string
+		rep.PartitionLeaderships, vs = checkPartitions(parts, d.faults, o.LeaseDuration)
+		rep.Violations = append(rep.Violations, vs...)
+	}
 	rep.Violations = append(d.problems, rep.Violations...)
 	rep.Stopped = stopped
 	if d.srv.Cluster != nil {

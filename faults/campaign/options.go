@@ -21,6 +21,11 @@ type Options struct {
 	// Locker makes every worker hold the lease through a cluster.Locker, acquiring it again
 	// each time it is lost, instead of running an Elector (runLockerWorker).
 	Locker bool
+	// Partitions, when not 0, makes every worker run a cluster.Partitions of that many
+	// partitions of the lease (runPartitionsWorker): partition 0 stands for the lease in the
+	// faults and their bounds, and every partition is checked for two owners at once and
+	// terms that do not grow (checkPartitions).
+	Partitions int
 	// Slack is added to every takeover bound: process scheduling on a loaded host and the new
 	// leader's own read and write. DefaultSlack by default.
 	Slack time.Duration
@@ -62,6 +67,8 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("campaign: Instances %d: at least 2 are needed for a takeover", o.Instances)
 	case o.LeaseDuration <= 0 || o.RenewInterval <= 0 || o.RenewInterval >= o.LeaseDuration:
 		return fmt.Errorf("campaign: LeaseDuration %v and RenewInterval %v: want 0 < R < L", o.LeaseDuration, o.RenewInterval)
+	case o.Partitions < 0 || (o.Partitions > 0 && o.Locker):
+		return fmt.Errorf("campaign: Partitions %d (Locker %v): want 0, or a number of partitions without the Locker mode", o.Partitions, o.Locker)
 	case o.Duration < 0 || o.MinFaults < 0 || o.Slack < 0 || o.MaxDuration < 0:
 		return fmt.Errorf("campaign: Duration %v, MinFaults %d, MaxDuration %v and Slack %v must not be negative", o.Duration, o.MinFaults, o.MaxDuration, o.Slack)
 	}

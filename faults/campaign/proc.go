@@ -3,6 +3,7 @@ package campaign
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/proctest"
@@ -69,6 +70,9 @@ func (d *driver) startProc(s *slot) (*proc, error) {
 	env := []string{envResource + "=" + d.res.addr(), envWatchControl + "=" + p.watchControl}
 	if d.o.Locker {
 		env = append(env, envLocker+"=1")
+	}
+	if d.o.Partitions > 0 {
+		env = append(env, envPartitions+"="+strconv.Itoa(d.o.Partitions), envPartsDir+"="+d.dir)
 	}
 	var err error
 	p.Proc, err = proctest.Start(proctest.Spec{

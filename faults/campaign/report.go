@@ -61,10 +61,14 @@ func (r *Report) ByKind() []KindStats {
 	return out
 }
 
-// Name names the campaign in the report: its backend, with "-locker" in the Locker mode.
+// Name names the campaign in the report: its backend, with "-locker" in the Locker mode and
+// "-partitions" in the partitions mode.
 func (r *Report) Name() string {
-	if r.Locker {
+	switch {
+	case r.Locker:
 		return r.Backend + "-locker"
+	case r.Partitions > 0:
+		return r.Backend + "-partitions"
 	}
 	return r.Backend
 }

@@ -94,7 +94,8 @@ func (f closerFunc) Close() error { return f() }
 // succeed (lines "attempt ID T ok|fail", on each change), and while it leads acts on the fenced
 // resource every ActionInterval with the term of its leadership (cluster.TermOf). It stops on
 // SIGTERM and dies with the runner as proctest.ServeWorker's workers do. In the Locker mode
-// (Options.Locker) it holds the lease through a cluster.Locker instead (runLockerWorker).
+// (Options.Locker) it holds the lease through a cluster.Locker instead (runLockerWorker), in
+// the partitions mode (Options.Partitions) through a cluster.Partitions (runPartitionsWorker).
 func MaybeWorker() { proctest.ServeWorker("faults", runWorker) }
 
 func runWorker(w *proctest.Worker) int {
@@ -105,14 +106,17 @@ func runWorker(w *proctest.Worker) int {
 	}
 	defer closer.Close()
 	// The watch faults sit between the Lock and the Elector (WatchMode).
-	lock, watchFaults := withWatchFaults(lock)
+	faulty, watchFaults := withWatchFaults(lock)
 	serveWatchControl(w.ID, os.Getenv(envWatchControl), watchFaults)
 
-	if os.Getenv(envLocker) == "1" {
-		return runLockerWorker(w, lock)
+	switch {
+	case os.Getenv(envLocker) == "1":
+		return runLockerWorker(w, faulty)
+	case os.Getenv(envPartitions) != "":
+		return runPartitionsWorker(w, faulty, lock)
 	}
 	el, err := cluster.NewElector(cluster.ElectorConfig{
-		Lock:          lock,
+		Lock:          faulty,
 		LeaseName:     w.Lease,
 		LeaseDuration: w.LeaseDuration,
 		RenewInterval: w.RenewInterval,

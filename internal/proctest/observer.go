@@ -16,6 +16,13 @@ import (
 // must run on the election goroutine (as an ElectorConfig.Observer does), one event at a
 // time.
 func Observer(id string, l, r time.Duration, log *os.File) func(cluster.Event) {
+	rec := &recorder{id: id, half: (l + r) / 2, log: log, stdout: true}
+	return rec.observe
+}
+
+// LogObserver is Observer without the copy on stdout: the lines of a lease the driver does not
+// follow line by line (one partition of many), checked from log afterwards.
+func LogObserver(id string, l, r time.Duration, log *os.File) func(cluster.Event) {
 	rec := &recorder{id: id, half: (l + r) / 2, log: log}
 	return rec.observe
 }
@@ -23,9 +30,10 @@ func Observer(id string, l, r time.Duration, log *os.File) func(cluster.Event) {
 // recorder turns the Elector's events into lines. observe runs on the election goroutine,
 // one event at a time, so its fields need no lock.
 type recorder struct {
-	id   string
-	half time.Duration // (L+R)/2
-	log  *os.File
+	id     string
+	half   time.Duration // (L+R)/2
+	log    *os.File
+	stdout bool // copy each line on stdout
 
 	leading  bool
 	term     uint64
@@ -54,11 +62,13 @@ func (w *recorder) observe(ev cluster.Event) {
 }
 
 // write appends l to the shared log with one O_APPEND write, so that lines of different
-// processes never interleave, then reports it on stdout.
+// processes never interleave, then reports it on stdout unless it is a LogObserver's.
 func (w *recorder) write(l Line) {
 	if _, err := w.log.WriteString(l.String() + "\n"); err != nil {
 		fmt.Fprintf(os.Stderr, "proctest worker %s: log: %v\n", w.id, err)
 		os.Exit(ExitLogWrite)
 	}
-	WriteLine(l)
+	if w.stdout {
+		WriteLine(l)
+	}
 }

@@ -1,0 +1,79 @@
+package campaign
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// partitionsBackends are the backends of the partitions mode's CI run: a store without a
+// network and one with a network and a watch.
+var partitionsBackends = []string{"file", "postgres"}
+
+// ciPartitions is the number of partitions of the partitions mode's CI run: more than the 3
+// instances, so that each owns several and a crash moves several.
+const ciPartitions = 8
+
+// TestCampaignPartitionsCI is the CI mode of the campaign with every worker running a
+// cluster.Partitions of ciPartitions partitions (Options.Partitions): partition 0 stands for
+// the lease, with TestCampaignCI's faults, bounds and checks of actions; every partition is
+// checked for two owners at once and for terms that do not grow (D1, D8, W8), over
+// partitionsBackends, about LEASEHOLD_FAULTS_PARTITIONS_DURATION each (default 30s, at least
+// 30 faults). LEASEHOLD_FAULTS_BACKENDS selects a subset, as for TestCampaignCI.
+func TestCampaignPartitionsCI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs worker processes for minutes")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the campaign signals process groups and reads CLOCK_MONOTONIC on Linux")
+	}
+	duration := 30 * time.Second
+	if v := os.Getenv("LEASEHOLD_FAULTS_PARTITIONS_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("LEASEHOLD_FAULTS_PARTITIONS_DURATION: %v", err)
+		}
+		duration = d
+	}
+	const minFaults = 30
+	only := os.Getenv("LEASEHOLD_FAULTS_BACKENDS")
+	for _, name := range partitionsBackends {
+		if only != "" && !strings.Contains(","+only+",", ","+name+",") {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			rep, err := Run(t.Context(), Options{
+				Backend: name, Partitions: ciPartitions, Duration: duration, MinFaults: minFaults, Instances: 3,
+				LeaseDuration: time.Second, RenewInterval: 250 * time.Millisecond, Slack: DefaultSlack,
+				WorkerArgs: []string{"-test.run=^$"},
+				Logf:       t.Logf,
+			})
+			switch {
+			case errors.Is(err, ErrUnavailable) && !Required(name):
+				t.Skip(err)
+			case err != nil:
+				t.Fatal(err)
+			}
+			if rep.Partitions != ciPartitions || rep.Name() != name+"-partitions" {
+				t.Errorf("report %q (Partitions %d): want the partitions mode's, %d partitions", rep.Name(), rep.Partitions, ciPartitions)
+			}
+			if len(rep.Faults) < minFaults {
+				t.Errorf("%d faults injected, want at least %d", len(rep.Faults), minFaults)
+			}
+			// Every partition is owned at least once, and each fault moves some.
+			if rep.PartitionLeaderships < ciPartitions+len(rep.Faults)/2 {
+				t.Errorf("%d ownerships of the %d partitions checked over %d faults: the partitions did not move", rep.PartitionLeaderships, ciPartitions, len(rep.Faults))
+			}
+			if rep.Actions.Accepted == 0 {
+				t.Errorf("no action reached the fenced resource: partition 0's owners did not act")
+			}
+			for _, v := range rep.Violations {
+				t.Errorf("VIOLATION: %s", v)
+			}
+			t.Logf("%s: %d faults, %d ownerships of %d partitions checked, %d actions accepted", rep.Name(), len(rep.Faults), rep.PartitionLeaderships, rep.Partitions, rep.Actions.Accepted)
+		})
+	}
+}
