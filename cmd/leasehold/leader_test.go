@@ -100,29 +100,17 @@ func TestLeaderBadInput(t *testing.T) {
 	}
 }
 
-// TestREADMELeader runs the README's "Reaching the leader" commands as written, over the
-// test's store (LEASEHOLD_STORE) and with the built leasehold first in PATH, and compares
-// their output with the block that follows them.
+// TestREADMELeader runs the "Reaching the leader" commands of docs/command.md as written,
+// over the test's store (LEASEHOLD_STORE) and with the built leasehold first in PATH, and
+// compares their output with the block that follows them.
 func TestREADMELeader(t *testing.T) {
 	for _, tool := range []string{"python3", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("no %s here", tool)
 		}
 	}
-	data, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(data)
-	i := strings.Index(readme, "\n### Reaching the leader: ")
-	if i < 0 {
-		t.Fatal(`README.md has no "### Reaching the leader" section`)
-	}
-	sec := readme[i+1:]
-	if j := regexp.MustCompile(`\n##{1,3} `).FindStringIndex(sec[1:]); j != nil {
-		sec = sec[:j[0]+1]
-	}
-	m := regexp.MustCompile("(?s)\n```sh\n(.*?)\n```\n\n```\n(.*?\n)```\n").FindStringSubmatch(sec)
+	sec := docSection(t, "docs/command.md", "## Reaching the leader: ")
+	m := regexp.MustCompile("(?s)\n```sh\n(.*?)\n```\n\n```text\n(.*?\n)```\n").FindStringSubmatch(sec)
 	if m == nil {
 		t.Fatal("the section has no sh block followed by its output")
 	}
@@ -156,7 +144,7 @@ func TestREADMELeader(t *testing.T) {
 	sh.Env = append(os.Environ(), env...)
 	out, err := sh.CombinedOutput()
 	if err != nil || string(out) != m[2] {
-		t.Fatalf("the README's commands:\n%s\nprinted (%v):\n%s\nthe README shows:\n%s", strings.Join(lines[1:], "\n"), err, out, m[2])
+		t.Fatalf("the documented commands:\n%s\nprinted (%v):\n%s\ndocs/command.md shows:\n%s", strings.Join(lines[1:], "\n"), err, out, m[2])
 	}
 }
 

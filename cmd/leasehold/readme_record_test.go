@@ -16,24 +16,12 @@ import (
 	"github.com/leasehold/leasehold/internal/testenv"
 )
 
-// TestREADMEWhereTheRecordIs: the README's "Where the lease record is" commands read the
-// record a running leasehold wrote, with the server's own tool, for each backend whose server
-// and tool are here (Redis, PostgreSQL, MariaDB, SQLite, the file store): the names they give
+// TestREADMEWhereTheRecordIs: the "Where the lease record is" commands of docs/backends.md
+// read the record a running leasehold wrote, with the server's own tool, for each backend
+// whose server and tool are here (Redis, PostgreSQL, MariaDB, SQLite, the file store): the names they give
 // (key, prefix, table, column) are the code's.
 func TestREADMEWhereTheRecordIs(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(data)
-	i := strings.Index(readme, "\n### Where the lease record is\n")
-	if i < 0 {
-		t.Fatal(`README.md has no "### Where the lease record is" section`)
-	}
-	sec := readme[i+1:]
-	if j := regexp.MustCompile(`\n##{1,3} `).FindStringIndex(sec[1:]); j != nil {
-		sec = sec[:j[0]+1]
-	}
+	sec := docSection(t, "docs/backends.md", "## Where the lease record is\n")
 	m := regexp.MustCompile("(?s)\n```sh\n(.*?)\n```\n").FindStringSubmatch(sec)
 	if m == nil {
 		t.Fatal("the section has no sh block")
@@ -59,7 +47,7 @@ func TestREADMEWhereTheRecordIs(t *testing.T) {
 		tool   string
 		server *testenv.Server
 		store  string
-		edit   func(string) string // points the README's command at the test's server and names
+		edit   func(string) string // points the documented command at the test's server and names
 	}{
 		{"redis-cli", &testenv.Redis, "redis://127.0.0.1:6379/0", func(c string) string {
 			return strings.Replace(c, "redis-cli", "redis-cli -h 127.0.0.1 -p 6379", 1)
@@ -103,7 +91,7 @@ func TestREADMEWhereTheRecordIs(t *testing.T) {
 			cmd := tc.edit(strings.ReplaceAll(commands[tc.tool], "cluster:leader", "cluster:"+lease))
 			out, err := exec.Command("/bin/sh", "-c", cmd).CombinedOutput()
 			if err != nil || !strings.Contains(string(out), `"holder"`) || !strings.Contains(string(out), id) {
-				t.Errorf("the README's command %q (run as %q): %v; want the record held by %s:\n%s", commands[tc.tool], cmd, err, id, out)
+				t.Errorf("the documented command %q (run as %q): %v; want the record held by %s:\n%s", commands[tc.tool], cmd, err, id, out)
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -16,24 +15,11 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// secureConnectionsSection returns the README's "### Secure connections" section, up to the
-// next heading of its level or above.
+// secureConnectionsSection returns the "## Secure connections" section of docs/backends.md,
+// up to the next heading of its level or above.
 func secureConnectionsSection(t *testing.T) string {
 	t.Helper()
-	data, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(data)
-	i := strings.Index(readme, "\n### Secure connections\n")
-	if i < 0 {
-		t.Fatal(`README.md has no "### Secure connections" section`)
-	}
-	sec := readme[i+1:]
-	if j := regexp.MustCompile(`\n##{1,2} `).FindStringIndex(sec[1:]); j != nil {
-		sec = sec[:j[0]+1]
-	}
-	return sec
+	return docSection(t, "docs/backends.md", "## Secure connections\n")
 }
 
 // fencedBlock returns the content of the first block of sec fenced as lang.
@@ -41,15 +27,15 @@ func fencedBlock(t *testing.T, sec, lang string) string {
 	t.Helper()
 	m := regexp.MustCompile("(?s)\n```" + lang + "\n(.*?)\n```\n").FindStringSubmatch(sec)
 	if m == nil {
-		t.Fatalf("the README's Secure connections section has no %s block", lang)
+		t.Fatalf("the Secure connections section of docs/backends.md has no %s block", lang)
 	}
 	return m[1]
 }
 
-// TestConfigREADMESecureConnections: the URLs the README's "Secure connections" section shows,
-// one per backend, are taken as they are by their backends: with their files replaced by real
-// ones (certificates, a password file, a credentials file) and their hosts by a closed port,
-// each fails to connect, and not for a parameter. The section's JSON configuration decodes as
+// TestConfigREADMESecureConnections: the URLs the "Secure connections" section of
+// docs/backends.md shows, one per backend, are taken as they are by their backends: with their
+// files replaced by real ones (certificates, a password file, a credentials file) and their
+// hosts by a closed port, each fails to connect, and not for a parameter. The section's JSON configuration decodes as
 // the command's --config does.
 func TestConfigREADMESecureConnections(t *testing.T) {
 	sec := secureConnectionsSection(t)
@@ -77,7 +63,7 @@ func TestConfigREADMESecureConnections(t *testing.T) {
 		}
 		u, err := url.Parse(raw)
 		if err != nil {
-			t.Errorf("README URL %s: %v", raw, err)
+			t.Errorf("docs/backends.md URL %s: %v", raw, err)
 			continue
 		}
 		schemes = append(schemes, u.Scheme)
@@ -92,7 +78,7 @@ func TestConfigREADMESecureConnections(t *testing.T) {
 				}
 				f, ok := files[name]
 				if !ok {
-					t.Fatalf("README URL %s: parameter %q names the file %s, which this test has none for: add one", raw, name, vs[0])
+					t.Fatalf("docs/backends.md URL %s: parameter %q names the file %s, which this test has none for: add one", raw, name, vs[0])
 				}
 				q.Set(name, f)
 			}
@@ -108,23 +94,23 @@ func TestConfigREADMESecureConnections(t *testing.T) {
 			msg := err.Error()
 			t.Log(msg)
 			if strings.Contains(msg, "parameter") || strings.Contains(msg, "unknown") {
-				t.Errorf("README URL %s: the error is about a parameter, want one about connecting: %s", raw, msg)
+				t.Errorf("docs/backends.md URL %s: the error is about a parameter, want one about connecting: %s", raw, msg)
 			}
 			if !strings.Contains(msg, "refused") && !strings.Contains(msg, "deadline") && !strings.Contains(msg, "no servers available") {
-				t.Errorf("README URL %s: the error is not about connecting: %s", raw, msg)
+				t.Errorf("docs/backends.md URL %s: the error is not about connecting: %s", raw, msg)
 			}
 		})
 	}
 	slices.Sort(schemes)
 	if want := []string{"etcd", "mysql", "nats", "postgres", "rediss"}; !slices.Equal(schemes, want) {
-		t.Errorf("the README's Secure connections URLs have the schemes %v, want one per networked backend: %v", schemes, want)
+		t.Errorf("the Secure connections section's URLs have the schemes %v, want one per networked backend: %v", schemes, want)
 	}
 
 	cfg, err := leasehold.ParseConfig([]byte(fencedBlock(t, sec, "json")))
 	if err != nil {
-		t.Fatalf("the README's Secure connections configuration: %v", err)
+		t.Fatalf("the Secure connections section's configuration: %v", err)
 	}
 	if _, err := leasehold.New(cfg); err != nil {
-		t.Errorf("the README's Secure connections configuration does not decode: %v", err)
+		t.Errorf("the Secure connections section's configuration does not decode: %v", err)
 	}
 }
