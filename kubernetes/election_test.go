@@ -16,7 +16,7 @@ import (
 )
 
 // kubectlGetLease prints the Lease as `kubectl get lease -o wide` would, plus its term and
-// renew time, for the test log (and the README).
+// renew time, for the test log (and docs/kubernetes.md).
 func kubectlGetLease(t *testing.T, s *kubetest.APIServer, ns, name string) (holder string, term int32) {
 	t.Helper()
 	admin, err := k8s.NewForConfig(s.Config(s.AdminToken))
