@@ -282,6 +282,29 @@ func TestRunPartitionsBadInput(t *testing.T) {
 	}
 }
 
+// The usage of run --partitions and docs/command.md say what newPartitionsElection takes: a
+// store (--store, or --config with a store cluster service) or Kubernetes Leases (--config with
+// a Kubernetes cluster service: its Lock keeps the roster, as TestPartitionsOverKubernetes
+// runs), and never that the partitions need a store, not a Kubernetes lease.
+func TestDocsRunUsagePartitions(t *testing.T) {
+	para := runUsage[strings.Index(runUsage, "- --partitions K:"):]
+	para = para[:strings.Index(para, "\n\n")]
+	flat := strings.Join(strings.Fields(para), " ")
+	doc := strings.Join(strings.Fields(docSection(t, "docs/command.md", "## Partitions: `run --partitions K`")), " ")
+	for _, c := range []struct{ where, text string }{{"run --help", flat}, {"docs/command.md", doc}} {
+		for _, want := range []string{"--config with a store cluster service", "--config with a Kubernetes cluster service", "list and delete"} {
+			if !strings.Contains(strings.ReplaceAll(c.text, "`", ""), want) {
+				t.Errorf("%s on --partitions does not say %q:\n%s", c.where, want, c.text)
+			}
+		}
+		for _, wrong := range []string{"not a Kubernetes", "Needs a store", "needs a store"} {
+			if strings.Contains(c.text, wrong) {
+				t.Errorf("%s on --partitions says %q: a Kubernetes cluster service's Lock keeps a roster too", c.where, wrong)
+			}
+		}
+	}
+}
+
 // run --partitions with --config: the partitions are the configured cluster service's lease
 // (its name, L and R) over its Registry: two instances run the 4 partitions' CMDs, 2 each,
 // and the records pool/0 to pool/3 of the Registry name their owners.

@@ -80,10 +80,11 @@ process group.
   leasehold as a leader's does: the other CMDs are stopped, the partitions released, and
   leasehold exits with its status (with --restart, it runs again while the partition is
   owned). SIGINT or SIGTERM stops every CMD, then releases the partitions; exit 0. A stopped
-  instance's partitions are owned again within R, a crashed one's within L + R. Needs a store
-  (--store, or a --config store cluster service), not a Kubernetes lease. Not with --holders,
-  --try, --wait, --advertise, --hold-at-least, --metrics-addr, nor the priority and health
-  flags.
+  instance's partitions are owned again within R, a crashed one's within L + R. Works over a
+  store (--store, or --config with a store cluster service) and over Kubernetes Leases
+  (--config with a Kubernetes cluster service, whose Role also needs list and delete on
+  Leases). Not with --holders, --try, --wait, --advertise, --hold-at-least, --metrics-addr,
+  nor the priority and health flags.
 
 Flags:
   --grace D               time CMD has to stop after SIGTERM, before SIGKILL; at most, and by
