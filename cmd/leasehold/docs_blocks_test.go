@@ -50,23 +50,12 @@ var uncheckedBlocks = map[string]string{
 	"docs/kubernetes.md: NAME     HOLDER   TERM      DURATION  RENEWED":                               "a Lease as kubectl shows it, printed by the kubernetes module's tests against a real API server",
 }
 
-// docPages are the pages whose blocks TestDocsBlocks checks: README.md, CONTRIBUTING.md and
-// docs/*.md but design.md and measurements.md, which record rules and runs.
+// docPages are the pages whose blocks TestDocsBlocks checks: every Markdown page of
+// markdownPages (README.md, CONTRIBUTING.md, docs/*.md, examples/*/README.md...) but
+// docs/design.md and docs/measurements.md, which record rules and runs.
 func docPages(t *testing.T) []string {
 	t.Helper()
-	pages := []string{"README.md", "CONTRIBUTING.md"}
-	more, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range more {
-		switch filepath.Base(p) {
-		case "design.md", "measurements.md":
-			continue
-		}
-		pages = append(pages, filepath.ToSlash(filepath.Join("docs", filepath.Base(p))))
-	}
-	return pages
+	return markdownPages(t, "docs/design.md", "docs/measurements.md")
 }
 
 // fencedBlocks returns the fenced blocks of the Markdown page file.
@@ -109,8 +98,9 @@ func fencedBlocks(t *testing.T, file string) []docBlock {
 	return out
 }
 
-// TestDocsBlocks checks every fenced block of README.md, CONTRIBUTING.md and docs/*.md (but
-// design.md and measurements.md) by its kind:
+// TestDocsBlocks checks every fenced block of the pages of docPages (README.md,
+// CONTRIBUTING.md, docs/*.md but design.md and measurements.md, examples/*/README.md...) by
+// its kind:
 //   - sh and console blocks (console: the lines after "$ "): each command line that runs
 //     leasehold (or go run ./cmd/leasehold), in a crontab line or a loop too, parses with the
 //     command's own flags, without running; a line that is a store URL parses with the store
@@ -673,6 +663,9 @@ func checkGoBlock(t *testing.T, text string) error {
 				data, err := os.ReadFile(path)
 				if err != nil {
 					return err
+				}
+				if first, _, _ := strings.Cut(string(data), "\n"); strings.HasPrefix(first, "//go:build") && regexp.MustCompile(`\bignore\b`).MatchString(first) {
+					return nil // never compiled: not a source of excerpts
 				}
 				goSources[rel] = string(data)
 			}

@@ -16,18 +16,12 @@ var (
 	headingRef = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
 )
 
-// TestDocsLinks: every relative link of README.md, CONTRIBUTING.md and docs/*.md resolves to
-// a file or directory of the repository, and every #anchor to a heading of the page it names.
-// Links to other sites are not followed.
+// TestDocsLinks: every relative link of the Markdown pages (markdownPages: README.md,
+// CONTRIBUTING.md, docs/*.md, examples/*/README.md and any other but those of docs/faults and
+// docs/bench) resolves to a file or directory of the repository, and every #anchor to a
+// heading of the page it names. Links to other sites are not followed.
 func TestDocsLinks(t *testing.T) {
-	pages := []string{"README.md", "CONTRIBUTING.md"}
-	more, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range more {
-		pages = append(pages, filepath.ToSlash(filepath.Join("docs", filepath.Base(p))))
-	}
+	pages := markdownPages(t)
 	n := 0
 	for _, page := range pages {
 		for _, l := range markdownLinks(t, page) {

@@ -1,14 +1,59 @@
 package main
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
 // repoRoot is the repository's root, from this package's directory.
 const repoRoot = "../.."
+
+// markdownPages are the Markdown pages of the repository, relative to its root (README.md
+// first), less those of docs/faults and docs/bench, which record campaigns and runs, and
+// those of testdata and hidden directories. except names more pages to leave out.
+func markdownPages(t *testing.T, except ...string) []string {
+	t.Helper()
+	var pages []string
+	err := filepath.WalkDir(repoRoot, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(repoRoot, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || rel == "docs/faults" || rel == "docs/bench") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(rel, ".md") && !slices.Contains(except, rel) {
+			pages = append(pages, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(pages, func(a, b string) int {
+		switch {
+		case a == b:
+			return 0
+		case a == "README.md":
+			return -1
+		case b == "README.md":
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	if len(pages) == 0 || pages[0] != "README.md" {
+		t.Fatalf("Markdown pages %v: no README.md", pages)
+	}
+	return pages
+}
 
 // docSection returns the section of the Markdown file path (relative to the repository's root)
 // whose heading line starts with heading ("## Secure connections"), from that line to the next
