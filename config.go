@@ -44,7 +44,8 @@ func (c *Config) Only(keep func(ServiceConfig) bool) *Config {
 func (sc ServiceConfig) HasType(typ string) bool { return typeKey(sc.Type) == typeKey(typ) }
 
 // Registered reports whether the service's type is registered in this program, so that New can
-// create it.
+// create it. A program that links only some of an application's service types (the leasehold
+// command) passes it to Only to build an Application of those it can create.
 func (sc ServiceConfig) Registered() bool {
 	_, ok := lookupType(sc.Type)
 	return ok

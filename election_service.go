@@ -61,7 +61,10 @@ var _ cluster.Cluster = (*ElectionService)(nil)
 // jsonTiming names L and R as configurations write them.
 var jsonTiming = cluster.TimingNames{LeaseDuration: `parameter "leaseDuration"`, RenewInterval: `parameter "renewInterval"`}
 
-// Validate checks the parameters, naming the one at fault (E0).
+// Validate checks the parameters, naming the one at fault (E0). A cluster service that embeds
+// ElectionService calls it first thing in Init and OpenLock, so that a bad configuration fails
+// before anything is opened; a tool that reads a configuration (leasehold) calls it to refuse
+// one the service would refuse.
 func (s *ElectionService) Validate() error {
 	_, r, err := s.Timing()
 	if err != nil {
@@ -107,7 +110,8 @@ func (s *ElectionService) validateRank(r time.Duration) error {
 }
 
 // HealthCheck returns the health check of the parameters healthCommand or healthUrl, nil for
-// none.
+// none: the check RankConfig gives an election, for a program that runs it itself (to report
+// it, or to check it once before it starts).
 func (s *ElectionService) HealthCheck() health.Check {
 	switch {
 	case s.HealthCommand != "":
@@ -118,7 +122,10 @@ func (s *ElectionService) HealthCheck() health.Check {
 	return nil
 }
 
-// RankConfig sets the priority and health fields of cfg from the parameters.
+// RankConfig sets the priority and health fields of cfg from the parameters, for a program that
+// builds an election of its own from a configured cluster service (the leasehold command's
+// run --holders builds a cluster.Holders with it), so that it ranks the candidates as the
+// service's own election would.
 func (s *ElectionService) RankConfig(cfg *cluster.ElectorConfig) {
 	cfg.Priority, cfg.StabilityWindow = s.Priority, s.StabilityWindow.D()
 	cfg.HealthFailures, cfg.HealthTimeout = s.HealthFailures, s.HealthTimeout.D()
@@ -126,17 +133,21 @@ func (s *ElectionService) RankConfig(cfg *cluster.ElectorConfig) {
 }
 
 // Timing returns L and R, the defaults applied, or an error naming the parameter at fault
-// (E0): the values the election runs with.
+// (E0): the values the election runs with, for a cluster service that opens its Lock with them
+// or a tool that reads the lease of a configuration and must judge its record by them.
 func (s *ElectionService) Timing() (l, r time.Duration, err error) {
 	return cluster.ResolveTiming(s.LeaseDuration.D(), s.RenewInterval.D(), jsonTiming)
 }
 
-// Lease returns the name of the lease, the default applied.
+// Lease returns the name of the lease, the default applied: the name a cluster service opens
+// its record under, and a tool that reads the configured lease looks for.
 func (s *ElectionService) Lease() string { return cluster.ResolveLeaseName(s.LeaseName) }
 
 // StartElection creates the Elector over lock and starts it; registrations made before are
 // attached to it. ctx's values are kept; its cancellation does not stop the election (Stop
-// does).
+// does). A cluster service that embeds ElectionService calls it from its Init with the Lock of
+// its backend (StoreClusterService with the Registry's, the kubernetes module's with a
+// Lease's): a new kind of cluster service needs no election code of its own.
 func (s *ElectionService) StartElection(ctx context.Context, lock cluster.Lock, log *slog.Logger, observer func(cluster.Event)) error {
 	if err := s.Validate(); err != nil {
 		return err
@@ -204,7 +215,8 @@ func (s *ElectionService) AddObserver(o func(cluster.Event)) {
 	s.observers = append(s.observers, o)
 }
 
-// Elector returns the running Elector, or nil before StartElection.
+// Elector returns the running Elector, or nil before StartElection: for a program that needs
+// what the Elector tells beyond cluster.Cluster, such as its term (Term) or its Done channel.
 func (s *ElectionService) Elector() *cluster.Elector {
 	s.mu.Lock()
 	defer s.mu.Unlock()

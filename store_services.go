@@ -33,7 +33,9 @@ func (m *MemoryStore) Init(context.Context, *Application) error {
 	return nil
 }
 
-// ProcessLocal reports that the store is not shared between processes.
+// ProcessLocal reports that the store is not shared between processes. An Application asks it
+// of its Registry to warn that a StoreClusterService over it elects every process; a Registry
+// service type of another module that is process-local too implements it for the same warning.
 func (m *MemoryStore) ProcessLocal() bool { return true }
 
 func init() {

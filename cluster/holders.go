@@ -102,7 +102,8 @@ func NewHolders(cfg ElectorConfig, n int) (*Holders, error) {
 	return h, nil
 }
 
-// Slots returns the Electors of the slots, in slot order.
+// Slots returns the Electors of the slots, in slot order: for a program that reports or
+// watches one slot's election (its term, its events' lease) rather than the holding as a whole.
 func (h *Holders) Slots() []*Elector { return h.slots }
 
 // LeaseName returns the lease's name (slot 0's record is SlotName(lock, name, 0, n)).

@@ -8,7 +8,9 @@ import (
 )
 
 // DefaultInstanceID returns "<HOSTNAME or os.Hostname()>-<pid>-<random>": unique per process,
-// and readable in logs and in the lease record.
+// and readable in logs and in the lease record. It is the default of every InstanceID here; a
+// program calls it to know the identity before it starts an election, to log it or to give
+// several elections the same one.
 func DefaultInstanceID() string {
 	host := os.Getenv("HOSTNAME")
 	if host == "" {

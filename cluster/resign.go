@@ -100,7 +100,8 @@ func madeUp(rev string) bool {
 	return strings.HasPrefix(rev, missingRevision) || strings.Contains(rev, refusedRevision)
 }
 
-// ResignPending reports whether rec carries a resign request its holder has not acted on yet.
+// ResignPending reports whether rec carries a resign request its holder has not acted on yet:
+// for a program that shows a lease (leasehold status) or waits for a Resign to take effect.
 func ResignPending(rec Record) bool { return rec.Holder != "" && !rec.ResignRequested.IsZero() }
 
 // onRead is the hook of try (R2–R4, H2): it runs on what an attempt read, before try decides

@@ -10,7 +10,9 @@ import "errors"
 // [NotReady]).
 var ErrConfig = errors.New("store: bad configuration")
 
-// ConfigError returns err, with its text, and ErrConfig in its chain too; nil for nil.
+// ConfigError returns err, with its text, and ErrConfig in its chain too; nil for nil. A
+// backend's OpenFunc wraps with it the errors that retrying cannot cure (a bad parameter,
+// refused credentials), so that its callers stop at once instead of trying again.
 func ConfigError(err error) error {
 	if err == nil || errors.Is(err, ErrConfig) {
 		return err
@@ -26,7 +28,9 @@ func (e configError) Unwrap() error        { return e.err }
 func (e configError) Is(target error) bool { return target == ErrConfig }
 
 // NotReady reports whether err, an Open's error, may go away by itself: it is not nil and
-// neither ErrConfig nor ErrInvalid is in its chain.
+// neither ErrConfig nor ErrInvalid is in its chain. A program that opens its store as it starts
+// (as the URLStore services do) keeps trying while it reports true, and fails at once
+// otherwise.
 func NotReady(err error) bool {
 	return err != nil && !errors.Is(err, ErrConfig) && !errors.Is(err, ErrInvalid)
 }

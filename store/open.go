@@ -83,7 +83,9 @@ func Schemes() []string {
 	return slices.Sorted(maps.Keys(backends))
 }
 
-// Backends returns the registered backends, each once, in the order of their first schemes.
+// Backends returns the registered backends, each once, in the order of their first schemes:
+// for a program that lists what it can open, or makes a service type of each backend's
+// ServiceType (package leasehold's URLStore does).
 func Backends() []Backend {
 	backendsMu.RLock()
 	defer backendsMu.RUnlock()

@@ -75,7 +75,9 @@ func scrub(msg, rawURL string) string {
 // letter or digit touching it on a side where the secret itself starts or ends with one (a
 // password "lh" is hidden in "password lh" or "u:lh@host", not in "localhost"). Secrets are
 // tried longest first, so that one holding another is hidden whole. A secret never appears
-// as a word of the result; text around it is left as it is.
+// as a word of the result; text around it is left as it is. A backend hides with it a secret
+// its driver may quote in an error that RedactError does not take for one (store/nats: a
+// token written as the URL's user name).
 func MaskSecrets(msg string, secrets []string) string {
 	secrets = slices.Clone(secrets)
 	slices.SortStableFunc(secrets, func(a, b string) int { return len(b) - len(a) })

@@ -52,7 +52,8 @@ func WithHeartbeat(ctx context.Context, d time.Duration) context.Context {
 	return context.WithValue(ctx, heartbeatKey{}, d)
 }
 
-// HeartbeatEvery returns the interval WithHeartbeat asked of ctx's watches, 0 for none.
+// HeartbeatEvery returns the interval WithHeartbeat asked of ctx's watches, 0 for none. A
+// backend's Watch reads it to know how often to prove its connection alive.
 func HeartbeatEvery(ctx context.Context) time.Duration {
 	d, _ := ctx.Value(heartbeatKey{}).(time.Duration)
 	return d
