@@ -71,21 +71,9 @@ func (l *leaseLock) Get(ctx context.Context, name string) (cluster.Record, error
 
 func (l *leaseLock) Create(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l.namespace}}
-	if err := setSpec(&lease.Spec, r); err != nil {
-		return cluster.Record{}, l.fail("create", name, err)
-	}
-	setResign(&lease.ObjectMeta, r)
-	setSession(&lease.ObjectMeta, r)
-	setValue(&lease.ObjectMeta, r)
-	setPriority(&lease.ObjectMeta, r)
-	ctx, cancel := l.bound(ctx)
-	defer cancel()
-	created, err := l.client.Create(ctx, lease, metav1.CreateOptions{})
-	if err != nil {
-		return cluster.Record{}, l.wrap("create", name, err)
-	}
-	l.remember(created)
-	return l.record(created)
+	return l.write(ctx, "create", name, lease, r, func(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+		return l.client.Create(ctx, lease, metav1.CreateOptions{})
+	})
 }
 
 func (l *leaseLock) Update(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
@@ -107,8 +95,18 @@ func (l *leaseLock) Update(ctx context.Context, name string, r cluster.Record) (
 	// The API server refuses the update with 409 Conflict unless this is still the Lease's
 	// resourceVersion: that is the compare-and-swap.
 	lease.ResourceVersion = r.Revision
+	return l.write(ctx, "update", name, lease, r, func(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+		return l.client.Update(ctx, lease, metav1.UpdateOptions{})
+	})
+}
+
+// write puts r into lease (its spec and annotations), sends it with send (a create or an
+// update, op) within the Lock's timeout, and returns the record of the Lease the API server
+// answers, remembered for the next update.
+func (l *leaseLock) write(ctx context.Context, op, name string, lease *coordinationv1.Lease, r cluster.Record,
+	send func(context.Context, *coordinationv1.Lease) (*coordinationv1.Lease, error)) (cluster.Record, error) {
 	if err := setSpec(&lease.Spec, r); err != nil {
-		return cluster.Record{}, l.fail("update", name, err)
+		return cluster.Record{}, l.fail(op, name, err)
 	}
 	setResign(&lease.ObjectMeta, r)
 	setSession(&lease.ObjectMeta, r)
@@ -116,12 +114,12 @@ func (l *leaseLock) Update(ctx context.Context, name string, r cluster.Record) (
 	setPriority(&lease.ObjectMeta, r)
 	ctx, cancel := l.bound(ctx)
 	defer cancel()
-	updated, err := l.client.Update(ctx, lease, metav1.UpdateOptions{})
+	written, err := send(ctx, lease)
 	if err != nil {
-		return cluster.Record{}, l.wrap("update", name, err)
+		return cluster.Record{}, l.wrap(op, name, err)
 	}
-	l.remember(updated)
-	return l.record(updated)
+	l.remember(written)
+	return l.record(written)
 }
 
 func (l *leaseLock) bound(ctx context.Context) (context.Context, context.CancelFunc) {
