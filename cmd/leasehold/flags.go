@@ -118,6 +118,23 @@ func parseFlags(fs *flag.FlagSet, args []string, usage string) (help bool, err e
 	return false, nil
 }
 
+// parseCommand parses the flags of a command that takes no arguments (parseFlags), and refuses
+// an argument. done is true when the command has nothing more to do: its usage was asked for,
+// and printed on stdout, or err says what is wrong.
+func parseCommand(fs *flag.FlagSet, args []string, usage string, stdout io.Writer) (done bool, err error) {
+	help, err := parseFlags(fs, args, usage)
+	switch {
+	case help:
+		fmt.Fprint(stdout, usage)
+		return true, nil
+	case err != nil:
+		return true, err
+	case fs.NArg() > 0:
+		return true, badInput(usage, "%s takes no arguments, got %q", fs.Name(), fs.Arg(0))
+	}
+	return false, nil
+}
+
 // nearestFlag returns the flag of fs that an unknown name most likely meant, or "": one whose
 // name holds it as a word (--id for --instance-id), else one within two typing errors
 // (--lease-duraton).

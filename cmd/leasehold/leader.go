@@ -37,14 +37,8 @@ func leaderCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	var f commonFlags
 	f.register(fs)
 	timeout := fs.Duration("timeout", 10*time.Second, "")
-	if help, err := parseFlags(fs, args, leaderUsage); help || err != nil {
-		if help {
-			fmt.Fprint(stdout, leaderUsage)
-		}
+	if done, err := parseCommand(fs, args, leaderUsage, stdout); done || err != nil {
 		return exitOK, err
-	}
-	if fs.NArg() > 0 {
-		return 0, badInput(leaderUsage, "leader takes no arguments, got %q", fs.Arg(0))
 	}
 	if err := f.validate(fs, leaderUsage); err != nil {
 		return 0, err

@@ -86,14 +86,8 @@ func repairCommand(args []string, stdout, _ io.Writer) (int, error) {
 	minTerm := fs.Uint64("min-term", 0, "")
 	force := fs.Bool("force", false, "")
 	timeout := fs.Duration("timeout", 10*time.Second, "")
-	if help, err := parseFlags(fs, args, repairUsage); help || err != nil {
-		if help {
-			fmt.Fprint(stdout, repairUsage)
-		}
+	if done, err := parseCommand(fs, args, repairUsage, stdout); done || err != nil {
 		return exitOK, err
-	}
-	if fs.NArg() > 0 {
-		return 0, badInput(repairUsage, "repair takes no arguments, got %q", fs.Arg(0))
 	}
 	f.visit(fs)
 	if f.lease == "" {

@@ -37,14 +37,8 @@ func resignCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	f.register(fs)
 	to := fs.String("to", "", "")
 	timeout := fs.Duration("timeout", 10*time.Second, "")
-	if help, err := parseFlags(fs, args, resignUsage); help || err != nil {
-		if help {
-			fmt.Fprint(stdout, resignUsage)
-		}
+	if done, err := parseCommand(fs, args, resignUsage, stdout); done || err != nil {
 		return exitOK, err
-	}
-	if fs.NArg() > 0 {
-		return 0, badInput(resignUsage, "resign takes no arguments, got %q", fs.Arg(0))
 	}
 	if err := f.validate(fs, resignUsage); err != nil {
 		return 0, err

@@ -103,14 +103,8 @@ func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	interval := fs.Duration("interval", time.Second, "")
 	holders := fs.Int("holders", 0, "")
 	partitions := fs.Int("partitions", 0, "")
-	if help, err := parseFlags(fs, args, statusUsage); help || err != nil {
-		if help {
-			fmt.Fprint(stdout, statusUsage)
-		}
+	if done, err := parseCommand(fs, args, statusUsage, stdout); done || err != nil {
 		return exitOK, err
-	}
-	if fs.NArg() > 0 {
-		return 0, badInput(statusUsage, "status takes no arguments, got %q", fs.Arg(0))
 	}
 	if err := f.validate(fs, statusUsage); err != nil {
 		return 0, err
