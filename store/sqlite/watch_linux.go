@@ -5,10 +5,8 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"path/filepath"
-	"sync"
 
 	"github.com/leasehold/leasehold/internal/filewatch"
-	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/driver"
 )
 
@@ -19,11 +17,7 @@ var errClosed = errors.New("sqlite: store closed")
 
 // watchState holds the store's inotify hub (internal/filewatch), made at the first Watch and
 // shared by all the store's watches.
-type watchState struct {
-	mu     sync.Mutex
-	hub    *filewatch.Hub
-	closed bool
-}
+type watchState struct{ filewatch.Shared }
 
 // Watch implements driver.Watcher with inotify on the database's directory: a commit writes the
 // -wal file (the store keeps the database in WAL mode), a checkpoint the database file, and a
@@ -38,29 +32,11 @@ type watchState struct {
 // taken, and a watch may miss a commit's state until the next change: it is a hint, and the
 // Elector polls besides.
 func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) error) error {
-	hub, err := s.hubFor()
-	if err != nil {
-		return err
-	}
-	// Heartbeats (store.WithHeartbeat) are a ticker: see filewatch.Hub.Each.
-	return hub.Each(ctx, store.HeartbeatEvery(ctx),
-		func() error { return fn(driver.Notice{Signal: true}) },
-		func() error { return fn(driver.Notice{Heartbeat: true}) })
-}
-
-func (s *backend) hubFor() (*filewatch.Hub, error) {
-	w := &s.watch
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil, errClosed
-	}
-	if w.hub == nil {
+	return s.watch.Watch(ctx, errClosed, func() *filewatch.Hub {
 		base := filepath.Base(s.path)
-		w.hub = filewatch.NewHub(filepath.Dir(s.path), []string{base, base + "-wal"},
+		return filewatch.NewHub(filepath.Dir(s.path), []string{base, base + "-wal"},
 			filewatch.Options{Modify: true, Settle: s.settle})
-	}
-	return w.hub, nil
+	}, fn)
 }
 
 // settle waits for the writers whose writes woke the hub to finish their commits: it takes and
@@ -88,13 +64,4 @@ func (s *backend) settle(ctx context.Context) {
 }
 
 // closeWatches ends the store's watches, and returns once the hub's goroutine has.
-func (s *backend) closeWatches() {
-	w := &s.watch
-	w.mu.Lock()
-	w.closed = true
-	hub := w.hub
-	w.mu.Unlock()
-	if hub != nil {
-		hub.Close(errClosed)
-	}
-}
+func (s *backend) closeWatches() { s.watch.Close(errClosed) }
