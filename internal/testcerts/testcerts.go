@@ -82,15 +82,7 @@ func authority(t testing.TB, cn string) (*x509.Certificate, *ecdsa.PrivateKey) {
 	tpl.IsCA = true
 	tpl.BasicConstraintsValid = true
 	tpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c, key
+	return sign(t, tpl, tpl, key, key), key
 }
 
 func leaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string, usage x509.ExtKeyUsage) (*x509.Certificate, *ecdsa.PrivateKey) {
@@ -104,7 +96,13 @@ func leaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string
 		tpl.DNSNames = []string{"localhost"}
 		tpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, ca, &key.PublicKey, caKey)
+	return sign(t, tpl, ca, key, caKey), key
+}
+
+// sign returns the certificate of tpl for key, signed by parent's signerKey.
+func sign(t testing.TB, tpl, parent *x509.Certificate, key, signerKey *ecdsa.PrivateKey) *x509.Certificate {
+	t.Helper()
+	der, err := x509.CreateCertificate(rand.Reader, tpl, parent, &key.PublicKey, signerKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +110,7 @@ func leaf(t testing.TB, ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c, key
+	return c
 }
 
 func newKey(t testing.TB) *ecdsa.PrivateKey {
