@@ -57,7 +57,8 @@ type Partitions struct {
 	live []string
 }
 
-// RosterName returns the name of the roster of the partitioned election name (D5).
+// RosterName returns the name of the roster of the partitioned election name (D5): where to
+// read its members (Roster.Members) from a tool that does not run the election.
 func RosterName(name string) string { return ResolveLeaseName(name) + ".members" }
 
 // NewPartitions checks cfg and returns a partitioned election, not started.

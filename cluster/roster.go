@@ -14,7 +14,8 @@ import (
 
 // Member is one entry of the roster of a partitioned election (D5): an instance, the session
 // of the process that wrote it (E12), a counter it increases at each beat, and the duration it
-// declares (its L), by which the others judge it gone.
+// declares (its L), by which the others judge it gone. A user reads it to list who takes part
+// in a partitioned election (Roster.Members, as leasehold status does); Partitions writes it.
 type Member struct {
 	ID       string
 	Session  string
@@ -24,7 +25,9 @@ type Member struct {
 
 // Roster is implemented by a Lock that keeps the members of a partitioned election (D5): one
 // document per election, in which each member writes only its own entry, without a
-// compare-and-swap, so that N members beating every R never race.
+// compare-and-swap, so that N members beating every R never race. The store Lock and the
+// Kubernetes Lock implement it; a user implements it only for a Lock of their own that should
+// carry partitions.
 type Roster interface {
 	// Beat writes m as its entry in the roster name, creating the roster if needed.
 	Beat(ctx context.Context, name string, m Member) error
