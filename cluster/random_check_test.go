@@ -305,8 +305,9 @@ func (s *rsim) checkStep(now time.Time) {
 		s.wl.mu.Lock()
 		cur := s.wl.cur
 		s.wl.mu.Unlock()
-		s.fail("no leader at +%v, though %s has had a clean store since +%v, started at +%v, and the lease (holder %q, term %d) was last written at +%v: someone must lead by +%v (%s)",
-			now.Sub(s.begin), b.who, b.ref.Sub(s.begin), s.byID(b.who).startAt.Sub(s.begin), cur.holder, cur.term, cur.at.Sub(s.begin), b.ref.Add(b.limit).Sub(s.begin), b.kind)
+		who := s.byID(b.who)
+		s.fail("no leader at +%v, though %s has had a clean store since +%v, started at +%v, and the lease (holder %q, term %d) was last written at +%v: someone must lead by +%v (%s)\n%s's recent calls and events:\n%s",
+			now.Sub(s.begin), b.who, b.ref.Sub(s.begin), who.startAt.Sub(s.begin), cur.holder, cur.term, cur.at.Sub(s.begin), b.ref.Add(b.limit).Sub(s.begin), b.kind, b.who, who.recentTrail())
 	}
 	s.armed = &b
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,11 @@ type rnode struct {
 	clean      bool      // no fault set and no faulty call in flight
 	cleanSince time.Time
 	released   []time.Time // releases the store applied
+	// trail is its recent store calls, watch calls and events, printed when a check fails
+	// on its account (a liveness bound it was to meet).
+	trail    [24]string
+	trailLen int
+	simBegin time.Time
 
 	// The simulated watch (random_watch_test.go).
 	w            *writeLog
@@ -81,6 +87,31 @@ type fnMark struct {
 	at      time.Time
 	term    uint64
 	hasTerm bool
+}
+
+// traceLocked adds a line to the trail. The caller holds n.mu.
+func (n *rnode) traceLocked(format string, args ...any) {
+	n.trail[n.trailLen%len(n.trail)] = fmt.Sprintf("+%v ", time.Since(n.simBegin)) + fmt.Sprintf(format, args...)
+	n.trailLen++
+}
+
+func (n *rnode) trace(format string, args ...any) {
+	n.mu.Lock()
+	n.traceLocked(format, args...)
+	n.mu.Unlock()
+}
+
+// recentTrail returns the trail, oldest first, one indented line each.
+func (n *rnode) recentTrail() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var b strings.Builder
+	for i := max(0, n.trailLen-len(n.trail)); i < n.trailLen; i++ {
+		b.WriteString("  ")
+		b.WriteString(n.trail[i%len(n.trail)])
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 func (n *rnode) maybeCleanLocked() {
@@ -104,6 +135,7 @@ func (n *rnode) seen() (string, time.Time) {
 func (n *rnode) observe(ev Event) {
 	n.mu.Lock()
 	n.events = append(n.events, ev)
+	n.traceLocked("event %v holder %q term %d", ev.Kind, ev.Holder, ev.Term)
 	n.mu.Unlock()
 	n.gen.Add(1)
 }

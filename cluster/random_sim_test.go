@@ -178,7 +178,7 @@ func (s *rsim) fail(format string, args ...any) {
 func (s *rsim) startNode(sl *rslot) {
 	sl.inc++
 	now := time.Now()
-	n := &rnode{gen: &s.gen, id: fmt.Sprintf("n%d.%d", sl.idx, sl.inc), slot: sl, startAt: now, clean: true, cleanSince: now, w: s.wl}
+	n := &rnode{gen: &s.gen, id: fmt.Sprintf("n%d.%d", sl.idx, sl.inc), slot: sl, startAt: now, clean: true, cleanSince: now, w: s.wl, simBegin: s.begin}
 	s.dirty = true
 	if s.rng.IntN(10) < 3 {
 		n.deDelay = s.between(time.Millisecond, 2*s.l)

@@ -198,6 +198,7 @@ func (s trackStore) Get(ctx context.Context, key string) (map[string]any, error)
 	faulty := s.begin()
 	defer s.end(faulty)
 	doc, err := s.n.f.Get(ctx, key)
+	s.n.trace("get (faulty %v): holder %v term %v revision %v, %v", faulty, doc["holder"], doc["term"], doc["revision"], err)
 	if rev, ok := doc["revision"].(string); ok && err == nil && !faulty {
 		// A clean read answers at once, so the elector's first sight of this revision (E6)
 		// is no later than this.
@@ -213,7 +214,9 @@ func (s trackStore) Get(ctx context.Context, key string) (map[string]any, error)
 func (s trackStore) Create(ctx context.Context, key string, doc map[string]any) error {
 	faulty := s.begin()
 	defer s.end(faulty)
-	return s.n.f.Create(ctx, key, doc)
+	err := s.n.f.Create(ctx, key, doc)
+	s.n.trace("create (faulty %v): term %v, %v", faulty, doc["term"], err)
+	return err
 }
 
 func (s trackStore) Patch(ctx context.Context, key string, fields map[string]any, cond *store.Condition) error {
@@ -226,7 +229,9 @@ func (s trackStore) Patch(ctx context.Context, key string, fields map[string]any
 	}
 	faulty := s.begin()
 	defer s.end(faulty)
-	return s.n.f.Patch(ctx, key, fields, cond)
+	err := s.n.f.Patch(ctx, key, fields, cond)
+	s.n.trace("patch (faulty %v): holder %v term %v, %v", faulty, fields["holder"], fields["term"], err)
+	return err
 }
 
 func (s trackStore) Delete(ctx context.Context, key string, cond *store.Condition) error {

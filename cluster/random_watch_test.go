@@ -81,8 +81,9 @@ type delivery struct {
 	beat bool // a heartbeat, not a state
 }
 
-func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)) error {
+func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)) (err error) {
 	n := s.n
+	defer func() { n.trace("watch ends: %v", err) }()
 	// The establishment is a request: it fails, hangs or waits as the store's calls do.
 	n.f.mu.Lock()
 	latency, ferr, hang, release := n.f.latency, n.f.err, n.f.hang, n.f.release
@@ -117,6 +118,7 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 	n.mu.Lock()
 	sf := n.stream
 	n.mu.Unlock()
+	n.trace("watch established (silent %v): holder %v term %v", sf.silent, first["holder"], first["term"])
 	if !sf.silent {
 		fn(change(first))
 	}
@@ -148,6 +150,7 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 				continue
 			}
 			if !sf.silent {
+				n.trace("watch delivers holder %v term %v revision %v", d.doc["holder"], d.doc["term"], d.doc["revision"])
 				fn(change(d.doc))
 				last = d.seq
 			}
@@ -155,6 +158,7 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 				h := held
 				held = nil
 				if !sf.silent {
+					n.trace("watch delivers (reordered) holder %v term %v revision %v", h["holder"], h["term"], h["revision"])
 					fn(change(h)) // reordered: after a newer one
 					last = heldSeq
 				}
