@@ -316,14 +316,21 @@ func (e *Elector) stopLeading(reason string, err error) {
 		return
 	}
 	l.cancel()
-	e.rank.stoppedAt = time.Now() // a new stability window (Q2)
+	now := time.Now()
+	e.rank.stoppedAt = now // a new stability window (Q2)
+	at := now
+	if now.After(l.deadline) {
+		// This goroutine comes late (an overloaded process, a slow Observer): IsLeader turned
+		// false at the deadline (W7), which is when, and why, the leadership ended.
+		at, reason = l.deadline, ReasonDeadline
+	}
 	e.cb.stopLeading()
 	if err != nil {
 		e.log.Info("leasehold: stopped leading", "term", l.term, "reason", reason, "error", err)
 	} else {
 		e.log.Info("leasehold: stopped leading", "term", l.term, "reason", reason)
 	}
-	e.emit(Event{Kind: StoppedLeading, Term: l.term, Reason: reason, Err: err})
+	e.emit(Event{Kind: StoppedLeading, Term: l.term, Reason: reason, Err: err, Time: at})
 }
 
 // errLostCreation marks a Create beaten by another instance's: replicas that start together

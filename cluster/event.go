@@ -71,7 +71,7 @@ const (
 // election's goroutine.
 type Event struct {
 	Kind     EventKind
-	Time     time.Time     // when it happened, on this instance's clock
+	Time     time.Time     // when it happened, on this instance's clock (StoppedLeading: when IsLeader turned false, W7)
 	Lease    string        // the lease name
 	Instance string        // this instance's ID
 	Term     uint64        // the lease term, when known
