@@ -227,9 +227,9 @@ func measurePartitions(o options, srv *servers, rep *report, logf func(string, .
 					return fmt.Errorf("%s, %d partitions over %d members: %w", sys.Name, k, n, err)
 				}
 				row.Backend = name
-				logf("bench: %s, %d partitions over %d: even after %v, join even after %v (%d moved), crash even after %v (%d moved, gap max %v), baseline %d..%d per member",
+				logf("bench: %s, %d partitions over %d: even after %v, join even after %v (%d moved), crash even after %v (%d moved, gap max %v), baseline %d..%d per member, %d callbacks overlapped",
 					name, k, n, ms(row.Spread), ms(row.Join.EvenAfter), row.Join.Moved, ms(row.Crash.EvenAfter), row.Crash.Moved, ms(row.Crash.GapMax),
-					row.Baseline.MinOwned, row.Baseline.MaxOwned)
+					row.Baseline.MinOwned, row.Baseline.MaxOwned, row.CallbacksOverlapped)
 				if row.DoubleOwners > 0 {
 					rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s, %d partitions over %d: %d times two members owned one partition at once", name, k, n, row.DoubleOwners))
 				}

@@ -39,9 +39,74 @@ type partitionsResult struct {
 	Join          phaseResult    `json:"join"`
 	Crash         phaseResult    `json:"crash"`
 	Baseline      baselineResult `json:"baseline"`
-	// DoubleOwners counts the times two members of this process owned one partition at once
-	// (their callbacks overlapped): must be 0.
+	// DoubleOwners counts the times two members of this process owned one partition at once,
+	// by their leaderships (from BecameLeader to StoppedLeading, the instants IsLeader turned
+	// true and false): must be 0.
 	DoubleOwners int `json:"double_owners"`
+	// CallbacksOverlapped counts the times a member's callback of a partition started while
+	// another member's had not yet returned. Beyond those whose leaderships overlapped
+	// (DoubleOwners), the old owner's goroutine saw its context end late, which an overloaded
+	// process does: the fencing term is what guards a target then.
+	CallbacksOverlapped int `json:"callbacks_overlapped"`
+}
+
+// leaderships keeps each partition's leaderships, by the members' events.
+type leaderships struct {
+	mu    sync.Mutex
+	spans map[string][]leadership // by lease name
+}
+
+type leadership struct {
+	member     int
+	start, end time.Time // end zero while open
+}
+
+func newLeaderships() *leaderships { return &leaderships{spans: map[string][]leadership{}} }
+
+// observe is member m's Observer: it runs on the partition's election goroutine.
+func (l *leaderships) observe(m int, ev cluster.Event) {
+	switch ev.Kind {
+	case cluster.BecameLeader:
+		l.mu.Lock()
+		l.spans[ev.Lease] = append(l.spans[ev.Lease], leadership{member: m, start: ev.Time})
+		l.mu.Unlock()
+	case cluster.StoppedLeading:
+		l.mu.Lock()
+		ss := l.spans[ev.Lease]
+		for i := len(ss) - 1; i >= 0; i-- {
+			if ss[i].member == m && ss[i].end.IsZero() {
+				ss[i].end = ev.Time
+				break
+			}
+		}
+		l.mu.Unlock()
+	}
+}
+
+// overlaps counts the pairs of leaderships of one partition, by different members, that
+// overlapped in time (an open one lasts until now).
+func (l *leaderships) overlaps() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	n := 0
+	for _, ss := range l.spans {
+		for i, a := range ss {
+			for _, b := range ss[i+1:] {
+				if a.member != b.member && a.start.Before(endOr(b.end, now)) && b.start.Before(endOr(a.end, now)) {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+func endOr(t, now time.Time) time.Time {
+	if t.IsZero() {
+		return now
+	}
+	return t
 }
 
 // phaseResult is a join's or a crash's: how long until the spread was even again, the
@@ -296,6 +361,7 @@ func runPartitions(w *proctest.Worker) int {
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	own := newOwnership(k)
+	leads := newLeaderships()
 	res := partitionsResult{Partitions: k, Members: n, MaxMoves: moves, Window: window}
 	wait := max(60*time.Second, 20*w.LeaseDuration)
 
@@ -315,6 +381,7 @@ func runPartitions(w *proctest.Worker) int {
 		m.p, err = cluster.NewPartitions(cluster.PartitionsConfig{
 			Lock: m.lock, LeaseName: w.Lease, Partitions: k, LeaseDuration: w.LeaseDuration, RenewInterval: w.RenewInterval,
 			InstanceID: fmt.Sprintf("%s-m%d", w.ID, i), Logger: logger, MaxMoves: moves,
+			Observer: func(ev cluster.Event) { leads.observe(i, ev) },
 		})
 		if err != nil {
 			return nil, err
@@ -384,7 +451,6 @@ func runPartitions(w *proctest.Worker) int {
 	crashed.lock.dead.Store(true)
 	own.forget(crashed.i)
 	phase(&res.Crash)
-	res.DoubleOwners = own.double
 
 	stopCtx, cancel := context.WithTimeout(ctx, max(w.LeaseDuration, 30*time.Second))
 	defer cancel()
@@ -393,6 +459,8 @@ func runPartitions(w *proctest.Worker) int {
 		wg.Go(func() { _ = m.p.Stop(stopCtx) })
 	}
 	wg.Wait()
+	res.DoubleOwners = leads.overlaps()
+	res.CallbacksOverlapped = own.double
 
 	res.Baseline = partitionsBaseline(w, k, n, wait, logger)
 	b, err := json.Marshal(res)
