@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// PartitionsConfig configures a partitioned election: K partitions, each a lease of its own
-// (SlotName(Lock, LeaseName, p, K)), spread over the live members (D1–D8).
+// PartitionsConfig configures a partitioned election: K partitions, each a record of its own
+// (SlotName(Lock, LeaseName, p, K)), spread over the live members (D1–D8), each member holding
+// its partitions on one lease of its own (D9).
 type PartitionsConfig struct {
 	Lock          Lock // must be a Roster too (the store Lock is)
 	LeaseName     string
@@ -22,39 +23,68 @@ type PartitionsConfig struct {
 	// MaxMoves is how many partitions a member hands over per R at most (D4); default 1.
 	MaxMoves int
 	Logger   *slog.Logger
-	// Observer receives the events of every partition's Elector (Event.Lease is the
-	// partition's record name), on that Elector's goroutine.
+	// Observer receives, one call at a time, the events of this member's lease (Event.Lease
+	// its name), and for each partition (Event.Lease the partition's record name, Event.Term
+	// its term): BecameLeader when this instance comes to own it, AttemptSucceeded for each
+	// successful attempt of the member lease while it owns it (the renewal that renews it,
+	// which sets its deadline, E5), and StoppedLeading when that ownership ends.
 	Observer func(Event)
 }
 
 // Partitions is a partitioned election: each of K partitions is owned by at most one instance
-// at a time, on a lease of its own with its own term, and the live members share them evenly
-// (D6). Each partition runs an Elector of the engine (E1–E12 hold per partition); a plan,
-// recomputed every R from the roster (D5) and the owners seen, decides which partitions this
-// instance asks for and which it hands over.
+// at a time, with a term of its own, and the live members share them evenly (D6).
+//
+// Each member holds one lease of its own, its member lease, elected by an Elector of the
+// engine (E1–E12 hold for it), and owns a partition while the partition's record names that
+// member lease's current term and the member lease holds (D9): a member renews one record per
+// R however many partitions it owns, and a partition's record is written only when its owner
+// changes. A plan, recomputed every R and whenever a record it depends on changes, decides
+// which partitions this instance claims and which it hands over.
 type Partitions struct {
 	name     string
 	id       string
-	session  string
 	k        int
 	l, r     time.Duration
 	maxMoves int
 	log      *slog.Logger
-	lock     Lock
+	lock     Lock // the configured Lock, behind recoverLock
+	raw      Lock // the configured Lock, for the fences' Electors (which wrap it themselves)
+	watcher  Watcher
 	roster   Roster
-	parts    []*Elector
-	gate     *partitionGate
+	observer func(Event)
+	self     *Elector // this member's lease (D9)
+	names    []string // by partition: its record's name
+	cbs      []*callbacks
+	own      []atomic.Pointer[ownership] // by partition: set while claimed under an epoch
+	poke     chan struct{}               // asks the planner for a plan at once
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	cancel  context.CancelFunc
-	done    chan struct{} // closed once the planner and every partition's election have ended
+	mu          sync.Mutex // guards the fields below, and orders ownership changes
+	started     bool
+	stopped     bool
+	cancel      context.CancelFunc
+	epoch       uint64                   // the member lease's current term, 0 when not leading
+	ended       map[uint64]chan struct{} // by epoch: closed once its partitions have been ended
+	view        []partView               // by partition: its record as last seen
+	members     map[string]*memberView   // every other member seen, by ID
+	handing     map[int]bool             // handovers under way
+	unsure      map[int]uint64           // claims whose answer was lost, by the epoch they were sent in
+	moves       []time.Time              // when the handovers of the last R began (D4)
+	lastAttempt Event                    // the member lease's last successful attempt
+	base        context.Context          // Start's context without its cancellation: the callbacks'
+	emitting    sync.Mutex               // one Observer call at a time
+
+	done    chan struct{} // closed once every goroutine of the election has returned
 	planned chan struct{} // closed once the planner has returned
+	wg      sync.WaitGroup
+}
 
-	// live is the members of the planner's last plan (written by the planner, read by Stop
-	// once the planner has returned).
-	live []string
+// ownership is this instance's ownership of one partition, under one epoch of its member lease.
+type ownership struct {
+	epoch  uint64    // the member lease's term it was claimed under
+	term   uint64    // the partition's term
+	rev    string    // the record's revision as claimed
+	at     time.Time // its RenewedAt
+	cancel context.CancelFunc
 }
 
 // RosterName returns the name of the roster of the partitioned election name (D5): where to
@@ -87,35 +117,55 @@ func NewPartitions(cfg PartitionsConfig) (*Partitions, error) {
 		log = slog.Default()
 	}
 	p := &Partitions{
-		name: name, id: cfg.InstanceID, session: newSession(), k: cfg.Partitions, maxMoves: cfg.MaxMoves,
-		log: log.With("lease", name, "instance", cfg.InstanceID), lock: cfg.Lock, roster: roster,
+		name: name, id: cfg.InstanceID, k: cfg.Partitions, maxMoves: cfg.MaxMoves,
+		log: log.With("lease", name, "instance", cfg.InstanceID), lock: recoverLock{cfg.Lock}, raw: cfg.Lock, roster: roster,
+		observer: cfg.Observer, poke: make(chan struct{}, 1),
+		ended: make(map[uint64]chan struct{}), members: make(map[string]*memberView), handing: make(map[int]bool), unsure: make(map[int]uint64),
 		done: make(chan struct{}), planned: make(chan struct{}),
+		own: make([]atomic.Pointer[ownership], cfg.Partitions), view: make([]partView, cfg.Partitions),
 	}
-	p.gate = &partitionGate{owner: make([]string, cfg.Partitions), heir: make([]string, cfg.Partitions), id: cfg.InstanceID}
+	p.watcher, _ = cfg.Lock.(Watcher)
+	self, err := NewElector(ElectorConfig{
+		Lock: cfg.Lock, LeaseName: memberLeaseName(name, cfg.InstanceID), LeaseDuration: cfg.LeaseDuration,
+		RenewInterval: cfg.RenewInterval, InstanceID: cfg.InstanceID, Logger: cfg.Logger, Observer: p.memberEvent,
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.self, p.l, p.r = self, self.l, self.r
 	for i := range cfg.Partitions {
-		e, err := NewElector(ElectorConfig{
-			Lock: cfg.Lock, LeaseName: SlotName(cfg.Lock, name, i, cfg.Partitions), LeaseDuration: cfg.LeaseDuration,
-			RenewInterval: cfg.RenewInterval, InstanceID: cfg.InstanceID, Logger: cfg.Logger,
-			Observer: Observers(func(ev Event) { p.gate.observe(i, ev) }, cfg.Observer),
-		})
-		if err != nil {
-			return nil, err
-		}
-		e.slot, e.claim = i, p.gate
-		p.parts = append(p.parts, e)
+		p.names = append(p.names, SlotName(cfg.Lock, name, i, cfg.Partitions))
+		p.cbs = append(p.cbs, newCallbacks(p.log.With("partition", i), func() bool { return p.owns(i) }))
 	}
-	p.l, p.r = p.parts[0].l, p.parts[0].r
+	// E7 for every partition: the member lease is released only once the callbacks of the
+	// partitions it held have returned, so that no next owner starts beside them.
+	self.WhenLeader(p.epochLife, nil)
 	return p, nil
 }
 
 // InstanceID returns this instance's identity.
 func (p *Partitions) InstanceID() string { return p.id }
 
+// owns reports whether this instance owns partition i now: claimed under the member lease's
+// current term, which has not reached its deadline (W7 by the clock, as IsLeader).
+func (p *Partitions) owns(i int) bool {
+	o := p.own[i].Load()
+	if o == nil {
+		return false
+	}
+	l := p.self.leading.Load()
+	return l != nil && l.term == o.epoch && time.Until(l.deadline) > 0
+}
+
 // Owned returns the partitions this instance owns now, in order.
 func (p *Partitions) Owned() []int {
 	var out []int
-	for i, e := range p.parts {
-		if e.IsLeader() {
+	l := p.self.leading.Load()
+	if l == nil || time.Until(l.deadline) <= 0 {
+		return nil
+	}
+	for i := range p.own {
+		if o := p.own[i].Load(); o != nil && o.epoch == l.term {
 			out = append(out, i)
 		}
 	}
@@ -127,13 +177,13 @@ func (p *Partitions) Owned() []int {
 // that ownership ends), and deregistered, run once it has ended. The guarantees of
 // Cluster.WhenLeader hold per partition; the calls for different partitions run concurrently.
 func (p *Partitions) WhenOwner(fn func(ctx context.Context, partition int) error, deregistered func(partition int)) (remove func()) {
-	removes := make([]func(), 0, len(p.parts))
-	for i, e := range p.parts {
+	removes := make([]func(), 0, p.k)
+	for i, c := range p.cbs {
 		var de func()
 		if deregistered != nil {
 			de = func() { deregistered(i) }
 		}
-		removes = append(removes, e.WhenLeader(func(ctx context.Context) error {
+		removes = append(removes, c.add(func(ctx context.Context) error {
 			if fn == nil {
 				return nil
 			}
@@ -147,7 +197,8 @@ func (p *Partitions) WhenOwner(fn func(ctx context.Context, partition int) error
 	}
 }
 
-// Start joins the roster and starts every partition's election and the planner.
+// Start joins the roster and starts the member lease's election, the watches of the
+// partitions' records and the planner.
 func (p *Partitions) Start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -160,27 +211,26 @@ func (p *Partitions) Start(ctx context.Context) error {
 	p.started = true
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.cancel = cancel
-	var errs []error
-	for _, e := range p.parts {
-		errs = append(errs, e.Start(ctx))
-	}
+	p.base = context.WithoutCancel(ctx)
+	err := p.self.Start(ctx)
+	p.watchRecords(pctx)
 	go func() {
 		defer close(p.planned)
 		p.plan(pctx)
 	}()
 	go func() {
 		<-p.planned
-		for _, e := range p.parts {
-			<-e.Done()
-		}
+		<-p.self.Done()
+		p.wg.Wait()
 		close(p.done)
 	}()
-	context.AfterFunc(ctx, cancel) // the partitions' elections end with ctx too
-	return errors.Join(errs...)
+	context.AfterFunc(ctx, cancel) // the partitions' election ends with ctx too
+	return err
 }
 
-// Stop ends the planner, then every partition's election at once (each releases its partition
-// once its callbacks have returned, E7), then leaves the roster.
+// Stop ends the planner, then the member lease's leadership: every partition's ownership ends,
+// and the member lease is released once their callbacks have returned (E7), which frees every
+// partition this instance owned at once; then it leaves the roster.
 func (p *Partitions) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	started, stopped, cancel := p.started, p.stopped, p.cancel
@@ -188,6 +238,7 @@ func (p *Partitions) Stop(ctx context.Context) error {
 	p.mu.Unlock()
 	if !started {
 		if !stopped {
+			_ = p.self.Stop(ctx)
 			close(p.done)
 		}
 		return nil
@@ -198,206 +249,43 @@ func (p *Partitions) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("cluster: lease %q: stop: %w", p.name, ctx.Err())
 	}
-	heirs := p.heirs()
-	errs := make([]error, len(p.parts))
-	var wg sync.WaitGroup
-	for i, e := range p.parts {
-		wg.Go(func() {
-			if heirs[i] != "" && e.IsLeader() {
-				// D8: handed over as a move is (D7): the release that Stop writes keeps the
-				// request, and so is reserved for the heir, whose watch takes it at once,
-				// rather than free until a planner plans it, up to R later.
-				if _, err := resign(ctx, p.lock, e.name, heirs[i], true); err != nil {
-					p.log.Info("leasehold: partitions: hand over on stop", "partition", i, "to", heirs[i], "error", err)
-				}
-			}
-			errs[i] = e.Stop(ctx)
-		})
+	var errs []error
+	if err := p.self.Stop(ctx); err != nil {
+		errs = append(errs, err)
 	}
-	wg.Wait()
+	p.stopFences(ctx)
 	if err := p.roster.Leave(ctx, RosterName(p.name), p.id); err != nil {
 		errs = append(errs, fmt.Errorf("cluster: lease %q: leave the roster: %w", p.name, err))
+	}
+	select { // no goroutine outlives Stop: the watches end with the planner's context
+	case <-p.done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("cluster: lease %q: stop: %w", p.name, ctx.Err()))
 	}
 	return errors.Join(errs...)
 }
 
-// heirs plans, for Stop, who takes each partition this instance owns: the plan of the last
-// live members without this one, its partitions counted as free (D2). It returns "" for a
-// partition with no heir (none of its own, or no other member).
-func (p *Partitions) heirs() []string {
-	heirs := make([]string, p.k)
-	var others []string
-	for _, m := range p.live {
-		if m != p.id {
-			others = append(others, m)
-		}
-	}
-	if len(others) == 0 {
-		return heirs
-	}
-	mine := p.gate.owners()
-	owner := slices.Clone(mine)
-	for i, o := range owner {
-		if o == p.id {
-			owner[i] = ""
-		}
-	}
-	for _, m := range planPartitions(others, owner, 0) {
-		if m.From == "" && mine[m.Partition] == p.id {
-			heirs[m.Partition] = m.To
-		}
-	}
-	return heirs
-}
-
-// Done returns a channel closed once the planner and every partition's election have ended.
+// Done returns a channel closed once every goroutine of the election has returned.
 func (p *Partitions) Done() <-chan struct{} { return p.done }
 
-// plan is the planner (D6): every R it beats the roster, reads it, plans the assignment from
-// the live members and the owners seen, opens the gates of the partitions planned for this
-// instance, and hands over the ones planned away from it.
-func (p *Partitions) plan(ctx context.Context) {
-	view := newRosterView(p.l)
-	var beat uint64
-	// The first plan waits for the second read of the roster, R after this member's first
-	// beat: members started together then see each other before any takes a free partition,
-	// rather than the first to plan taking them all and handing them over at MaxMoves per R.
-	reads := 0
-	every(ctx, p.r, func() bool {
-		beat++
-		rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
-		err := p.roster.Beat(rctx, RosterName(p.name), Member{ID: p.id, Session: p.session, Beat: beat, Duration: p.l})
-		var ms []Member
-		if err == nil {
-			ms, err = p.roster.Members(rctx, RosterName(p.name))
-		}
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-			return false
-		case err != nil:
-			p.log.Warn("leasehold: partitions: roster", "error", err) // E8: the partitions' elections go on
-			return true
-		}
-		now := time.Now()
-		view.update(ms, now)
-		if reads++; reads >= 2 {
-			// Planned with the members seen beating within 2R, not merely not yet judged gone
-			// (D5's L): a partition is never planned for, nor handed over to, a member that
-			// has stopped beating, whose roster entry would take L more to expire (D7).
-			p.apply(ctx, view.recent(now, 2*p.r))
-		}
-		return true
-	})
-}
-
-// apply plans with the live members and acts on this instance's part of the plan.
-func (p *Partitions) apply(ctx context.Context, live []string) {
-	if !slices.Contains(live, p.id) {
-		live = append(live, p.id) // its own beat may not have been read back yet
-	}
-	slices.Sort(live)
-	p.live = live
-	owner := p.gate.owners()
-	moves := planPartitions(live, owner, p.maxMoves)
-	heir := make([]string, p.k)
-	for _, m := range moves {
-		heir[m.Partition] = m.To
-	}
-	opened := p.gate.set(heir)
-	for _, i := range opened {
-		select {
-		case p.parts[i].poke <- struct{}{}:
-		default:
-		}
-	}
-	for _, m := range moves {
-		if m.From != p.id || !p.parts[m.Partition].IsLeader() {
-			continue
-		}
-		// D4: hand over to the member the plan names, once this partition's callbacks have
-		// returned (R2); the release is reserved for it (R3).
-		rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
-		_, err := resign(rctx, p.lock, p.parts[m.Partition].name, m.To, true)
-		cancel()
-		if err != nil {
-			p.log.Info("leasehold: partitions: hand over", "partition", m.Partition, "to", m.To, "error", err)
-			continue
-		}
-		p.log.Info("leasehold: partitions: handing over", "partition", m.Partition, "to", m.To)
-	}
-}
-
-// partitionGate is the claimer of a partitioned election's Electors (D6): it knows, from their
-// events, who owns each partition, and from the last plan, which free partitions go to this
-// instance.
-type partitionGate struct {
-	id string
-
-	mu    sync.Mutex
-	owner []string // by partition: the holder last seen ("" released, missing or unknown)
-	heir  []string // by partition: the member the last plan gives it to, when it is free
-}
-
-var _ claimer = (*partitionGate)(nil)
-
-// observe follows a partition's owner from its Elector's events.
-func (g *partitionGate) observe(i int, ev Event) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch ev.Kind {
-	case BecameLeader:
-		g.owner[i] = g.id
-	case StoppedLeading:
-		if g.owner[i] == g.id {
-			g.owner[i] = "" // until the record is read again
-		}
-	case ObservedLeader, ObservedRevision, WatchedChange:
-		g.owner[i] = ev.Holder
-	}
-}
-
-func (g *partitionGate) owners() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return slices.Clone(g.owner)
-}
-
-// set records a plan, and returns the partitions whose gate it opened for a free record.
-func (g *partitionGate) set(heir []string) []int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var opened []int
-	for i, h := range heir {
-		if h == g.id && g.heir[i] != g.id {
-			opened = append(opened, i)
-		}
-	}
-	g.heir = heir
-	return opened
-}
-
-// acquire: a record of its own is always kept (moves are handovers, D4); a record reserved
-// for this instance is taken; a free one when the plan gives it to this instance; another
-// holder's expired one always (D8).
-func (g *partitionGate) acquire(i int, rec *Record, expired bool) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	switch {
-	case rec != nil && rec.Holder == g.id:
-		return true
-	case rec != nil && rec.Holder == "" && rec.NextHolder == g.id:
-		return true
-	case expired:
-		// Its holder renewed nothing for D on this instance's clock (E6): presumed gone, its
-		// partitions are raced for by every member at once, so that they are owned again
-		// within L + R and spread by the race; the plan then evens the counts (D7).
-		return true
+// kick asks the planner for a plan at once.
+func (p *Partitions) kick() {
+	select {
+	case p.poke <- struct{}{}:
 	default:
-		return g.heir[i] == g.id
 	}
 }
 
-func (g *partitionGate) drop(int) {}
-
-func (g *partitionGate) watchesExpiry() bool { return true }
+// emit sends ev about partition i to the Observer.
+func (p *Partitions) emit(i int, ev Event) {
+	if p.observer == nil {
+		return
+	}
+	ev.Lease, ev.Instance = p.names[i], p.id
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	p.emitting.Lock()
+	defer p.emitting.Unlock()
+	p.observer(ev)
+}

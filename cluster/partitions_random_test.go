@@ -82,12 +82,7 @@ func runPartitionsSeed(t *testing.T, seed uint64) {
 			slots[i] = start(fmt.Sprintf("m%d.%d", i, incs[i]))
 		case r < 2:
 			m.gone = true
-			m.p.cancel()
-			<-m.p.planned
-			for _, e := range m.p.parts {
-				close(e.halt)
-				<-e.done
-			}
+			m.p.crash()
 		case r < 4:
 			m.gone = true
 			ctx, cancel := context.WithTimeout(context.Background(), testL)

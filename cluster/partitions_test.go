@@ -40,9 +40,23 @@ func (w *world) partitions(id string, k int) *pmember {
 // crash ends the member as a killed process would: no release, no leave.
 func (m *pmember) crash() {
 	m.halt = true
-	m.p.cancel()
-	<-m.p.planned
-	for _, e := range m.p.parts {
+	m.p.crash()
+}
+
+// crash ends p as a killed process would: its member lease and its fences stop without a
+// write, its records are left as they are.
+func (p *Partitions) crash() {
+	p.cancel()
+	<-p.planned
+	p.mu.Lock()
+	var fs []*Elector
+	for _, mv := range p.members {
+		if mv.fence != nil {
+			fs = append(fs, mv.fence)
+		}
+	}
+	p.mu.Unlock()
+	for _, e := range append(fs, p.self) {
 		close(e.halt)
 		<-e.done
 	}

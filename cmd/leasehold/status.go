@@ -364,10 +364,47 @@ func printStatus(w io.Writer, st leaseStatus) {
 func readPartitions(ctx context.Context, r *leaseReader, k int) (leaseStatus, error) {
 	st := leaseStatus{Lease: r.lease, Store: r.where}
 	now := time.Now()
+	members := make(map[string]*cluster.Record) // member leases read, nil when missing
 	for i := range k {
-		part, _, err := readPart(ctx, r, "partition", i, k, now)
-		if err != nil {
-			return leaseStatus{}, err
+		name := cluster.SlotName(r.lock, r.lease, i, k)
+		rec, err := r.lock.Get(ctx, name)
+		var part leaseStatus
+		switch {
+		case errors.Is(err, cluster.ErrNotFound):
+			part = leaseStatus{Lease: name, Store: r.where, State: "missing"}
+		case err != nil:
+			return leaseStatus{}, fmt.Errorf("lease %q in %s: partition %d (%s): %w", r.lease, r.where, i, name, err)
+		default:
+			// A partition's record is written only when its owner changes: it is held
+			// through its owner's member lease, whose renewals say whether it still is.
+			if ml, term, ok := cluster.PartitionLease(r.lease, rec); ok {
+				m, seen := members[ml]
+				if !seen {
+					mrec, err := r.lock.Get(ctx, ml)
+					switch {
+					case errors.Is(err, cluster.ErrNotFound):
+					case err != nil:
+						return leaseStatus{}, fmt.Errorf("lease %q in %s: partition %d: member lease %s: %w", r.lease, r.where, i, ml, err)
+					default:
+						m = &mrec
+					}
+					members[ml] = m
+				}
+				ended := m == nil || m.Holder != rec.Holder || m.Term != term
+				if !ended {
+					rec.RenewedAt, rec.Duration = m.RenewedAt, m.Duration
+				}
+				part = describeRecord(name, r.where, rec, now)
+				switch {
+				case ended && m != nil && m.Holder == "" && m.Term == term:
+					// Its owner stopped: releasing its member lease released its partitions.
+					part.State, part.Expired, part.Held = "released", false, false
+				case ended: // its owner's leadership ended otherwise: the partition is free
+					part.State, part.Expired, part.Held = "expired", true, false
+				}
+			} else {
+				part = describeRecord(name, r.where, rec, now)
+			}
 		}
 		part.Partition = &i
 		st.Partitions = append(st.Partitions, part)

@@ -1,0 +1,362 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/leasehold/leasehold/internal/fencing"
+)
+
+// unknownOwner stands, in a plan, for the owner of a partition whose record has not been read
+// yet: no member, so the plan leaves the partition alone (D2).
+const unknownOwner = "\x00unknown"
+
+// plan is the planner (D6): every R it reads the roster and the members' leases, and on every
+// change it learns of (a record, a fence) it plans again from the live members and the owners
+// seen, claims the partitions planned for this instance and hands over the ones planned away.
+func (p *Partitions) plan(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	// The first plan waits for the second read of the roster, R after this member joined it:
+	// members started together then see each other before any claims a free partition, rather
+	// than the first to plan taking them all and handing them over at MaxMoves per R.
+	reads := 0
+	var beat uint64
+	for {
+		due := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			due = true
+		case <-p.poke:
+		}
+		if due {
+			start := time.Now()
+			p.readRoster(ctx, &beat)
+			reads++
+			t.Reset(time.Until(start.Add(p.r)))
+		} else {
+			p.readDirty(ctx)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if reads >= 2 {
+			p.apply(ctx)
+		}
+	}
+}
+
+// readRoster reads the roster, joins it again if this instance is missing from it, reads the
+// lease of every member known (in the roster, or named by a partition's record), starts the
+// fences of the members of the roster and drops the members gone for good.
+func (p *Partitions) readRoster(ctx context.Context, beat *uint64) {
+	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
+	ms, err := p.roster.Members(rctx, RosterName(p.name))
+	cancel()
+	inRoster := make(map[string]bool, len(ms))
+	if err != nil {
+		p.log.Warn("leasehold: partitions: roster", "error", err) // E8: the election goes on
+	}
+	joined := false
+	for _, m := range ms {
+		if m.ID == p.id {
+			joined = m.Session == p.self.session
+			continue
+		}
+		inRoster[m.ID] = true
+	}
+	if err == nil && !joined {
+		*beat++
+		rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
+		if err := p.roster.Beat(rctx, RosterName(p.name), Member{ID: p.id, Session: p.self.session, Beat: *beat, Duration: p.l}); err != nil {
+			p.log.Warn("leasehold: partitions: join the roster", "error", err)
+		}
+		cancel()
+	}
+	p.mu.Lock()
+	known := make(map[string]bool)
+	for id := range p.members {
+		known[id] = true
+	}
+	for id := range inRoster {
+		known[id] = true
+	}
+	for i := range p.view {
+		if h := p.view[i].rec.Holder; p.view[i].found && h != "" && h != p.id {
+			known[h] = true
+		}
+	}
+	p.mu.Unlock()
+	for id := range known {
+		if ctx.Err() != nil {
+			return
+		}
+		p.readMember(ctx, id)
+	}
+	now := time.Now()
+	var stops []*Elector
+	var leaves []string
+	p.mu.Lock()
+	named := make(map[string]bool)
+	for i := range p.view {
+		if p.view[i].found {
+			named[p.view[i].rec.Holder] = true
+		}
+	}
+	for id, mv := range p.members {
+		mv.inRoster = inRoster[id]
+		gone := mv.read && (!mv.found || mv.rec.Holder != id) && now.Sub(mv.seenAt) >= p.l
+		switch {
+		case err == nil && gone && mv.inRoster:
+			// Its lease has not been its own for L: a member that crashed, or was stopped
+			// without leaving. It joins again if it lives on.
+			leaves = append(leaves, id)
+		case err == nil && !mv.inRoster && !named[id]:
+			if mv.fence != nil {
+				stops = append(stops, mv.fence)
+			}
+			delete(p.members, id)
+		case mv.fence == nil && mv.found && mv.rec.Holder != "":
+			// Held: fenced, whether in the roster or only named by a partition's record (a
+			// member that left the roster and lives on, or crashed after it was dropped).
+			p.startFence(ctx, id, mv)
+		}
+	}
+	p.mu.Unlock()
+	for _, f := range stops {
+		p.wg.Go(func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.l)
+			defer cancel()
+			_ = f.Stop(sctx)
+		})
+	}
+	for _, id := range leaves {
+		rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
+		_ = p.roster.Leave(rctx, RosterName(p.name), id)
+		cancel()
+	}
+}
+
+// readDirty reads again the leases its fences saw change.
+func (p *Partitions) readDirty(ctx context.Context) {
+	p.mu.Lock()
+	var ids []string
+	for id, mv := range p.members {
+		if mv.dirty {
+			ids = append(ids, id)
+		}
+	}
+	p.mu.Unlock()
+	for _, id := range ids {
+		p.readMember(ctx, id)
+	}
+}
+
+// apply plans with the live members and the owners seen, and acts on this instance's part.
+func (p *Partitions) apply(ctx context.Context) {
+	now := time.Now()
+	p.mu.Lock()
+	epoch := p.epoch
+	if epoch == 0 {
+		p.mu.Unlock()
+		return // no member lease, no claim
+	}
+	live := []string{p.id}
+	isLive := map[string]bool{p.id: true}
+	for id, mv := range p.members {
+		// Planned for while it renews (D5): a member seen renewing within 2R, not merely one
+		// whose lease has not expired yet, so that nothing is planned for, nor handed over to,
+		// a member that stopped, whose lease would take L more to expire (D7).
+		if mv.live(id, now, 2*p.r+p.r/2) {
+			live = append(live, id)
+			isLive[id] = true
+		}
+	}
+	slices.Sort(live)
+	owner := make([]string, p.k)
+	var adopt []int
+	for i := range p.view {
+		v := &p.view[i]
+		switch {
+		case !v.read:
+			owner[i] = unknownOwner
+		case !v.found || v.rec.Holder == "":
+			owner[i] = ""
+		case v.rec.Holder == p.id && v.rec.Session == partitionSession(p.self.session, epoch):
+			owner[i] = p.id
+			if p.own[i].Load() == nil && p.unsure[i] == epoch {
+				adopt = append(adopt, i) // claimed, and its answer lost
+			}
+		case v.rec.Holder == p.id:
+			owner[i] = "" // claimed under an earlier epoch, or by another process of this ID
+		default:
+			if e, ok := partitionEpoch(v.rec.Session); ok {
+				if !p.epochOver(v.rec.Holder, e, now) {
+					owner[i] = v.rec.Holder
+				}
+			} else if now.Sub(v.seenAt) < max(p.l, v.rec.Duration) {
+				// A record that names no member lease (written by an Elector of its own):
+				// its holder's, until it has stayed the same for its duration (E6).
+				owner[i] = v.rec.Holder
+			}
+		}
+	}
+	moves := planPartitions(live, owner, p.maxMoves)
+	var claims []int
+	planned := make(map[int]bool)
+	for _, m := range moves {
+		if m.To == p.id && m.From == "" {
+			planned[m.Partition] = true
+		}
+	}
+	for i := range p.view {
+		v := &p.view[i]
+		if owner[i] != "" {
+			continue
+		}
+		next := v.rec.NextHolder
+		if v.found && v.rec.Holder == "" && next != "" && next != p.id && isLive[next] {
+			continue // reserved for a live member (R3)
+		}
+		if planned[i] || (v.found && v.rec.Holder == "" && next == p.id) {
+			claims = append(claims, i)
+		}
+	}
+	var handovers []partitionMove
+	for _, m := range moves {
+		if m.From == p.id && p.own[m.Partition].Load() != nil && !p.handing[m.Partition] && p.mayHandOver(now) {
+			handovers = append(handovers, m)
+		}
+	}
+	views := make(map[int]partView, len(claims))
+	for _, i := range claims {
+		views[i] = p.view[i]
+	}
+	for _, i := range adopt {
+		p.becomeOwner(i, epoch, p.view[i].rec)
+	}
+	p.mu.Unlock()
+	for _, m := range handovers {
+		p.handOver(ctx, m.Partition, m.To)
+	}
+	for _, i := range claims {
+		if ctx.Err() != nil {
+			return
+		}
+		p.claim(ctx, i, views[i], epoch)
+	}
+}
+
+// mayHandOver reports whether a handover may start now, at most MaxMoves per R (D4), and
+// counts it. Called with p.mu held.
+func (p *Partitions) mayHandOver(now time.Time) bool {
+	p.moves = slices.DeleteFunc(p.moves, func(t time.Time) bool { return now.Sub(t) >= p.r })
+	if len(p.moves) >= p.maxMoves {
+		return false
+	}
+	p.moves = append(p.moves, now)
+	return true
+}
+
+// claim writes partition i's record for this instance under epoch, on the revision seen
+// (E10): a record that changed since is never overwritten.
+func (p *Partitions) claim(ctx context.Context, i int, from partView, epoch uint64) {
+	now := time.Now()
+	wall := stamp(now, from.rec)
+	rec := Record{
+		Holder: p.id, Session: partitionSession(p.self.session, epoch),
+		Term:       fencing.Next(from.rec.Term, from.seen, now.Add(p.self.wallSkew)),
+		AcquiredAt: wall, RenewedAt: wall, Duration: p.l,
+	}
+	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
+	defer cancel()
+	var written Record
+	var err error
+	if from.found {
+		rec.Revision = from.rec.Revision
+		written, err = p.lock.Update(rctx, p.names[i], rec)
+	} else {
+		written, err = p.lock.Create(rctx, p.names[i], rec)
+	}
+	switch {
+	case err == nil:
+		p.setView(i, written, true, true)
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
+		p.readRecord(ctx, i) // another member came first: see whom
+		return
+	default:
+		p.log.Info("leasehold: partitions: claim", "partition", i, "error", err)
+		// The write may have landed: the record will say, and if it names this epoch the
+		// partition is this instance's (adopted by the plan), as nobody else writes it now.
+		p.mu.Lock()
+		p.unsure[i] = epoch
+		p.mu.Unlock()
+		p.readRecord(ctx, i)
+		return
+	}
+	p.mu.Lock()
+	p.becomeOwner(i, epoch, written)
+	p.mu.Unlock()
+}
+
+// becomeOwner makes this instance the owner of partition i, whose record rec names epoch, if
+// that epoch is still the member lease's current leadership. Called with p.mu held.
+func (p *Partitions) becomeOwner(i int, epoch uint64, rec Record) {
+	l := p.self.leading.Load()
+	if p.epoch != epoch || l == nil || l.term != epoch || time.Until(l.deadline) <= 0 || p.own[i].Load() != nil {
+		return // that leadership has ended: the record names it, and so is free for all
+	}
+	delete(p.unsure, i)
+	ctx, cancel := context.WithCancel(withTerm(p.base, rec.Term))
+	p.own[i].Store(&ownership{epoch: epoch, term: rec.Term, rev: rec.Revision, at: rec.RenewedAt, cancel: cancel})
+	if a := p.lastAttempt; a.Term == epoch {
+		// The attempt whose deadline this ownership has, as each renewal will be (memberEvent).
+		p.emit(i, Event{Kind: AttemptSucceeded, Holder: p.id, Term: rec.Term, Duration: a.Duration, Time: a.Time})
+	}
+	p.emit(i, Event{Kind: BecameLeader, Term: rec.Term, Holder: p.id})
+	p.cbs[i].startLeading(ctx)
+}
+
+// handOver ends this instance's ownership of partition i and, once its callbacks have
+// returned (R2), releases its record for to (R3), whose watch takes it at once (D4).
+func (p *Partitions) handOver(ctx context.Context, i int, to string) {
+	p.mu.Lock()
+	o := p.own[i].Load()
+	if o == nil || p.handing[i] {
+		p.mu.Unlock()
+		return
+	}
+	p.handing[i] = true
+	p.own[i].Store(nil)
+	o.cancel()
+	p.cbs[i].stopLeading()
+	p.emit(i, Event{Kind: StoppedLeading, Term: o.term, Reason: ReasonResign})
+	p.mu.Unlock()
+	p.log.Info("leasehold: partitions: handing over", "partition", i, "to", to)
+	p.wg.Go(func() {
+		defer func() {
+			p.mu.Lock()
+			delete(p.handing, i)
+			p.mu.Unlock()
+			p.kick()
+		}()
+		if p.cbs[i].wait(ctx) != nil {
+			return // stopping: the member lease's release frees it
+		}
+		rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
+		defer cancel()
+		written, err := p.lock.Update(rctx, p.names[i], Record{
+			Term: o.term, NextHolder: to, Duration: p.l, RenewedAt: stamp(time.Now(), Record{RenewedAt: o.at}), Revision: o.rev,
+		})
+		if err != nil {
+			p.log.Info("leasehold: partitions: hand over", "partition", i, "to", to, "error", err)
+			p.readRecord(ctx, i)
+			return
+		}
+		p.setView(i, written, true, true)
+	})
+}

@@ -1,0 +1,107 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// partView is a partition's record as this instance last saw it.
+type partView struct {
+	rec    Record
+	found  bool
+	read   bool      // seen at least once
+	seen   uint64    // the highest term seen in it (E11)
+	seenAt time.Time // when its revision was first seen (E6)
+}
+
+// setView records a sight of partition i's record, and asks for a plan when it changed. A
+// watched record older than the one seen (a watch behind this instance's own write or read)
+// is not taken: a view never goes back, but a read, which says how the record is now, is
+// always taken (a store that went back, B3).
+func (p *Partitions) setView(i int, rec Record, found, read bool) {
+	p.mu.Lock()
+	v := &p.view[i]
+	if !read && found && v.read && v.found && !newer(rec, v.rec) {
+		p.mu.Unlock()
+		return
+	}
+	changed := !v.read || v.found != found || (found && v.rec.Revision != rec.Revision)
+	if changed {
+		v.seenAt = time.Now()
+	}
+	v.rec, v.found, v.read = rec, found, true
+	if found {
+		v.seen = max(v.seen, rec.Term)
+	}
+	p.mu.Unlock()
+	if changed {
+		p.kick()
+	}
+}
+
+// watchRecords keeps every partition's view current: through the Lock's watch, one per record
+// (a record changes only when its owner does, D9), or, without one, by reading them all every R.
+func (p *Partitions) watchRecords(ctx context.Context) {
+	if p.watcher == nil {
+		p.wg.Go(func() { p.pollRecords(ctx) })
+		return
+	}
+	for i := range p.names {
+		p.wg.Go(func() { p.watchRecord(ctx, i) })
+	}
+}
+
+func (p *Partitions) watchRecord(ctx context.Context, i int) {
+	for ctx.Err() == nil {
+		err := p.watcher.Watch(ctx, p.names[i], func(rec Record, err error) {
+			switch {
+			case err == nil:
+				p.setView(i, rec, true, false)
+			case errors.Is(err, ErrNotFound):
+				p.setView(i, Record{}, false, false)
+			}
+		})
+		if errors.Is(err, ErrWatchUnsupported) {
+			// Polled instead, by the one goroutine that polls: started by the first to learn.
+			if i == 0 {
+				p.pollRecords(ctx)
+			}
+			return
+		}
+		// A watch that failed is a hint lost, never safety (E9): read once, watch again.
+		p.readRecord(ctx, i)
+		t := time.NewTimer(p.r)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pollRecords reads every partition's record every R.
+func (p *Partitions) pollRecords(ctx context.Context) {
+	every(ctx, p.r, func() bool {
+		for i := range p.names {
+			if ctx.Err() != nil {
+				return false
+			}
+			p.readRecord(ctx, i)
+		}
+		return true
+	})
+}
+
+func (p *Partitions) readRecord(ctx context.Context, i int) {
+	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
+	defer cancel()
+	rec, err := p.lock.Get(rctx, p.names[i])
+	switch {
+	case err == nil:
+		p.setView(i, rec, true, true)
+	case errors.Is(err, ErrNotFound):
+		p.setView(i, Record{}, false, true)
+	}
+}
