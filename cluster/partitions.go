@@ -12,7 +12,7 @@ import (
 
 // PartitionsConfig configures a partitioned election: K partitions, each a record of its own
 // (SlotName(Lock, LeaseName, p, K)), spread over the live members (D1–D8), each member holding
-// its partitions on one lease of its own (D9).
+// its partitions on one lease of its own (D10).
 type PartitionsConfig struct {
 	Lock          Lock // must be a Roster too (the store Lock is)
 	LeaseName     string
@@ -36,7 +36,7 @@ type PartitionsConfig struct {
 //
 // Each member holds one lease of its own, its member lease, elected by an Elector of the
 // engine (E1–E12 hold for it), and owns a partition while the partition's record names that
-// member lease's current term and the member lease holds (D9): a member renews one record per
+// member lease's current term and the member lease holds (D10): a member renews one record per
 // R however many partitions it owns, and a partition's record is written only when its owner
 // changes. A plan, recomputed every R and whenever a record it depends on changes, decides
 // which partitions this instance claims and which it hands over.
@@ -52,7 +52,7 @@ type Partitions struct {
 	watcher  Watcher
 	roster   Roster
 	observer func(Event)
-	self     *Elector // this member's lease (D9)
+	self     *Elector // this member's lease (D10)
 	names    []string // by partition: its record's name
 	cbs      []*callbacks
 	own      []atomic.Pointer[ownership] // by partition: set while claimed under an epoch

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// memberLeaseName names the member lease of instance id in the partitioned election name (D9):
+// memberLeaseName names the member lease of instance id in the partitioned election name (D10):
 // a hash of the ID, so that any ID makes a name every Lock accepts.
 func memberLeaseName(name, id string) string {
 	sum := sha256.Sum256([]byte(id))
@@ -19,7 +19,7 @@ func memberLeaseName(name, id string) string {
 
 // partitionSession is the Session a member writes in the records of the partitions it claims:
 // its member lease's session and term, which name the one leadership of the member lease the
-// claim holds under (D9). A later leadership of the same lease, even by the same process, has
+// claim holds under (D10). A later leadership of the same lease, even by the same process, has
 // another term, so it never takes a record claimed under an earlier one for its own.
 func partitionSession(session string, epoch uint64) string {
 	return session + "." + strconv.FormatUint(epoch, 10)
@@ -130,7 +130,7 @@ type memberView struct {
 }
 
 // epochOver reports whether the leadership of member's lease of term epoch has ended, as far as
-// this instance knows (D9): the lease was written since with a later term, or released at that
+// this instance knows (D10): the lease was written since with a later term, or released at that
 // term. A leadership ends before either write can be made (E5, E6, E7), so a partition claimed
 // under it can be claimed again. A missing record counts as written since once it has been
 // missing for the lease's duration on this instance's clock (E6).
@@ -174,7 +174,7 @@ func (mv *memberView) live(id string, now time.Time, within time.Duration) bool 
 }
 
 // fenceGate lets a fence take over another member's lease only once it has expired (E6), so
-// that the partitions claimed under it can be claimed again (D9). It never takes a released or
+// that the partitions claimed under it can be claimed again (D10). It never takes a released or
 // missing lease: the member's own Elector does.
 type fenceGate struct{}
 
@@ -253,7 +253,7 @@ func (p *Partitions) stopFences(ctx context.Context) {
 }
 
 // PartitionLease returns, for rec, a record of a partition of the partitioned election lease,
-// the name of the member lease it is held under and that lease's term (D9); ok is false when
+// the name of the member lease it is held under and that lease's term (D10); ok is false when
 // rec is released or names no member lease. The partition is owned while that member lease's
 // record names rec.Holder at that term and has not expired: how a tool that does not run the
 // election (leasehold status) tells an owned partition from one whose owner is gone, as a

@@ -41,7 +41,7 @@ func (p *Partitions) setView(i int, rec Record, found, read bool) {
 }
 
 // watchRecords keeps every partition's view current: through the Lock's watch, one per record
-// (a record changes only when its owner does, D9), or, without one, by reading them all every R.
+// (a record changes only when its owner does, D10), or, without one, by reading them all every R.
 func (p *Partitions) watchRecords(ctx context.Context) {
 	if p.watcher == nil {
 		p.wg.Go(func() { p.pollRecords(ctx) })

@@ -13,9 +13,10 @@ import (
 )
 
 // Member is one entry of the roster of a partitioned election (D5): an instance, the session
-// of the process that wrote it (E12), a counter it increases at each beat, and the duration it
-// declares (its L), by which the others judge it gone. A user reads it to list who takes part
-// in a partitioned election (Roster.Members, as leasehold status does); Partitions writes it.
+// of the process that wrote it (E12), a counter it increases at each write of its entry, and
+// the duration it declares (its L). The roster says who takes part; whether a member is alive
+// is its member lease's business (D10). A user reads it to list who takes part in a
+// partitioned election (Roster.Members, as leasehold status does); Partitions writes it.
 type Member struct {
 	ID       string
 	Session  string
@@ -25,7 +26,7 @@ type Member struct {
 
 // Roster is implemented by a Lock that keeps the members of a partitioned election (D5): one
 // document per election, in which each member writes only its own entry, without a
-// compare-and-swap, so that N members beating every R never race. The store Lock and the
+// compare-and-swap, so that members joining and leaving never race. The store Lock and the
 // Kubernetes Lock implement it; a user implements it only for a Lock of their own that should
 // carry partitions.
 type Roster interface {
@@ -117,62 +118,4 @@ func parseMember(id, s string) (Member, error) {
 		return Member{}, fmt.Errorf("entry %q: duration %q is not a positive number of milliseconds", s, parts[2])
 	}
 	return Member{ID: id, Session: parts[0], Beat: beat, Duration: time.Duration(ms) * time.Millisecond}, nil
-}
-
-// rosterView is an instance's view of a roster, judged on its own clock, never by comparing
-// timestamps across hosts (D5, as E6 judges a lease): a member is live while its entry has
-// changed (another session, another beat) within D of now, D being the larger of this
-// instance's L and the duration the member declares; an entry first seen counts as changed
-// then.
-type rosterView struct {
-	l    time.Duration
-	seen map[string]memberSight
-}
-
-type memberSight struct {
-	m  Member
-	at time.Time // when this instance first saw the entry as it is
-}
-
-func newRosterView(l time.Duration) *rosterView {
-	return &rosterView{l: l, seen: make(map[string]memberSight)}
-}
-
-// update records a read of the roster at now: entries that changed are seen now, entries gone
-// (left, or deleted with the roster) are forgotten.
-func (v *rosterView) update(ms []Member, now time.Time) {
-	present := make(map[string]bool, len(ms))
-	for _, m := range ms {
-		present[m.ID] = true
-		if s, ok := v.seen[m.ID]; ok && s.m.Session == m.Session && s.m.Beat == m.Beat {
-			continue
-		}
-		v.seen[m.ID] = memberSight{m: m, at: now}
-	}
-	for id := range v.seen {
-		if !present[id] {
-			delete(v.seen, id)
-		}
-	}
-}
-
-// live returns the IDs of the members live at now, in no order.
-func (v *rosterView) live(now time.Time) []string {
-	return v.recent(now, 0)
-}
-
-// recent returns the IDs of the members whose entry changed within w of now (within D when w
-// is 0 or longer), in no order.
-func (v *rosterView) recent(now time.Time, w time.Duration) []string {
-	var ids []string
-	for id, s := range v.seen {
-		d := max(v.l, s.m.Duration)
-		if w > 0 {
-			d = min(d, w)
-		}
-		if now.Before(s.at.Add(d)) {
-			ids = append(ids, id)
-		}
-	}
-	return ids
 }

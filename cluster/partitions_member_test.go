@@ -1,0 +1,67 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// D10: a member that is out of the roster but still named by the partitions' records (it was
+// dropped from the roster, then crashed) is fenced all the same: a new member that never saw it
+// in the roster takes its partitions once its member lease expires.
+func TestD10FenceAMemberOutOfTheRoster(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		const k = 12
+		c := w.partitions("c", k)
+		w.runPartitions(sec(30), k, c)
+		if got := len(c.p.Owned()); got != k {
+			t.Fatalf("c owns %d partitions alone; want %d", got, k)
+		}
+		c.crash()
+		if err := NewStoreLock(w.mem).(Roster).Leave(context.Background(), RosterName("work"), "c"); err != nil {
+			t.Fatal(err)
+		}
+		a := w.partitions("a", k)
+		// a's first plan comes 2R after it starts; c's lease, renewed at most R before the
+		// crash, expires for a L after a first reads it, and a's fence attempts every R.
+		w.runPartitions(sec(30)+testL+4*testR, k, a)
+		if counts, free := checkOwners(t, k, a); free != 0 || counts["a"] != k {
+			t.Fatalf("%v owned, %d free; want every partition owned by a", counts, free)
+		}
+	})
+}
+
+// D6: a watch behind this instance's own write (or read) never takes the view back to an
+// older record: a handover's release seen, then the claim it replaced delivered late, leaves
+// the release in the view. A read is always taken, so that a store that went back is seen.
+func TestD6ViewNeverGoesBack(t *testing.T) {
+	p := &Partitions{view: make([]partView, 1), poke: make(chan struct{}, 1)}
+	claim := Record{Holder: "a", Session: "s.1", Term: 7, RenewedAt: time.Unix(1, 0), Revision: "r1"}
+	release := Record{Term: 7, NextHolder: "b", RenewedAt: time.Unix(2, 0), Revision: "r2"}
+	p.setView(0, release, true, true)
+	p.setView(0, claim, true, false) // the watch, late
+	if got := p.view[0].rec.Revision; got != "r2" {
+		t.Fatalf("view after a late watched claim: revision %s; want the release, r2", got)
+	}
+	p.setView(0, claim, true, true) // a read: the store says so now
+	if got := p.view[0].rec.Revision; got != "r1" {
+		t.Fatalf("view after a read of the claim: revision %s; want r1", got)
+	}
+}
+
+// D10: PartitionLease names the member lease and the term a partition's record is held under,
+// and nothing for a released record or one that names no member lease.
+func TestD10PartitionLease(t *testing.T) {
+	rec := Record{Holder: "web-1", Session: partitionSession("4f1c9a0b7e2d3c58", 42), Term: 9}
+	ml, term, ok := PartitionLease("jobs", rec)
+	if !ok || ml != memberLeaseName("jobs", "web-1") || term != 42 {
+		t.Fatalf("PartitionLease = %q, %d, %v; want %q, 42, true", ml, term, ok, memberLeaseName("jobs", "web-1"))
+	}
+	for _, r := range []Record{{Session: rec.Session, Term: 9}, {Holder: "web-1", Session: "4f1c9a0b7e2d3c58", Term: 9}} {
+		if _, _, ok := PartitionLease("jobs", r); ok {
+			t.Errorf("PartitionLease(%+v) is ok; want none", r)
+		}
+	}
+}
