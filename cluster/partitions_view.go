@@ -35,7 +35,10 @@ func (p *Partitions) setView(i int, rec Record, found, read bool) {
 		v.seen = max(v.seen, rec.Term)
 	}
 	p.mu.Unlock()
-	if changed {
+	// Only a partition that became free calls for a plan at once (a release, reserved for
+	// this instance or not); another member's claim changes counts, which the plan of the
+	// next R sees: K claims in a burst (a crash, a start) then cost no K plans.
+	if changed && (!found || rec.Holder == "") {
 		p.kick()
 	}
 }
