@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -313,6 +314,27 @@ func (o *ownership) even(members []int) (ok bool, lo, hi int) {
 	return owned == o.k && hi-lo <= 1, lo, hi
 }
 
+// describe says how the ownership stands: the counts of members, the partitions with no
+// owner and with more than one (callbacks still running), for a phase that did not even out.
+func (o *ownership) describe(members []int) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	none, several := 0, 0
+	for _, ms := range o.owners {
+		switch {
+		case len(ms) == 0:
+			none++
+		case len(ms) > 1:
+			several++
+		}
+	}
+	counts := make([]string, 0, len(members))
+	for _, m := range members {
+		counts = append(counts, fmt.Sprintf("m%d:%d", m, o.count[m]))
+	}
+	return fmt.Sprintf("%d without an owner, %d with callbacks of two members, counts %s", none, several, strings.Join(counts, " "))
+}
+
 // phase resets the counters of a phase (moves, gaps) and returns what they held.
 func (o *ownership) phase() (moved int, gaps []time.Duration) {
 	o.mu.Lock()
@@ -413,6 +435,9 @@ func runPartitions(w *proctest.Worker) int {
 			r.GapMax = gaps[len(gaps)-1]
 		}
 		_, r.MinOwned, r.MaxOwned = own.even(ids())
+		if !r.Even {
+			fmt.Fprintf(os.Stderr, "bench: partitions not even: %s\n", own.describe(ids()))
+		}
 	}
 
 	t0 := time.Now()

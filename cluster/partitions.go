@@ -120,7 +120,7 @@ func NewPartitions(cfg PartitionsConfig) (*Partitions, error) {
 		name: name, id: cfg.InstanceID, k: cfg.Partitions, maxMoves: cfg.MaxMoves,
 		log: log.With("lease", name, "instance", cfg.InstanceID), lock: recoverLock{cfg.Lock}, raw: cfg.Lock, roster: roster,
 		observer: cfg.Observer, poke: make(chan struct{}, 1),
-		ended: make(map[uint64]chan struct{}), members: make(map[string]*memberView), handing: make(map[int]bool), unsure: make(map[int]uint64),
+		ended: make(map[uint64]chan struct{}), members: make(map[string]*memberView), handing: make(map[int]bool),
 		done: make(chan struct{}), planned: make(chan struct{}),
 		own: make([]atomic.Pointer[ownership], cfg.Partitions), view: make([]partView, cfg.Partitions),
 	}

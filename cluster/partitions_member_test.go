@@ -33,21 +33,28 @@ func TestD10FenceAMemberOutOfTheRoster(t *testing.T) {
 	})
 }
 
-// D6: a watch behind this instance's own write (or read) never takes the view back to an
-// older record: a handover's release seen, then the claim it replaced delivered late, leaves
-// the release in the view. A read is always taken, so that a store that went back is seen.
+// D6: the view of a record never goes back: after this instance's own release, neither the
+// claim it replaced delivered late by the watch nor a read of it that began before the release
+// is taken. A read that began after, and says the record is the older one, is: a store that
+// went back (B3).
 func TestD6ViewNeverGoesBack(t *testing.T) {
 	p := &Partitions{view: make([]partView, 1), poke: make(chan struct{}, 1)}
 	claim := Record{Holder: "a", Session: "s.1", Term: 7, RenewedAt: time.Unix(1, 0), Revision: "r1"}
 	release := Record{Term: 7, NextHolder: "b", RenewedAt: time.Unix(2, 0), Revision: "r2"}
-	p.setView(0, release, true, true)
-	p.setView(0, claim, true, false) // the watch, late
+	p.setView(0, claim, true, -2)
+	before := p.view[0].gen // a read begins
+	p.setView(0, release, true, -2)
+	p.setView(0, claim, true, -1) // the watch, late
 	if got := p.view[0].rec.Revision; got != "r2" {
 		t.Fatalf("view after a late watched claim: revision %s; want the release, r2", got)
 	}
-	p.setView(0, claim, true, true) // a read: the store says so now
+	p.setView(0, claim, true, before) // the read that crossed the release
+	if got := p.view[0].rec.Revision; got != "r2" {
+		t.Fatalf("view after a read begun before the release: revision %s; want the release, r2", got)
+	}
+	p.setView(0, claim, true, p.view[0].gen) // a read begun now: the store went back
 	if got := p.view[0].rec.Revision; got != "r1" {
-		t.Fatalf("view after a read of the claim: revision %s; want r1", got)
+		t.Fatalf("view after a read begun after the release: revision %s; want r1", got)
 	}
 }
 

@@ -188,8 +188,10 @@ func (p *Partitions) apply(ctx context.Context) {
 			owner[i] = ""
 		case v.rec.Holder == p.id && v.rec.Session == partitionSession(p.self.session, epoch):
 			owner[i] = p.id
-			if p.own[i].Load() == nil && p.unsure[i] == epoch {
-				adopt = append(adopt, i) // claimed, and its answer lost
+			if p.own[i].Load() == nil && !p.handing[i] {
+				// Claimed, and its answer lost: nobody else writes a record that names a
+				// live epoch, and no release of it is in flight (handing), so it is ours.
+				adopt = append(adopt, i)
 			}
 		case v.rec.Holder == p.id:
 			owner[i] = "" // claimed under an earlier epoch, or by another process of this ID
@@ -284,7 +286,7 @@ func (p *Partitions) claim(ctx context.Context, i int, from partView, epoch uint
 	}
 	switch {
 	case err == nil:
-		p.setView(i, written, true, true)
+		p.setView(i, written, true, -2)
 	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
 		p.readRecord(ctx, i) // another member came first: see whom
 		return
@@ -292,9 +294,6 @@ func (p *Partitions) claim(ctx context.Context, i int, from partView, epoch uint
 		p.log.Info("leasehold: partitions: claim", "partition", i, "error", err)
 		// The write may have landed: the record will say, and if it names this epoch the
 		// partition is this instance's (adopted by the plan), as nobody else writes it now.
-		p.mu.Lock()
-		p.unsure[i] = epoch
-		p.mu.Unlock()
 		p.readRecord(ctx, i)
 		return
 	}
@@ -310,7 +309,6 @@ func (p *Partitions) becomeOwner(i int, epoch uint64, rec Record) {
 	if p.epoch != epoch || l == nil || l.term != epoch || time.Until(l.deadline) <= 0 || p.own[i].Load() != nil {
 		return // that leadership has ended: the record names it, and so is free for all
 	}
-	delete(p.unsure, i)
 	ctx, cancel := context.WithCancel(withTerm(p.base, rec.Term))
 	p.own[i].Store(&ownership{epoch: epoch, term: rec.Term, rev: rec.Revision, at: rec.RenewedAt, cancel: cancel})
 	if a := p.lastAttempt; a.Term == epoch {
@@ -347,16 +345,55 @@ func (p *Partitions) handOver(ctx context.Context, i int, to string) {
 		if p.cbs[i].wait(ctx) != nil {
 			return // stopping: the member lease's release frees it
 		}
-		rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
-		defer cancel()
-		written, err := p.lock.Update(rctx, p.names[i], Record{
-			Term: o.term, NextHolder: to, Duration: p.l, RenewedAt: stamp(time.Now(), Record{RenewedAt: o.at}), Revision: o.rev,
-		})
-		if err != nil {
-			p.log.Info("leasehold: partitions: hand over", "partition", i, "to", to, "error", err)
-			p.readRecord(ctx, i)
-			return
+		// Until the release is known to have landed or the record to have changed, the
+		// partition stays handing: a record that names this epoch and is not handing is
+		// this instance's to run (adopted), which a release landing later would make two.
+		for {
+			if p.release(ctx, i, o, to) {
+				return
+			}
+			t := time.NewTimer(p.r)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			p.mu.Lock()
+			over := p.epoch != o.epoch
+			p.mu.Unlock()
+			if over {
+				return // that epoch has ended: its records are free for all already
+			}
 		}
-		p.setView(i, written, true, true)
 	})
+}
+
+// release writes partition i's record released for to, on the revision o claimed, and says
+// whether the record is known to have changed from that claim since (released by this write
+// or an earlier one whose answer was lost, or written by another member once this epoch ended).
+func (p *Partitions) release(ctx context.Context, i int, o *ownership, to string) bool {
+	p.mu.Lock()
+	gen := p.view[i].gen
+	p.mu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
+	defer cancel()
+	written, err := p.lock.Update(rctx, p.names[i], Record{
+		Term: o.term, NextHolder: to, Duration: p.l, RenewedAt: stamp(time.Now(), Record{RenewedAt: o.at}), Revision: o.rev,
+	})
+	if err == nil {
+		p.setView(i, written, true, -2)
+		return true
+	}
+	p.log.Info("leasehold: partitions: hand over", "partition", i, "to", to, "error", err)
+	rec, err := p.lock.Get(rctx, p.names[i])
+	switch {
+	case errors.Is(err, ErrNotFound):
+		p.setView(i, Record{}, false, gen)
+		return true
+	case err != nil:
+		return false
+	}
+	p.setView(i, rec, true, gen)
+	return rec.Revision != o.rev
 }

@@ -12,20 +12,27 @@ type partView struct {
 	found  bool
 	read   bool      // seen at least once
 	seen   uint64    // the highest term seen in it (E11)
+	gen    int64     // how many sights were taken: a read that began at another is late
 	seenAt time.Time // when its revision was first seen (E6)
 }
 
-// setView records a sight of partition i's record, and asks for a plan when it changed. A
-// watched record older than the one seen (a watch behind this instance's own write or read)
-// is not taken: a view never goes back, but a read, which says how the record is now, is
-// always taken (a store that went back, B3).
-func (p *Partitions) setView(i int, rec Record, found, read bool) {
+// setView records a sight of partition i's record, and asks for a plan when it changed. The
+// view never goes back: a watched record older than the one seen (a watch behind this
+// instance's own write or read) is not taken, nor is a read older than the one seen that began
+// before the view last changed (a read that crossed this instance's own write). A read that
+// began after, and says the record is older, is taken: a store that went back (B3). gen is
+// the view's generation when the read began, -1 for a watched record, -2 for the answer to
+// this instance's own write (always taken).
+func (p *Partitions) setView(i int, rec Record, found bool, gen int64) {
 	p.mu.Lock()
 	v := &p.view[i]
-	if !read && found && v.read && v.found && !newer(rec, v.rec) {
-		p.mu.Unlock()
-		return
+	if found && v.read && v.found && !newer(rec, v.rec) && rec.Revision != v.rec.Revision {
+		if gen == -1 || (gen >= 0 && gen != v.gen) {
+			p.mu.Unlock()
+			return
+		}
 	}
+	v.gen++
 	changed := !v.read || v.found != found || (found && v.rec.Revision != rec.Revision)
 	if changed {
 		v.seenAt = time.Now()
@@ -60,9 +67,9 @@ func (p *Partitions) watchRecord(ctx context.Context, i int) {
 		err := p.watcher.Watch(ctx, p.names[i], func(rec Record, err error) {
 			switch {
 			case err == nil:
-				p.setView(i, rec, true, false)
+				p.setView(i, rec, true, -1)
 			case errors.Is(err, ErrNotFound):
-				p.setView(i, Record{}, false, false)
+				p.setView(i, Record{}, false, -1)
 			}
 		})
 		if errors.Is(err, ErrWatchUnsupported) {
@@ -98,13 +105,16 @@ func (p *Partitions) pollRecords(ctx context.Context) {
 }
 
 func (p *Partitions) readRecord(ctx context.Context, i int) {
+	p.mu.Lock()
+	gen := p.view[i].gen
+	p.mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
 	defer cancel()
 	rec, err := p.lock.Get(rctx, p.names[i])
 	switch {
 	case err == nil:
-		p.setView(i, rec, true, true)
+		p.setView(i, rec, true, gen)
 	case errors.Is(err, ErrNotFound):
-		p.setView(i, Record{}, false, true)
+		p.setView(i, Record{}, false, gen)
 	}
 }
