@@ -134,10 +134,14 @@ func runWorker(w *proctest.Worker) int {
 
 // workerObserver writes the worker's leadership lines and its attempt lines.
 func workerObserver(w *proctest.Worker) func(cluster.Event) {
-	lines := w.Observer()
+	return cluster.Observers(w.Observer(), attemptsObserver(w))
+}
+
+// attemptsObserver writes the worker's attempt lines: on stdout, each time its attempts start
+// or stop succeeding.
+func attemptsObserver(w *proctest.Worker) func(cluster.Event) {
 	var attempts string // "ok" or "fail" once an attempt has ended
 	return func(ev cluster.Event) {
-		lines(ev)
 		// The runner waits for every instance's attempts to succeed before the next fault:
 		// a client still reconnecting after an outage would make a takeover look slow. A
 		// follower whose watch is healthy sends no attempts: a change its watch brought

@@ -72,12 +72,15 @@ func runPartitionsWorker(w *proctest.Worker, faulty, store cluster.Lock) int {
 		defer f.Close()
 		obs := proctest.LogObserver(w.ID, w.LeaseDuration, w.RenewInterval, f)
 		if p == 0 {
-			obs = cluster.Observers(obs, workerObserver(w))
+			obs = cluster.Observers(obs, w.Observer())
 		}
-		// Each partition's Elector calls its observer on its own goroutine, one event at a
-		// time: the map is only read once built.
+		// The Observer is called one event at a time: the map is only read once built.
 		observers[cluster.SlotName(lock, w.Lease, p, k)] = obs
 	}
+	// The attempts that say whether this worker is in touch with the store are its member
+	// lease's, whose events name that lease rather than a partition: it renews every
+	// partition this worker owns, and runs whether or not it owns any.
+	attempts := attemptsObserver(w)
 	parts, err := cluster.NewPartitions(cluster.PartitionsConfig{
 		Lock: lock, LeaseName: w.Lease, Partitions: k,
 		LeaseDuration: w.LeaseDuration, RenewInterval: w.RenewInterval, InstanceID: w.ID,
@@ -85,6 +88,8 @@ func runPartitionsWorker(w *proctest.Worker, faulty, store cluster.Lock) int {
 		Observer: func(ev cluster.Event) {
 			if obs := observers[ev.Lease]; obs != nil {
 				obs(ev)
+			} else {
+				attempts(ev)
 			}
 		},
 	})
