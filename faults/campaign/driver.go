@@ -46,6 +46,10 @@ type driver struct {
 	last    map[string]proctest.Line   // each instance's last lead or renew line
 	renews  map[string]int             // renew lines per instance
 	unleads map[string][]proctest.Line // unlead lines per instance
+	// owners follows every partition's log in the partitions mode (nil otherwise), and
+	// ownersPoll says a wake-up to read them again is scheduled.
+	owners     *partitionOwners
+	ownersPoll bool
 
 	faults    []Fault
 	round     []Kind // the first round's kinds not injected yet (pick)
@@ -107,6 +111,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	d.dir = dir
 	d.logPath = filepath.Join(dir, "leadership.log")
 	defer d.cleanup()
+	if o.Partitions > 0 {
+		d.owners = newPartitionOwners(dir, o.Partitions)
+	}
 
 	if d.srv, err = lookupBackend(o.Backend)(ctx, dir); err != nil {
 		return nil, fmt.Errorf("campaign: backend %s: %w", o.Backend, err)
@@ -361,7 +368,8 @@ func (d *driver) problem(format string, args ...any) {
 }
 
 // healthy reports whether every slot runs a ready worker whose last attempt succeeded, none
-// paused, and one of them leads.
+// paused, and one of them leads; in the partitions mode, also whether every partition has an
+// owner.
 func (d *driver) healthy() bool {
 	for _, s := range d.slots {
 		p := s.cur
@@ -369,14 +377,34 @@ func (d *driver) healthy() bool {
 			return false
 		}
 	}
-	return d.leader != ""
+	if d.leader == "" {
+		return false
+	}
+	if d.owners != nil && len(d.owners.unowned(proctest.Now())) > 0 {
+		// A claim of a partition but 0 sends the driver no message: look again soon.
+		if !d.ownersPoll {
+			d.ownersPoll = true
+			d.after(20*time.Millisecond, func() { d.ownersPoll = false })
+		}
+		return false
+	}
+	return true
 }
 
 // settle waits for a healthy election. Not reaching one within settleTimeout is a violation.
 func (d *driver) settle() error {
-	if err := d.wait("healthy election (a leader, every instance's attempts succeeding)", d.settleWait, d.healthy); err != nil {
+	what := "healthy election (a leader, every instance's attempts succeeding)"
+	if d.owners != nil {
+		what = "healthy election (a leader, every instance's attempts succeeding, every partition owned)"
+	}
+	if err := d.wait(what, d.settleWait, d.healthy); err != nil {
 		if d.ctx.Err() != nil {
 			return err
+		}
+		if d.owners != nil {
+			if un := d.owners.unowned(proctest.Now()); len(un) > 0 {
+				err = fmt.Errorf("%w (partitions without an owner: %v)", err, un)
+			}
 		}
 		d.problem("%v after fault %d", err, len(d.faults))
 		return fmt.Errorf("%w: %v", errEndRun, err)

@@ -24,7 +24,9 @@ type Options struct {
 	// Partitions, when not 0, makes every worker run a cluster.Partitions of that many
 	// partitions of the lease (runPartitionsWorker): partition 0 stands for the lease in the
 	// faults and their bounds, and every partition is checked for two owners at once and
-	// terms that do not grow (checkPartitions).
+	// terms that do not grow (checkPartitions), and for the takeover bounds after a fault of
+	// the worker that held it (checkPartitionTakeovers); the runner settles only once every
+	// partition has an owner.
 	Partitions int
 	// Slack is added to every takeover bound: process scheduling on a loaded host and the new
 	// leader's own read and write. DefaultSlack by default.

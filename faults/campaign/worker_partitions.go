@@ -47,9 +47,10 @@ func (l partsLock) Watch(ctx context.Context, name string, fn func(cluster.Recor
 // stands for the lease in the runner: its lines go to the shared log and stdout (the runner
 // finds its owner, kills or pauses it, and times its takeovers), and its owner acts on the
 // fenced resource with the partition's term while it owns it. Every partition's lines, 0's
-// included, go to a log of their own (partitionLog), which the campaign checks afterwards for
-// two owners at once and terms that do not grow (checkPartitions). On SIGTERM it stops, handing
-// its partitions over, and writes the stopped line.
+// included, go to a log of their own (partitionLog), which the runner follows to settle with
+// every partition owned (partitionOwners) and checks afterwards for two owners at once, terms
+// that do not grow (checkPartitions) and the takeover bounds (checkPartitionTakeovers). On
+// SIGTERM it stops, handing its partitions over, and writes the stopped line.
 func runPartitionsWorker(w *proctest.Worker, faulty, store cluster.Lock) int {
 	k, err := strconv.Atoi(os.Getenv(envPartitions))
 	if err != nil || k < 1 {
