@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -71,4 +72,47 @@ func TestD10PartitionLease(t *testing.T) {
 			t.Errorf("PartitionLease(%+v) is ok; want none", r)
 		}
 	}
+}
+
+// D7: a release reserved for a member that is live (it renews its member lease) but never
+// claims it is claimed by another member once it has been free for L + R in that member's
+// view: a partition is not left without an owner for good, whatever the views. (The plan may
+// then hand it to that member again: a member that never claims costs its partitions L + R
+// of each round.)
+func TestD7ReservationNotTakenIsClaimedAfterLPlusR(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		const k = 4
+		ctx := context.Background()
+		lock := NewStoreLock(w.mem)
+		// ghost renews a member lease and is in the roster, but runs no partitions.
+		ghost, err := NewElector(ElectorConfig{Lock: lock, LeaseName: memberLeaseName("work", "ghost"), LeaseDuration: testL, RenewInterval: testR, InstanceID: "ghost", Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ghost.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer ghost.Stop(ctx)
+		if err := lock.(Roster).Beat(ctx, RosterName("work"), Member{ID: "ghost", Session: "g", Beat: 1, Duration: testL}); err != nil {
+			t.Fatal(err)
+		}
+		name := SlotName(lock, "work", 2, k)
+		if _, err := lock.Create(ctx, name, Record{Term: 5, NextHolder: "ghost", Duration: testL, RenewedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		a := w.partitions("a", k)
+		claimed := time.Duration(-1)
+		for d := time.Duration(0); d <= 4*testR+testL && claimed < 0; d += 100 * time.Millisecond {
+			w.at(d)
+			if slices.Contains(a.p.Owned(), 2) {
+				claimed = d
+			}
+		}
+		// a's first plan comes R after it starts (its second read of the roster); from then
+		// on partition 2 is free in its view, and reserved for a live member until L + R.
+		if first := testR + testL + testR; claimed != first {
+			t.Fatalf("partition 2, reserved for ghost which never claims it, first owned by a at %v; want L + R after a's first plan, %v", claimed, first)
+		}
+	})
 }

@@ -218,13 +218,22 @@ func (p *Partitions) apply(ctx context.Context) {
 	for i := range p.view {
 		v := &p.view[i]
 		if owner[i] != "" {
+			v.freeSince = time.Time{}
 			continue
 		}
 		next := v.rec.NextHolder
-		if v.found && v.rec.Holder == "" && next != "" && next != p.id && isLive[next] {
+		if v.freeSince.IsZero() {
+			v.freeSince = now
+		}
+		// A partition free for L + R in this view is claimed whatever the plan or a
+		// reservation says: views that disagree (a member that plans it for another, which
+		// sees it owned) must not leave it without an owner for good. A view that is wrong
+		// costs a failed write.
+		stuck := now.Sub(v.freeSince) >= p.l+p.r
+		if !stuck && v.found && v.rec.Holder == "" && next != "" && next != p.id && isLive[next] {
 			continue // reserved for a live member (R3)
 		}
-		if planned[i] || (v.found && v.rec.Holder == "" && next == p.id) {
+		if planned[i] || stuck || (v.found && v.rec.Holder == "" && next == p.id) {
 			claims = append(claims, i)
 		}
 	}

@@ -8,12 +8,14 @@ import (
 
 // partView is a partition's record as this instance last saw it.
 type partView struct {
-	rec    Record
-	found  bool
-	read   bool      // seen at least once
-	seen   uint64    // the highest term seen in it (E11)
-	gen    int64     // how many sights were taken: a read that began at another is late
-	seenAt time.Time // when its revision was first seen (E6)
+	rec   Record
+	found bool
+	read  bool   // seen at least once
+	seen  uint64 // the highest term seen in it (E11)
+	gen   int64  // how many sights were taken: a read that began at another is late
+	// freeSince is when the plan first saw it without an owner, zero while it has one.
+	freeSince time.Time
+	seenAt    time.Time // when its revision was first seen (E6)
 }
 
 // setView records a sight of partition i's record, and asks for a plan when it changed. The
