@@ -214,10 +214,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				return nil, err
 			}
 		}
-		var vs, tvs []string
+		var vs []string
 		rep.PartitionLeaderships, vs = checkPartitions(parts, d.faults, o.LeaseDuration)
-		rep.PartitionTakeovers, tvs = checkPartitionTakeovers(o, parts, d.faults, faultsEnd)
-		rep.Violations = append(append(rep.Violations, vs...), tvs...)
+		rep.Violations = append(rep.Violations, vs...)
 	}
 	rep.Violations = append(d.problems, rep.Violations...)
 	rep.Stopped = stopped
