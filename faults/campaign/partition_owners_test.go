@@ -76,3 +76,18 @@ func TestHealthyWaitsForEveryPartition(t *testing.T) {
 		t.Errorf("every partition owned: not healthy")
 	}
 }
+
+// owns is the lines of id's ownership of a partition, of term term, from start to end (in ms):
+// a lead, renewals every 250 ms (deadline 625 ms later), and an unlead for reason (none when
+// reason is "": a killed worker's).
+func owns(id string, term uint64, start, end int64, reason string) []proctest.Line {
+	const half = 625
+	ls := []proctest.Line{{Instance: id, Kind: proctest.KindLead, Term: term, T: start * ms1, Deadline: (start + half) * ms1}}
+	for t := start + 250; t < end; t += 250 {
+		ls = append(ls, proctest.Line{Instance: id, Kind: proctest.KindRenew, Term: term, T: t * ms1, Deadline: (t + half) * ms1})
+	}
+	if reason != "" {
+		ls = append(ls, proctest.Line{Instance: id, Kind: proctest.KindUnlead, Term: term, T: end * ms1, Reason: reason})
+	}
+	return ls
+}
