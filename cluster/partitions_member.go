@@ -127,6 +127,9 @@ type memberView struct {
 	dirty    bool      // its fence saw a change: read it again at once
 	inRoster bool
 	fence    *Elector
+	// overTerm is the highest term its fence saw the lease at: every leadership of the
+	// member's lease of a lower term has ended (E5, E6), whatever a later read shows (B3).
+	overTerm uint64
 }
 
 // epochOver reports whether the leadership of member's lease of term epoch has ended, as far as
@@ -137,7 +140,11 @@ type memberView struct {
 func (p *Partitions) epochOver(member string, epoch uint64, now time.Time) bool {
 	mv := p.members[member]
 	switch {
-	case mv == nil || !mv.read:
+	case mv == nil:
+		return false
+	case mv.overTerm > epoch:
+		return true
+	case !mv.read:
 		return false
 	case !mv.found:
 		return now.Sub(mv.seenAt) >= p.l
@@ -203,9 +210,9 @@ func (p *Partitions) startFence(ctx context.Context, member string, mv *memberVi
 					defer cancel()
 					_ = f.Stop(sctx)
 				})
-				p.markDirty(member, f)
+				p.markDirty(member, f, ev.Term)
 			case WatchedChange, ObservedLeader, ObservedRevision:
-				p.markDirty(member, nil)
+				p.markDirty(member, nil, ev.Term)
 			}
 		},
 	})
@@ -222,12 +229,19 @@ func (p *Partitions) startFence(ctx context.Context, member string, mv *memberVi
 	p.wg.Go(func() { <-f.Done() })
 }
 
-// markDirty asks the planner to read member's lease again at once; ended, when not nil, is a
-// fence that has ended its work.
-func (p *Partitions) markDirty(member string, ended *Elector) {
+// markDirty tells the planner that member's lease changed to term, as its fence saw: a term
+// later than any read ends the leaderships before it at once (epochOver), without the read
+// that would otherwise come first on a crashed member's partitions' way to a new owner (D8);
+// any other change is read again at once. ended, when not nil, is a fence that has ended its
+// work.
+func (p *Partitions) markDirty(member string, ended *Elector, term uint64) {
 	p.mu.Lock()
 	if mv := p.members[member]; mv != nil {
-		mv.dirty = true
+		if !mv.read || !mv.found || term > mv.rec.Term {
+			mv.overTerm = max(mv.overTerm, term) // the roster's next read brings the record
+		} else {
+			mv.dirty = true
+		}
 		if ended != nil && mv.fence == ended {
 			mv.fence = nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fencing"
@@ -91,11 +92,15 @@ func (p *Partitions) readRoster(ctx context.Context, beat *uint64) {
 		}
 	}
 	p.mu.Unlock()
+	// Read together: the planner answers no fence while it reads, and a fence's news of a
+	// crash waits for the last of these reads (D8).
+	var wg sync.WaitGroup
 	for id := range known {
-		if ctx.Err() != nil {
-			return
-		}
-		p.readMember(ctx, id)
+		wg.Go(func() { p.readMember(ctx, id) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return
 	}
 	now := time.Now()
 	var stops []*Elector
@@ -254,13 +259,27 @@ func (p *Partitions) apply(ctx context.Context) {
 	for _, m := range handovers {
 		p.handOver(ctx, m.Partition, m.To)
 	}
+	// The claims go out together, up to claimsInFlight at once: after a crash a member claims
+	// its share of the crashed member's partitions, and one round trip after another would
+	// put the last of them that many round trips past the first (D8). A store that batches
+	// its requests sends them as one.
+	sem := make(chan struct{}, claimsInFlight)
+	var wg sync.WaitGroup
 	for _, i := range claims {
 		if ctx.Err() != nil {
-			return
+			break
 		}
-		p.claim(ctx, i, views[i], epoch)
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			p.claim(ctx, i, views[i], epoch)
+		})
 	}
+	wg.Wait()
 }
+
+// claimsInFlight is how many claims a plan sends at once.
+const claimsInFlight = 64
 
 // mayHandOver reports whether a handover may start now, at most MaxMoves per R (D4), and
 // counts it. Called with p.mu held.

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/proctest"
 )
 
@@ -25,6 +26,9 @@ type Report struct {
 	// PartitionLeaderships the ownerships of every partition that checkPartitions checked.
 	Partitions           int `json:"partitions,omitempty"`
 	PartitionLeaderships int `json:"partition_leaderships,omitempty"`
+	// PartitionTakeovers are the takeovers of every partition that checkPartitionTakeovers
+	// held to a bound: one per fault and partition its target held.
+	PartitionTakeovers []PartitionTakeover `json:"partition_takeovers,omitempty"`
 	// Cluster describes the store's cluster when the backend is one (RegisterClusterBackend):
 	// the members' faults applied.
 	Cluster   *ClusterInfo `json:"cluster,omitempty"`
@@ -173,6 +177,203 @@ func checkPartitions(lines [][]proctest.Line, faults []Fault, l time.Duration) (
 		violations = append(violations, vs...)
 	}
 	return leaderships, violations
+}
+
+// PartitionTakeover is the takeover of one partition after a fault of the worker that held it.
+type PartitionTakeover struct {
+	Fault     int `json:"fault"` // Fault.N
+	Partition int `json:"partition"`
+	Takeover
+}
+
+// checkPartitionTakeovers holds every partition to the takeover bounds the driver holds
+// partition 0 to as the lease (crashTakeover, and inject's stop-leader case), so that a bound
+// kept by partition 0 alone cannot hide a partition left behind (D8). It returns the
+// takeovers it measured and the violations, each naming its partition.
+//
+// A fault's target holds a partition when, by the partition's log, an ownership of it is open
+// at the fault, or it resigned one (a handover) that no other worker has taken yet: a release
+// that never landed leaves the partition to the bound of a crash. For each such partition:
+//
+//   - a kill, and a pause or a cut that lasted the whole crash bound (every leader's; a
+//     follower's when long enough), owe another worker's ownership within L + R + slack of the
+//     target's last renewal, or of the fault when an attempt may have been in flight then
+//     (crashTakeover's rule) or a handover was under way (its renewals are no longer logged
+//     for that partition); a pause over a lock-file backend owes it only when another worker
+//     owned the partition before the pause ended (pauseTakeover's rule);
+//   - a stop owes it within R + slack of the target's release, when the release was clean
+//     (cleanRelease); an ownership lost before the signal landed has no handover to measure.
+//
+// A takeover owed and never seen before faultsEnd is a violation once its bound has passed.
+func checkPartitionTakeovers(o Options, lines [][]proctest.Line, faults []Fault, faultsEnd int64) (tos []PartitionTakeover, violations []string) {
+	crashBound := o.LeaseDuration + o.RenewInterval + o.Slack
+	stopBound := o.RenewInterval + o.Slack
+	half := (o.LeaseDuration + o.RenewInterval) / 2
+	for _, f := range faults {
+		paused := f.Kind == PauseLeader || f.Kind == PauseFollower
+		switch f.Kind {
+		case KillLeader, KillFollower, PauseLeader, PauseFollower, PartitionLeader, PartitionFollower, StopLeader:
+		default:
+			continue
+		}
+		if f.Target == "" || f.Start == 0 {
+			continue
+		}
+		end := f.End
+		if end == 0 {
+			end = faultsEnd // the run ended during the fault
+		}
+		for p, ls := range lines {
+			h, ok := heldAt(ls, f.Target, f.Start)
+			if !ok {
+				continue
+			}
+			what := fmt.Sprintf("partition %d: fault %d (%s of %s at %d): ", p, f.N, f.Kind, f.Target, f.Start)
+			next, found := nextOwner(ls, f.Target, h.lead.T)
+			var since int64
+			var label string
+			var bound time.Duration
+			if f.Kind == StopLeader {
+				rel, ok := h.release(ls)
+				if !ok {
+					violations = append(violations, what+fmt.Sprintf("no line ends %s's ownership of term %d after SIGTERM (E7)", f.Target, h.lead.Term))
+					continue
+				}
+				if !cleanRelease(rel.Reason) {
+					continue // it lost the partition before the signal landed
+				}
+				since, label, bound = rel.T, fmt.Sprintf("it released it (%s)", rel.Reason), stopBound
+			} else {
+				bound = crashBound
+				since, label = f.Start, "the fault (a handover of it was under way)"
+				if h.released == nil {
+					limit := end
+					if found {
+						limit = min(limit, next.T)
+					}
+					last := h.lastRenewal(ls, limit)
+					since, label = last.T, "its last renewal"
+					if f.Start >= last.Deadline-int64(half)+int64(o.RenewInterval)-int64(25*time.Millisecond) {
+						since, label = f.Start, "the fault (an attempt may have been in flight)"
+					}
+				}
+				switch {
+				case paused && lockFileBackend(o.Backend):
+					// The frozen worker may hold the store's file lock: nobody can take
+					// anything over until it resumes.
+					if !found || next.T >= end {
+						continue
+					}
+				case f.Kind != KillLeader && f.Kind != KillFollower && end-since < int64(bound):
+					continue // resumed or healed in time to keep it
+				}
+			}
+			t := PartitionTakeover{Fault: f.N, Partition: p, Takeover: Takeover{From: f.Target, To: next.Instance, Since: label, Bound: bound}}
+			if !found {
+				if since+int64(bound) > faultsEnd {
+					continue // the faults ended before the bound
+				}
+				t.Took = time.Duration(faultsEnd - since)
+				tos = append(tos, t)
+				violations = append(violations, what+fmt.Sprintf("not owned again by another worker by the end of the faults, %v after %s, beyond the bound %v",
+					t.Took, label, bound))
+				continue
+			}
+			t.Took = time.Duration(next.T - since)
+			tos = append(tos, t)
+			if t.Over() {
+				violations = append(violations, what+fmt.Sprintf("%s owned it again %v after %s, %v beyond the bound %v",
+					next.Instance, t.Took, label, t.Took-bound, bound))
+			}
+		}
+	}
+	return tos, violations
+}
+
+// cleanRelease reports whether an ownership that ended with reason was given up by a worker
+// stopping cleanly. A stopping cluster.Partitions hands each partition it owns to an heir by a
+// resign (D7) rather than letting its member lease's stop end it, so the last unlead line of a
+// stopped worker's partition says "resign" as often as "stop": both are a clean stop, bounded
+// by R (E7).
+func cleanRelease(reason string) bool {
+	return reason == cluster.ReasonStop || reason == cluster.ReasonResign
+}
+
+// heldOwnership is a worker's hold on a partition at an instant, by the partition's log.
+type heldOwnership struct {
+	id   string
+	lead proctest.Line // the lead line that began it
+	at   int           // that line's index in the log
+	// released is the worker's resign line before the instant, when no other worker has led
+	// the partition since: a handover under way.
+	released *proctest.Line
+}
+
+// heldAt returns id's hold on the partition whose log is ls at instant at: an ownership begun
+// at or before at and not ended then, or one it resigned and nobody has taken yet.
+func heldAt(ls []proctest.Line, id string, at int64) (heldOwnership, bool) {
+	var h heldOwnership
+	held := false
+	for i, l := range ls {
+		if l.T > at {
+			continue // the log is in the order of the writes; a frozen worker writes late
+		}
+		switch {
+		case l.Instance == id && l.Kind == proctest.KindLead:
+			h, held = heldOwnership{id: id, lead: l, at: i}, true
+		case l.Instance == id && l.Kind == proctest.KindUnlead:
+			if held && h.released == nil && l.Reason == cluster.ReasonResign {
+				h.released = &ls[i]
+			} else {
+				held = false
+			}
+		case l.Instance != id && l.Kind == proctest.KindLead && held && h.released != nil:
+			held = false // the heir took it
+		}
+	}
+	return h, held
+}
+
+// release returns the line that ended h's ownership, whenever it was written.
+func (h heldOwnership) release(ls []proctest.Line) (proctest.Line, bool) {
+	if h.released != nil {
+		return *h.released, true
+	}
+	for _, l := range ls[h.at+1:] {
+		if l.Instance == h.id && l.Kind == proctest.KindUnlead {
+			return l, true
+		}
+	}
+	return proctest.Line{}, false
+}
+
+// lastRenewal returns h's last lead or renew line before limit.
+func (h heldOwnership) lastRenewal(ls []proctest.Line, limit int64) proctest.Line {
+	last := h.lead
+	for _, l := range ls[h.at+1:] {
+		if l.Instance != h.id {
+			continue
+		}
+		if l.Kind == proctest.KindUnlead {
+			break
+		}
+		if l.Kind == proctest.KindRenew && l.T < limit {
+			last = l
+		}
+	}
+	return last
+}
+
+// nextOwner returns the earliest lead line of a worker other than id after after.
+func nextOwner(ls []proctest.Line, id string, after int64) (proctest.Line, bool) {
+	var next proctest.Line
+	found := false
+	for _, l := range ls {
+		if l.Kind == proctest.KindLead && l.Instance != id && l.T > after && (!found || l.T < next.T) {
+			next, found = l, true
+		}
+	}
+	return next, found
 }
 
 // leaderlessGaps returns the times no instance led, between the first leadership and end.

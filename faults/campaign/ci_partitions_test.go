@@ -2,8 +2,10 @@ package campaign
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,9 +22,10 @@ const ciPartitions = 8
 // TestCampaignPartitionsCI is the CI mode of the campaign with every worker running a
 // cluster.Partitions of ciPartitions partitions (Options.Partitions): partition 0 stands for
 // the lease, with TestCampaignCI's faults, bounds and checks of actions; every partition is
-// checked for two owners at once and for terms that do not grow (D1, D8, W8), over
-// partitionsBackends, about LEASEHOLD_FAULTS_PARTITIONS_DURATION each (default 30s, at least
-// 30 faults). LEASEHOLD_FAULTS_BACKENDS selects a subset, as for TestCampaignCI.
+// checked for two owners at once, for terms that do not grow, and for the takeover bounds of
+// a crashed or stopped owner (D1, D8, W8, E6, E7), over partitionsBackends, about
+// LEASEHOLD_FAULTS_PARTITIONS_DURATION each (default 30s, at least 30 faults).
+// LEASEHOLD_FAULTS_BACKENDS selects a subset, as for TestCampaignCI.
 func TestCampaignPartitionsCI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs worker processes for minutes")
@@ -67,13 +70,34 @@ func TestCampaignPartitionsCI(t *testing.T) {
 			if rep.PartitionLeaderships < ciPartitions+len(rep.Faults)/2 {
 				t.Errorf("%d ownerships of the %d partitions checked over %d faults: the partitions did not move", rep.PartitionLeaderships, ciPartitions, len(rep.Faults))
 			}
+			// The first round of faults has every kind, a kill of partition 0's owner among them.
+			if len(rep.PartitionTakeovers) == 0 {
+				t.Errorf("no partition's takeover was held to a bound over %d faults", len(rep.Faults))
+			}
 			if rep.Actions.Accepted == 0 {
 				t.Errorf("no action reached the fenced resource: partition 0's owners did not act")
 			}
 			for _, v := range rep.Violations {
 				t.Errorf("VIOLATION: %s", v)
 			}
-			t.Logf("%s: %d faults, %d ownerships of %d partitions checked, %d actions accepted", rep.Name(), len(rep.Faults), rep.PartitionLeaderships, rep.Partitions, rep.Actions.Accepted)
+			t.Logf("%s: %d faults, %d ownerships of %d partitions checked, %d takeovers of partitions bounded (%s), %d actions accepted",
+				rep.Name(), len(rep.Faults), rep.PartitionLeaderships, rep.Partitions, len(rep.PartitionTakeovers), longestTakeovers(rep.PartitionTakeovers), rep.Actions.Accepted)
 		})
 	}
+}
+
+// longestTakeovers describes the longest of the takeovers under each bound.
+func longestTakeovers(tos []PartitionTakeover) string {
+	longest := map[time.Duration]PartitionTakeover{}
+	for _, to := range tos {
+		if l, ok := longest[to.Bound]; !ok || to.Took > l.Took {
+			longest[to.Bound] = to
+		}
+	}
+	var out []string
+	for _, to := range longest {
+		out = append(out, fmt.Sprintf("longest within %v: %v, partition %d after fault %d", to.Bound, to.Took.Round(time.Millisecond), to.Partition, to.Fault))
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
 }

@@ -214,9 +214,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				return nil, err
 			}
 		}
-		var vs []string
+		var vs, tvs []string
 		rep.PartitionLeaderships, vs = checkPartitions(parts, d.faults, o.LeaseDuration)
-		rep.Violations = append(rep.Violations, vs...)
+		rep.PartitionTakeovers, tvs = checkPartitionTakeovers(o, parts, d.faults, faultsEnd)
+		rep.Violations = append(append(rep.Violations, vs...), tvs...)
 	}
 	rep.Violations = append(d.problems, rep.Violations...)
 	rep.Stopped = stopped

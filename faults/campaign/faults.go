@@ -329,7 +329,7 @@ func (d *driver) inject() error {
 			break
 		}
 		unlead := d.unleads[target.ID][n]
-		if unlead.Reason != "stop" {
+		if !cleanRelease(unlead.Reason) {
 			// It lost the lease before the signal landed: no clean handover to measure.
 			break
 		}
