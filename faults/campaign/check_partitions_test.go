@@ -47,21 +47,6 @@ func TestCheckPartitions(t *testing.T) {
 	}
 }
 
-// owns returns the lines of id's ownership of a partition at term from start to end (ms): the
-// lead line, a renew line every R = 250ms before end, each with the deadline (L+R)/2 after
-// it, and the unlead line at end with reason, or none for "" (a worker killed while owning).
-func owns(id string, term uint64, start, end int64, reason string) []proctest.Line {
-	const half = 625
-	ls := []proctest.Line{{Instance: id, Kind: proctest.KindLead, Term: term, T: start * ms1, Deadline: (start + half) * ms1}}
-	for t := start + 250; t < end; t += 250 {
-		ls = append(ls, proctest.Line{Instance: id, Kind: proctest.KindRenew, Term: term, T: t * ms1, Deadline: (t + half) * ms1})
-	}
-	if reason != "" {
-		ls = append(ls, proctest.Line{Instance: id, Kind: proctest.KindUnlead, Term: term, T: end * ms1, Reason: reason})
-	}
-	return ls
-}
-
 // logOf is a partition's log of the ownerships: their lines in the order of their times.
 func logOf(ownerships ...[]proctest.Line) []proctest.Line {
 	var ls []proctest.Line
