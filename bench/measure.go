@@ -234,8 +234,8 @@ func measurePartitions(o options, srv *servers, rep *report, logf func(string, .
 					rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s, %d partitions over %d: %d times two members owned one partition at once", name, k, n, row.DoubleOwners))
 				}
 				if !row.SpreadReached || !row.Join.Even || !row.Crash.Even {
-					rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s, %d partitions over %d: no even spread within the wait (first %v, after the join %v, after the crash %v)",
-						name, k, n, row.SpreadReached, row.Join.Even, row.Crash.Even))
+					rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s, %d partitions over %d: no even spread within the wait (first %v, after the join %v, after the crash %v)%s",
+						name, k, n, row.SpreadReached, row.Join.Even, row.Crash.Even, unevenSummary(row.partitionsResult)))
 				}
 				rep.Parts = append(rep.Parts, row)
 			}

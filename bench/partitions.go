@@ -29,8 +29,10 @@ type partitionsResult struct {
 	MaxMoves   int           `json:"max_moves"`
 	Spread     time.Duration `json:"spread"` // from the first Start to the first even spread (every partition owned)
 	// SpreadReached is false when the wait for the first even spread gave up.
-	SpreadReached bool          `json:"spread_reached"`
-	Window        time.Duration `json:"window"`
+	SpreadReached bool `json:"spread_reached"`
+	// SpreadUneven says how the ownership stood when that wait gave up.
+	SpreadUneven string        `json:"spread_uneven,omitempty"`
+	Window       time.Duration `json:"window"`
 	// PerMemberPerR is the backend requests of a member per R during the window (roster
 	// included), SteadyMoves the ownerships that began during it (0 once spread).
 	PerMemberPerR float64        `json:"per_member_per_r"`
@@ -122,6 +124,8 @@ type phaseResult struct {
 	GapMax    time.Duration `json:"gap_max"`
 	MinOwned  int           `json:"min_owned"` // at the end of the phase
 	MaxOwned  int           `json:"max_owned"`
+	// Uneven says how the ownership stood when the wait for an even spread gave up.
+	Uneven string `json:"uneven,omitempty"`
 }
 
 // baselineResult is the pile-up baseline: N members each running K independent Electors.
@@ -436,7 +440,7 @@ func runPartitions(w *proctest.Worker) int {
 		}
 		_, r.MinOwned, r.MaxOwned = own.even(ids())
 		if !r.Even {
-			fmt.Fprintf(os.Stderr, "bench: partitions not even: %s\n", own.describe(ids()))
+			r.Uneven = own.describe(ids())
 		}
 	}
 
@@ -447,6 +451,9 @@ func runPartitions(w *proctest.Worker) int {
 		}
 	}
 	res.SpreadReached, res.Spread = own.waitEven(ids(), wait)
+	if !res.SpreadReached {
+		res.SpreadUneven = own.describe(ids())
+	}
 	res.Spread = time.Since(t0)
 	own.phase()
 
@@ -597,4 +604,20 @@ func partitionsBaseline(w *proctest.Worker, k, n int, wait time.Duration, logger
 	}
 	mu.Unlock()
 	return res
+}
+
+// unevenSummary says, for each wait of row that gave up, how the ownership stood then.
+func unevenSummary(row partitionsResult) string {
+	var parts []string
+	for _, u := range []struct{ phase, what string }{
+		{"first", row.SpreadUneven}, {"join", row.Join.Uneven}, {"crash", row.Crash.Uneven},
+	} {
+		if u.what != "" {
+			parts = append(parts, u.phase+": "+u.what)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, "; ")
 }

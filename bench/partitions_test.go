@@ -43,3 +43,18 @@ func TestLeadershipsOverlaps(t *testing.T) {
 		t.Fatalf("overlaps = %d with a leadership left open; want 2", n)
 	}
 }
+
+// A wait for an even spread that gave up says, in the report's anomaly, how the ownership
+// stood: which phase, the partitions without an owner and the members' counts.
+func TestUnevenSummary(t *testing.T) {
+	if got := unevenSummary(partitionsResult{}); got != "" {
+		t.Fatalf("every phase even: %q; want nothing", got)
+	}
+	got := unevenSummary(partitionsResult{
+		SpreadUneven: "1 without an owner",
+		Crash:        phaseResult{Uneven: "0 without an owner, counts m0:3 m1:5"},
+	})
+	if want := "; first: 1 without an owner; crash: 0 without an owner, counts m0:3 m1:5"; got != want {
+		t.Fatalf("got %q; want %q", got, want)
+	}
+}
