@@ -220,6 +220,17 @@ func (p *Partitions) apply(ctx context.Context) {
 			planned[m.Partition] = true
 		}
 	}
+	// Partitions claimed only for being stuck (below) go beyond this instance's share once it
+	// holds it: those count as moves, at most MaxMoves per R (D4), so that members slow to
+	// claim their share (a start under load) do not see it all taken by the first member whose
+	// view says it has been free for L + R, and then wait for it at MaxMoves per R.
+	mine := len(planned)
+	for i := range owner {
+		if owner[i] == p.id {
+			mine++
+		}
+	}
+	share := (p.k + len(live) - 1) / len(live)
 	for i := range p.view {
 		v := &p.view[i]
 		if owner[i] != "" {
@@ -231,14 +242,18 @@ func (p *Partitions) apply(ctx context.Context) {
 			v.freeSince = now
 		}
 		// A partition free for L + R in this view is claimed whatever the plan or a
-		// reservation says: views that disagree (a member that plans it for another, which
-		// sees it owned) must not leave it without an owner for good. A view that is wrong
-		// costs a failed write.
+		// reservation says, beyond the share as a move (D7): views that disagree (a member
+		// that plans it for another, which sees it owned) must not leave it without an owner
+		// for good. A view that is wrong costs a failed write.
 		stuck := now.Sub(v.freeSince) >= p.l+p.r
 		if !stuck && v.found && v.rec.Holder == "" && next != "" && next != p.id && isLive[next] {
 			continue // reserved for a live member (R3)
 		}
-		if planned[i] || stuck || (v.found && v.rec.Holder == "" && next == p.id) {
+		switch {
+		case planned[i] || (v.found && v.rec.Holder == "" && next == p.id):
+			claims = append(claims, i)
+		case stuck && (mine < share || p.mayHandOver(now)):
+			mine++
 			claims = append(claims, i)
 		}
 	}
