@@ -24,3 +24,15 @@ func every(ctx context.Context, r time.Duration, step func() bool) {
 		t.Reset(time.Until(start.Add(r)))
 	}
 }
+
+// sleepCtx waits d, and reports false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -86,17 +86,7 @@ func TestD7ReservationNotTakenIsClaimedAfterLPlusR(t *testing.T) {
 		ctx := context.Background()
 		lock := NewStoreLock(w.mem)
 		// ghost renews a member lease and is in the roster, but runs no partitions.
-		ghost, err := NewElector(ElectorConfig{Lock: lock, LeaseName: memberLeaseName("work", "ghost"), LeaseDuration: testL, RenewInterval: testR, InstanceID: "ghost", Logger: quietLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ghost.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer ghost.Stop(ctx)
-		if err := lock.(Roster).Beat(ctx, RosterName("work"), Member{ID: "ghost", Session: "g", Beat: 1, Duration: testL}); err != nil {
-			t.Fatal(err)
-		}
+		startGhost(t, lock)
 		name := SlotName(lock, "work", 2, k)
 		if _, err := lock.Create(ctx, name, Record{Term: 5, NextHolder: "ghost", Duration: testL, RenewedAt: time.Now()}); err != nil {
 			t.Fatal(err)
@@ -199,19 +189,7 @@ func TestD7StuckClaimsBeyondTheShareAreMoves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		const k = 12
-		ctx := context.Background()
-		lock := NewStoreLock(w.mem)
-		ghost, err := NewElector(ElectorConfig{Lock: lock, LeaseName: memberLeaseName("work", "ghost"), LeaseDuration: testL, RenewInterval: testR, InstanceID: "ghost", Logger: quietLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ghost.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer ghost.Stop(ctx)
-		if err := lock.(Roster).Beat(ctx, RosterName("work"), Member{ID: "ghost", Session: "g", Beat: 1, Duration: testL}); err != nil {
-			t.Fatal(err)
-		}
+		startGhost(t, NewStoreLock(w.mem))
 		a := w.partitions("a", k)
 		firstPlan := testR // a's second read of the roster
 		for _, c := range []struct {
@@ -230,4 +208,22 @@ func TestD7StuckClaimsBeyondTheShareAreMoves(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startGhost makes ghost a member of the partitioned election "work" that holds its member
+// lease and is in the roster, but runs no partitions: it never claims any. It ends with t.
+func startGhost(t *testing.T, lock Lock) {
+	t.Helper()
+	ctx := context.Background()
+	ghost, err := NewElector(ElectorConfig{Lock: lock, LeaseName: memberLeaseName("work", "ghost"), LeaseDuration: testL, RenewInterval: testR, InstanceID: "ghost", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ghost.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ghost.Stop(ctx) })
+	if err := lock.(Roster).Beat(ctx, RosterName("work"), Member{ID: "ghost", Session: "g", Beat: 1, Duration: testL}); err != nil {
+		t.Fatal(err)
+	}
 }

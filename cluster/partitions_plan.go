@@ -395,12 +395,8 @@ func (p *Partitions) handOver(ctx context.Context, i int, to string) {
 			if p.release(ctx, i, o, to) {
 				return
 			}
-			t := time.NewTimer(p.r)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if !sleepCtx(ctx, p.r) {
 				return
-			case <-t.C:
 			}
 			p.mu.Lock()
 			over := p.epoch != o.epoch

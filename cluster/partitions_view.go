@@ -83,12 +83,8 @@ func (p *Partitions) watchRecord(ctx context.Context, i int) {
 		}
 		// A watch that failed is a hint lost, never safety (E9): read once, watch again.
 		p.readRecord(ctx, i)
-		t := time.NewTimer(p.r)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, p.r) {
 			return
-		case <-t.C:
 		}
 	}
 }
