@@ -20,11 +20,17 @@ const unknownOwner = "\x00unknown"
 func (p *Partitions) plan(ctx context.Context) {
 	t := time.NewTimer(0)
 	defer t.Stop()
-	// The first plan waits for the second read of the roster, R after this member joined it:
-	// members started together then see each other before any claims a free partition, rather
-	// than the first to plan taking them all and handing them over at MaxMoves per R.
+	// The first plan waits for the roster to settle (D6): R after this member joined it, then
+	// until a read shows no member the read before did not, each with its member lease seen,
+	// reading every R/4 meanwhile, and at most L. Members started together, or one after
+	// another as a Deployment's pods are, then see each other before any claims a free
+	// partition, rather than the first to plan taking the shares of those still starting and
+	// handing them over at MaxMoves per R.
 	reads := 0
+	ready := false
 	var beat uint64
+	var prev map[string]bool
+	begun := time.Now()
 	for {
 		due := false
 		select {
@@ -36,25 +42,53 @@ func (p *Partitions) plan(ctx context.Context) {
 		}
 		if due {
 			start := time.Now()
-			p.readRoster(ctx, &beat)
+			seen := p.readRoster(ctx, &beat)
 			reads++
-			t.Reset(time.Until(start.Add(p.r)))
+			next := p.r
+			if !ready {
+				ready = reads >= 2 && (p.settled(prev, seen) || time.Since(begun) >= p.l)
+				prev = seen
+				if !ready && reads >= 2 {
+					next = p.r / 4
+				}
+			}
+			t.Reset(time.Until(start.Add(next)))
 		} else {
 			p.readDirty(ctx)
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		if reads >= 2 {
+		if ready {
 			p.apply(ctx)
 		}
 	}
 }
 
+// settled reports whether the roster read last, seen (the other members, nil when the read
+// failed), holds no member that the read before, prev, did not, and every member's lease in it
+// has been read and found: the members starting with this one have joined and hold their
+// leases, and a first plan counts them (D6).
+func (p *Partitions) settled(prev, seen map[string]bool) bool {
+	if seen == nil || prev == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id := range seen {
+		mv := p.members[id]
+		if !prev[id] || mv == nil || !mv.read || !mv.found {
+			return false
+		}
+	}
+	return true
+}
+
 // readRoster reads the roster, joins it again if this instance is missing from it, reads the
 // lease of every member known (in the roster, or named by a partition's record), starts the
-// fences of the members of the roster and drops the members gone for good.
-func (p *Partitions) readRoster(ctx context.Context, beat *uint64) {
+// fences of the members of the roster and drops the members gone for good. It returns the other
+// members the roster held, nil when it could not be read.
+func (p *Partitions) readRoster(ctx context.Context, beat *uint64) map[string]bool {
 	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
 	ms, err := p.roster.Members(rctx, RosterName(p.name))
 	cancel()
@@ -100,7 +134,7 @@ func (p *Partitions) readRoster(ctx context.Context, beat *uint64) {
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
-		return
+		return nil
 	}
 	now := time.Now()
 	var stops []*Elector
@@ -144,6 +178,10 @@ func (p *Partitions) readRoster(ctx context.Context, beat *uint64) {
 		_ = p.roster.Leave(rctx, RosterName(p.name), id)
 		cancel()
 	}
+	if err != nil {
+		return nil
+	}
+	return inRoster
 }
 
 // readDirty reads again the leases its fences saw change.

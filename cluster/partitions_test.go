@@ -296,3 +296,29 @@ func TestD6StartTogetherNoPileUp(t *testing.T) {
 		}
 	})
 }
+
+// D6: ten members started one second apart, as a Deployment's pods come up: none plans before
+// the roster has settled (no new member in a read, each member's lease seen), so none ever owns
+// more than its share of the ten, and from 30s each owns its share. Before, the first planned
+// R after it joined with the five members it saw, took 20 and handed half of them over at
+// MaxMoves per R.
+func TestD6StaggeredStartNoPileUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		const k, n = 100, 10
+		var ms []*pmember
+		for d := time.Duration(0); d <= sec(40); d += 100 * time.Millisecond {
+			w.at(d)
+			if len(ms) < n && d == time.Duration(len(ms))*time.Second {
+				ms = append(ms, w.partitions(fmt.Sprintf("m%d", len(ms)), k))
+			}
+			counts, free := checkOwners(t, k, ms...)
+			if _, hi := spread(counts); hi > k/n {
+				t.Fatalf("at %v: %v owned; want none above its share, %d", d, counts, k/n)
+			}
+			if lo, _ := spread(counts); d >= sec(30) && (free != 0 || len(counts) != n || lo != k/n) {
+				t.Fatalf("at %v: %v owned, %d free; want %d each", d, counts, free, k/n)
+			}
+		}
+	})
+}
