@@ -380,7 +380,7 @@ func (d *driver) healthy() bool {
 	if d.leader == "" {
 		return false
 	}
-	if d.owners != nil && len(d.owners.unowned(proctest.Now())) > 0 {
+	if d.owners != nil && len(d.owners.unowned(proctest.Now(), d.exited())) > 0 {
 		// A claim of a partition but 0 sends the driver no message: look again soon.
 		if !d.ownersPoll {
 			d.ownersPoll = true
@@ -389,6 +389,17 @@ func (d *driver) healthy() bool {
 		return false
 	}
 	return true
+}
+
+// exited returns the IDs of the workers that have exited.
+func (d *driver) exited() map[string]bool {
+	out := make(map[string]bool)
+	for _, p := range d.procs {
+		if p.exited {
+			out[p.ID] = true
+		}
+	}
+	return out
 }
 
 // settle waits for a healthy election. Not reaching one within settleTimeout is a violation.
@@ -402,7 +413,7 @@ func (d *driver) settle() error {
 			return err
 		}
 		if d.owners != nil {
-			if un := d.owners.unowned(proctest.Now()); len(un) > 0 {
+			if un := d.owners.unowned(proctest.Now(), d.exited()); len(un) > 0 {
 				err = fmt.Errorf("%w (partitions without an owner: %v)", err, un)
 			}
 		}
@@ -508,6 +519,10 @@ func (d *driver) cleanup() {
 	}
 	if d.srv.Close != nil {
 		_ = d.srv.Close()
+	}
+	if os.Getenv("LEASEHOLD_FAULTS_KEEP") == "1" {
+		d.o.Logf("campaign %s: logs kept in %s", d.o.Backend, d.dir)
+		return
 	}
 	_ = os.RemoveAll(d.dir)
 }

@@ -29,14 +29,18 @@ func newPartitionOwners(dir string, k int) *partitionOwners {
 	return po
 }
 
-// unowned returns the partitions that no ownership holds at now, on the shared clock.
-func (po *partitionOwners) unowned(now int64) []int {
+// unowned returns the partitions that no ownership holds at now, on the shared clock. The
+// ownerships of the instances in exited hold no partition, whatever their deadline: a killed
+// worker's partitions count as unowned until another worker owns them, so that settle waits for
+// their takeover and the next fault does not fall within it (a paused worker holding a store's
+// file lock would stop that takeover for as long as it stays paused).
+func (po *partitionOwners) unowned(now int64, exited map[string]bool) []int {
 	po.read()
 	var out []int
 	for p, open := range po.open {
 		owned := false
-		for _, deadline := range open {
-			owned = owned || deadline > now
+		for id, deadline := range open {
+			owned = owned || (deadline > now && !exited[id])
 		}
 		if !owned {
 			out = append(out, p)

@@ -11,12 +11,12 @@ import (
 )
 
 // The driver's settle waits for every partition to have an owner, by the partitions' logs:
-// an ownership holds until its unlead line, or its last deadline when none comes (a killed
-// worker); a line not yet whole is read once it is.
+// an ownership holds until its unlead line, or its last deadline when none comes, and not at
+// all once its worker has exited (killed); a line not yet whole is read once it is.
 func TestPartitionOwners(t *testing.T) {
 	dir := t.TempDir()
 	po := newPartitionOwners(dir, 3)
-	if un := po.unowned(0); !slices.Equal(un, []int{0, 1, 2}) {
+	if un := po.unowned(0, nil); !slices.Equal(un, []int{0, 1, 2}) {
 		t.Fatalf("no logs: unowned %v", un)
 	}
 	write := func(p int, s string) {
@@ -40,15 +40,18 @@ func TestPartitionOwners(t *testing.T) {
 	write(1, str(owns("w2.1", 1, 0, 500, "resign"))) // released
 	half := str(owns("w3.1", 2, 600, 700, "")[:1])   // a lead line written in two parts
 	write(2, str(owns("w1.1", 1, 0, 300, "deadline"))+half[:10])
-	if un := po.unowned(1000 * ms1); !slices.Equal(un, []int{1, 2}) {
+	if un := po.unowned(1000*ms1, nil); !slices.Equal(un, []int{1, 2}) {
 		t.Errorf("at 1s: unowned %v; want [1 2]", un)
 	}
 	write(2, half[10:])
 	write(1, str(owns("w3.1", 2, 600, 700, "")[:1]))
-	if un := po.unowned(1000 * ms1); len(un) != 0 {
+	if un := po.unowned(1000*ms1, nil); len(un) != 0 {
 		t.Errorf("at 1s, once every line is whole: unowned %v; want none", un)
 	}
-	if un := po.unowned(1400 * ms1); !slices.Equal(un, []int{0, 1, 2}) {
+	if un := po.unowned(1000*ms1, map[string]bool{"w1.1": true}); !slices.Equal(un, []int{0}) {
+		t.Errorf("at 1s, w1.1 exited: unowned %v; want [0], its partition before its deadline", un)
+	}
+	if un := po.unowned(1400*ms1, nil); !slices.Equal(un, []int{0, 1, 2}) {
 		t.Errorf("at 1.4s, past every deadline: unowned %v; want all", un)
 	}
 }
