@@ -227,9 +227,12 @@ func measurePartitions(o options, srv *servers, rep *report, logf func(string, .
 					return fmt.Errorf("%s, %d partitions over %d members: %w", sys.Name, k, n, err)
 				}
 				row.Backend = name
-				logf("bench: %s, %d partitions over %d: even after %v, join even after %v (%d moved), crash even after %v (%d moved, gap max %v), baseline %d..%d per member, %d callbacks overlapped",
-					name, k, n, ms(row.Spread), ms(row.Join.EvenAfter), row.Join.Moved, ms(row.Crash.EvenAfter), row.Crash.Moved, ms(row.Crash.GapMax),
-					row.Baseline.MinOwned, row.Baseline.MaxOwned, row.CallbacksOverlapped)
+				logf("bench: %s, %d partitions over %d: members up after %v, even after %v, join even after %v (%d moved), crash even after %v (%d moved, gap max %v), %d member leases lost, baseline %d..%d per member, %d callbacks overlapped",
+					name, k, n, ms(row.MembersUp), ms(row.Spread), ms(row.Join.EvenAfter), row.Join.Moved, ms(row.Crash.EvenAfter), row.Crash.Moved, ms(row.Crash.GapMax),
+					row.MemberLeasesLost, row.Baseline.MinOwned, row.Baseline.MaxOwned, row.CallbacksOverlapped)
+				if row.MemberLeasesLost > 0 {
+					rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s, %d partitions over %d: %d member leases lost while their members ran (every partition under one ends with it)", name, k, n, row.MemberLeasesLost))
+				}
 				if row.DoubleOwners > 0 {
 					rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s, %d partitions over %d: %d times two members owned one partition at once", name, k, n, row.DoubleOwners))
 				}

@@ -42,6 +42,12 @@ type partitionsResult struct {
 	Join          phaseResult    `json:"join"`
 	Crash         phaseResult    `json:"crash"`
 	Baseline      baselineResult `json:"baseline"`
+	// MembersUp is the time from the first Start to the last of the first N members' first
+	// leadership of its member lease; MemberLeasesLost counts the leaderships of member leases
+	// that ended while the members ran (a member lease not renewed in time under load, which
+	// ends every ownership under it), Stop's excepted.
+	MembersUp        time.Duration `json:"members_up"`
+	MemberLeasesLost int           `json:"member_leases_lost"`
 	// DoubleOwners counts the times two members of this process owned one partition at once,
 	// by their leaderships (from BecameLeader to StoppedLeading, the instants IsLeader turned
 	// true and false): must be 0.
@@ -84,6 +90,26 @@ func (l *leaderships) observe(m int, ev cluster.Event) {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// memberLeases returns, over the leases whose name holds marker (the member leases), each
+// member's first leadership's start and how many leaderships there were in all.
+func (l *leaderships) memberLeases(marker string) (first map[int]time.Time, total int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	first = map[int]time.Time{}
+	for name, ss := range l.spans {
+		if !strings.Contains(name, marker) {
+			continue
+		}
+		for _, s := range ss {
+			total++
+			if f, ok := first[s.member]; !ok || s.start.Before(f) {
+				first[s.member] = s.start
+			}
+		}
+	}
+	return first, total
 }
 
 // overlaps counts the pairs of leaderships of one partition, by different members, that
@@ -456,6 +482,11 @@ func runPartitions(w *proctest.Worker) int {
 	}
 	res.Spread = time.Since(t0)
 	own.phase()
+	if first, _ := leads.memberLeases(".member-"); len(first) == n {
+		for _, t := range first {
+			res.MembersUp = max(res.MembersUp, t.Sub(t0))
+		}
+	}
 
 	// The steady window: requests per member per R, and no move.
 	r0 := make([]int64, len(members))
@@ -483,6 +514,8 @@ func runPartitions(w *proctest.Worker) int {
 	crashed.lock.dead.Store(true)
 	own.forget(crashed.i)
 	phase(&res.Crash)
+	_, epochs := leads.memberLeases(".member-")
+	res.MemberLeasesLost = epochs - len(members)
 
 	stopCtx, cancel := context.WithTimeout(ctx, max(w.LeaseDuration, 30*time.Second))
 	defer cancel()

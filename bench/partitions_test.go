@@ -58,3 +58,21 @@ func TestUnevenSummary(t *testing.T) {
 		t.Fatalf("got %q; want %q", got, want)
 	}
 }
+
+// The member leases' leaderships tell when each member came up (its first) and how many
+// leaderships there were in all (beyond one per member: lost under load); the partitions'
+// leaderships are not counted.
+func TestLeadershipsMemberLeases(t *testing.T) {
+	t0 := time.Now().Add(-time.Hour)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	l := newLeaderships()
+	l.observe(0, cluster.Event{Kind: cluster.BecameLeader, Lease: "w.member-aa", Time: at(3)})
+	l.observe(0, cluster.Event{Kind: cluster.StoppedLeading, Lease: "w.member-aa", Time: at(20)})
+	l.observe(0, cluster.Event{Kind: cluster.BecameLeader, Lease: "w.member-aa", Time: at(21)})
+	l.observe(1, cluster.Event{Kind: cluster.BecameLeader, Lease: "w.member-bb", Time: at(7)})
+	l.observe(1, cluster.Event{Kind: cluster.BecameLeader, Lease: "w/4", Time: at(1)})
+	first, total := l.memberLeases(".member-")
+	if len(first) != 2 || !first[0].Equal(at(3)) || !first[1].Equal(at(7)) || total != 3 {
+		t.Fatalf("memberLeases = %v, %d; want member 0 at 3s, member 1 at 7s, 3 in all", first, total)
+	}
+}

@@ -123,6 +123,7 @@ type memberView struct {
 	rec      Record
 	found    bool
 	seenAt   time.Time // when rec's revision (or its absence) was first seen
+	readAt   time.Time // when it was last read
 	read     bool      // read at least once
 	dirty    bool      // its fence saw a change: read it again at once
 	inRoster bool
@@ -172,12 +173,16 @@ func (p *Partitions) readMember(ctx context.Context, member string) {
 	if !mv.read || mv.found != found || (found && rec.Revision != mv.rec.Revision) {
 		mv.seenAt = now
 	}
-	mv.rec, mv.found, mv.read, mv.dirty = rec, found, true, false
+	mv.rec, mv.found, mv.read, mv.dirty, mv.readAt = rec, found, true, false, now
 }
 
-// live reports whether member holds its lease and renewed it recently: planned for (D5).
-func (mv *memberView) live(id string, now time.Time, within time.Duration) bool {
-	return mv != nil && mv.read && mv.found && mv.rec.Holder == id && now.Sub(mv.seenAt) <= within
+// live reports whether member holds its lease and had renewed it within the last within when
+// this instance last read it, and no fence has seen that leadership end since: planned for
+// (D5, D7). Judged at the last read, not now: a planner kept from reading by its own claims (a
+// slow store, thousands of them) must not take the members it has not read lately for
+// stopped, plan alone and claim their shares. A crashed member's end comes by its fence.
+func (mv *memberView) live(id string, within time.Duration) bool {
+	return mv != nil && mv.read && mv.found && mv.rec.Holder == id && mv.readAt.Sub(mv.seenAt) <= within && mv.overTerm <= mv.rec.Term
 }
 
 // fenceGate lets a fence take over another member's lease only once it has expired (E6), so

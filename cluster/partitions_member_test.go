@@ -227,3 +227,42 @@ func startGhost(t *testing.T, lock Lock) {
 		t.Fatal(err)
 	}
 }
+
+// D7: a member is planned for while its lease was renewing at this instance's last read of it,
+// however long ago that read was: a planner kept from reading by its own claims (a slow store,
+// thousands of claims) must not take the others for stopped, plan alone and claim their
+// shares. A lease that reads show unchanged for more than 2R + R/2 is a member that stopped.
+func TestD7LiveAtTheLastRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		ctx := context.Background()
+		lock := NewStoreLock(w.mem)
+		p, err := NewPartitions(PartitionsConfig{Lock: lock, LeaseName: "work", Partitions: 4, LeaseDuration: testL, RenewInterval: testR, InstanceID: "a", Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := memberLeaseName("work", "b")
+		rec, err := lock.Create(ctx, name, Record{Holder: "b", Session: "s", Term: 1, Duration: testL, RenewedAt: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		within := 2*testR + testR/2
+		p.readMember(ctx, "b")
+		w.at(3 * testR) // no read meanwhile: the planner was busy
+		if !p.members["b"].live("b", within) {
+			t.Fatalf("b, renewing at the last read 3R ago, is not live; want live until a read shows otherwise")
+		}
+		p.readMember(ctx, "b") // unchanged for 3R: stopped
+		if p.members["b"].live("b", within) {
+			t.Fatalf("b, whose lease a read shows unchanged for 3R, is live; want not")
+		}
+		rec.RenewedAt = time.Now()
+		if _, err := lock.Update(ctx, name, rec); err != nil {
+			t.Fatal(err)
+		}
+		p.readMember(ctx, "b")
+		if !p.members["b"].live("b", within) {
+			t.Fatalf("b, renewed since the last read, is not live")
+		}
+	})
+}
