@@ -211,9 +211,9 @@ func (p *Partitions) apply(ctx context.Context) {
 	live := []string{p.id}
 	isLive := map[string]bool{p.id: true}
 	for id, mv := range p.members {
-		// Planned for while it renews (D5): a member seen renewing within 2R, not merely one
-		// whose lease has not expired yet, so that nothing is planned for, nor handed over to,
-		// a member that stopped, whose lease would take L more to expire (D7).
+		// Planned for while it renews (D5): a member seen renewing within 2R at the last read,
+		// not merely one whose lease has not expired yet, so that nothing is planned for, nor
+		// handed over to, a member that stopped, whose lease would take L more to expire (D7).
 		if mv.live(id, 2*p.r+p.r/2) {
 			live = append(live, id)
 			isLive[id] = true
