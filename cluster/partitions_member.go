@@ -185,6 +185,13 @@ func (mv *memberView) live(id string, within time.Duration) bool {
 	return mv != nil && mv.read && mv.found && mv.rec.Holder == id && mv.readAt.Sub(mv.seenAt) <= within && mv.overTerm <= mv.rec.Term
 }
 
+// gone reports whether member's lease is known to have left it: read released, taken over or
+// another's, or its leadership seen ended by its fence. A lease not read yet, or missing (a
+// member still joining), is not.
+func (mv *memberView) gone(id string) bool {
+	return (mv.read && mv.found && mv.rec.Holder != id) || (mv.overTerm > 0 && (!mv.found || mv.overTerm > mv.rec.Term))
+}
+
 // fenceGate lets a fence take over another member's lease only once it has expired (E6), so
 // that the partitions claimed under it can be claimed again (D10). It never takes a released or
 // missing lease: the member's own Elector does.

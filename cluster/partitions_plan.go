@@ -140,6 +140,11 @@ func (p *Partitions) readRoster(ctx context.Context, beat *uint64) map[string]bo
 	var stops []*Elector
 	var leaves []string
 	p.mu.Lock()
+	for id := range inRoster {
+		if p.members[id] == nil {
+			p.members[id] = &memberView{} // its lease could not be read: counted, not live
+		}
+	}
 	named := make(map[string]bool)
 	for i := range p.view {
 		if p.view[i].found {
@@ -262,13 +267,26 @@ func (p *Partitions) apply(ctx context.Context) {
 	// holds it: those count as moves, at most MaxMoves per R (D4), so that members slow to
 	// claim their share (a start under load) do not see it all taken by the first member whose
 	// view says it has been free for L + R, and then wait for it at MaxMoves per R.
-	mine := len(planned)
+	held := 0 // owned, then planned claims as they are made
 	for i := range owner {
 		if owner[i] == p.id {
-			mine++
+			held++
 		}
 	}
+	mine := held + len(planned)
 	share := (p.k + len(live) - 1) / len(live)
+	// This instance's own claims stop at its share among the members it cannot tell are gone:
+	// the live ones, and those of the roster whose lease no read or fence has shown released,
+	// taken over or another's (one still joining, one whose lease could not be read). A view
+	// that misses members (reads that failed or time out under load) then does not make this
+	// instance claim their shares, which it would hand back at MaxMoves per R (D7).
+	counted := len(live)
+	for id, mv := range p.members {
+		if !isLive[id] && mv.inRoster && !mv.gone(id) {
+			counted++
+		}
+	}
+	limit := (p.k + counted - 1) / counted
 	for i := range p.view {
 		v := &p.view[i]
 		if owner[i] != "" {
@@ -288,9 +306,12 @@ func (p *Partitions) apply(ctx context.Context) {
 			continue // reserved for a live member (R3)
 		}
 		switch {
-		case planned[i] || (v.found && v.rec.Holder == "" && next == p.id):
+		case v.found && v.rec.Holder == "" && next == p.id:
+			claims = append(claims, i) // reserved for this instance (R3)
+		case planned[i] && held < limit:
+			held++
 			claims = append(claims, i)
-		case stuck && (mine < share || p.mayHandOver(now)):
+		case stuck && (mine < min(share, limit) || p.mayHandOver(now)):
 			mine++
 			claims = append(claims, i)
 		}
