@@ -88,27 +88,7 @@ func partitionShares(k int, members []string, owned map[string]int) map[string]i
 // another receiver: each a handover of that donor's, which makes maxHandovers at most), so
 // only those are sorted.
 func planPartitions(members []string, owner []string, maxHandovers int) []partitionMove {
-	isMember := make(map[string]bool, len(members))
-	for _, m := range members {
-		isMember[m] = true
-	}
-	owned := make(map[string]int, len(members))
-	var free []int
-	for p, o := range owner {
-		switch {
-		case o == "":
-			free = append(free, p)
-		case isMember[o]:
-			owned[o]++
-		}
-	}
-	shares := partitionShares(len(owner), members, owned)
-	deficit := make(map[string]int, len(members))
-	for _, m := range members {
-		if d := shares[m] - owned[m]; d > 0 {
-			deficit[m] = d
-		}
-	}
+	owned, free, shares, deficit := planStart(members, owner)
 	var moves []partitionMove
 	for _, c := range assignFree(free, deficit) {
 		deficit[c.to]--
@@ -179,6 +159,32 @@ func planPartitions(members []string, owner []string, maxHandovers int) []partit
 		moves = append(moves, partitionMove{Partition: c.p, From: from, To: c.to})
 	}
 	return moves
+}
+
+// planStart returns what a plan starts from: the partitions each member owns, the free ones,
+// each member's share (D1) and how far under it each member is.
+func planStart(members []string, owner []string) (owned map[string]int, free []int, shares, deficit map[string]int) {
+	isMember := make(map[string]bool, len(members))
+	for _, m := range members {
+		isMember[m] = true
+	}
+	owned = make(map[string]int, len(members))
+	for p, o := range owner {
+		switch {
+		case o == "":
+			free = append(free, p)
+		case isMember[o]:
+			owned[o]++
+		}
+	}
+	shares = partitionShares(len(owner), members, owned)
+	deficit = make(map[string]int, len(members))
+	for _, m := range members {
+		if d := shares[m] - owned[m]; d > 0 {
+			deficit[m] = d
+		}
+	}
+	return owned, free, shares, deficit
 }
 
 // scoredPair is partition p given to member to, of weight score.

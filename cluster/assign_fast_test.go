@@ -105,29 +105,10 @@ func scoreByDefinition(p int, member string) uint64 {
 	return x
 }
 
-// planByDefinition is planPartitions as D2–D4 state it: every pair sorted, heaviest first.
+// planByDefinition is planPartitions as D2–D4 state it, from the same start (planStart):
+// every pair sorted, heaviest first.
 func planByDefinition(members []string, owner []string, maxHandovers int) []partitionMove {
-	isMember := make(map[string]bool, len(members))
-	for _, m := range members {
-		isMember[m] = true
-	}
-	owned := make(map[string]int, len(members))
-	var free []int
-	for p, o := range owner {
-		switch {
-		case o == "":
-			free = append(free, p)
-		case isMember[o]:
-			owned[o]++
-		}
-	}
-	shares := partitionShares(len(owner), members, owned)
-	deficit := make(map[string]int, len(members))
-	for _, m := range members {
-		if d := shares[m] - owned[m]; d > 0 {
-			deficit[m] = d
-		}
-	}
+	owned, free, shares, deficit := planStart(members, owner)
 	type pair struct {
 		p     int
 		to    string
