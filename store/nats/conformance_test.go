@@ -1,9 +1,12 @@
 package nats
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/storetest"
@@ -45,12 +48,13 @@ func TestOpenByURL(t *testing.T) {
 	s2.Close()
 }
 
-// TestMissingBucket checks that create_bucket=false makes a missing bucket an error naming it.
+// TestMissingBucket checks that create_bucket=false makes a missing bucket an error naming it:
+// an answer, which Open does not try again until its context ends.
 func TestMissingBucket(t *testing.T) {
 	t.Parallel()
 	raw, bucket := serverURL(t)
 	_, err := Open(t.Context(), raw+"&create_bucket=false")
-	if err == nil || !strings.Contains(err.Error(), bucket) || !strings.Contains(err.Error(), "does not exist") {
+	if !errors.Is(err, jetstream.ErrBucketNotFound) || !strings.Contains(err.Error(), bucket) || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("Open with a missing bucket and create_bucket=false: %v", err)
 	}
 }

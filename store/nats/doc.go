@@ -35,8 +35,9 @@
 //   - replicas: the new bucket's replicas (default 1). On a cluster, 3 keeps the bucket through
 //     the loss of one server.
 //   - storage: the new bucket's storage, "file" (default) or "memory".
-//   - dial_timeout: bound on connecting, and on Open's checks when its context has no deadline
-//     (Go duration, default "5s").
+//   - dial_timeout: bound on connecting, on each of Open's requests to JetStream (one that gets
+//     no answer is tried again, until Open's context ends), and on Open's checks when its
+//     context has no deadline (Go duration, default "5s").
 //   - ping_interval: how often the client pings the server to find a dead connection (Go
 //     duration, default "10s"; two unanswered pings close it).
 //   - reconnect_wait: pause between attempts to reconnect to a server (Go duration, default

@@ -102,8 +102,9 @@ func (s *backend) openBucket(ctx context.Context, cfg *config) error {
 		return fmt.Errorf("store/nats: %w", err)
 	}
 	s.js = js
+	per := cfg.dialTimeout
 	// Without JetStream, every KV call would time out or fail with a vague error; ask first.
-	if _, err := js.AccountInfo(ctx); err != nil {
+	if _, err := retryUnanswered(ctx, per, js.AccountInfo); err != nil {
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
 			return fmt.Errorf("%w at %s: %w", ErrNoJetStream, cfg.addrs, err)
 		}
@@ -111,18 +112,23 @@ func (s *backend) openBucket(ctx context.Context, cfg *config) error {
 	}
 	name := cfg.bucket.Bucket
 	version := s.conn.ConnectedServerVersion()
-	kv, err := js.KeyValue(ctx, name)
+	lookup := func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, name) }
+	kv, err := retryUnanswered(ctx, per, lookup)
 	if errors.Is(err, jetstream.ErrBucketNotFound) && cfg.create {
 		if err := checkReplicas(name, cfg.bucket.Replicas, version); err != nil {
 			return err
 		}
-		kv, err = js.CreateKeyValue(ctx, cfg.bucket)
-		if err != nil {
-			// Another process may have created it meanwhile.
-			if kv2, err2 := js.KeyValue(ctx, name); err2 == nil {
-				kv, err = kv2, nil
+		kv, err = retryUnanswered(ctx, per, func(actx context.Context) (jetstream.KeyValue, error) {
+			kv, err := js.CreateKeyValue(actx, cfg.bucket)
+			if err != nil {
+				// Another process may have created it meanwhile, or an attempt of this one
+				// whose answer was lost. This attempt's deadline may have passed: a fresh one.
+				if kv2, err2 := attempt(ctx, per, lookup); err2 == nil {
+					return kv2, nil
+				}
 			}
-		}
+			return kv, err
+		})
 		if err != nil {
 			return fmt.Errorf("store/nats: create bucket %q: %w", name, err)
 		}
@@ -135,7 +141,8 @@ func (s *backend) openBucket(ctx context.Context, cfg *config) error {
 	}
 	s.kv = kv
 	s.streamName = "KV_" + name
-	if s.stream, err = js.Stream(ctx, s.streamName); err != nil {
+	s.stream, err = retryUnanswered(ctx, per, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, s.streamName) })
+	if err != nil {
 		return fmt.Errorf("store/nats: the stream of bucket %q: %w", name, err)
 	}
 	return checkReplicas(name, s.stream.CachedInfo().Config.Replicas, version)
