@@ -282,3 +282,33 @@ func startMember(t *testing.T, lock Lock, id string) {
 		t.Fatal(err)
 	}
 }
+
+// D7: a release reserved for a live member counts as that member's in the plan until it takes
+// it (or until it is stuck), not as free: a member that planned it as free could plan it for
+// itself, skip it as reserved, and leave another free partition planned for nobody, which then
+// waits until it is stuck, L + R. A crashed member's partition waited so behind a reservation
+// that a member's watch had missed the heir's claim of. Here ghost is live and never claims:
+// partition r is released for it, the three others are free; a, whose share of four among two
+// members is two, claims two of the three free ones at its first plan.
+func TestD7ReservedCountsAsTheHeirs(t *testing.T) {
+	for r := range 4 {
+		t.Run(fmt.Sprint("reserved ", r), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newWorld(t)
+				const k = 4
+				lock := NewStoreLock(w.mem)
+				startGhost(t, lock)
+				name := SlotName(lock, "work", r, k)
+				if _, err := lock.Create(context.Background(), name, Record{Term: 5, NextHolder: "ghost", Duration: testL, RenewedAt: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+				a := w.partitions("a", k)
+				w.at(2 * testR)
+				owned := a.p.Owned()
+				if len(owned) != 2 || slices.Contains(owned, r) {
+					t.Fatalf("a owns %v at 2R, partition %d reserved for ghost; want two of the three others", owned, r)
+				}
+			})
+		})
+	}
+}

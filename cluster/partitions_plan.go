@@ -226,6 +226,7 @@ func (p *Partitions) apply(ctx context.Context) {
 	}
 	slices.Sort(live)
 	owner := make([]string, p.k)
+	reserved := make([]bool, p.k)
 	var adopt []int
 	for i := range p.view {
 		v := &p.view[i]
@@ -234,6 +235,14 @@ func (p *Partitions) apply(ctx context.Context) {
 			owner[i] = unknownOwner
 		case !v.found || v.rec.Holder == "":
 			owner[i] = ""
+			// A release reserved for a live member (R3) is that member's in the plan until it
+			// takes it, or until it is stuck (below): planned as free, it could be planned for
+			// this instance, which would skip it as reserved and leave another free partition
+			// planned for nobody until that one is stuck, L + R later (D7).
+			next := v.rec.NextHolder
+			if v.found && isLive[next] && (next == p.id || v.freeSince.IsZero() || now.Sub(v.freeSince) < p.l+p.r) {
+				owner[i], reserved[i] = next, true
+			}
 		case v.rec.Holder == p.id && v.rec.Session == partitionSession(p.self.session, epoch):
 			owner[i] = p.id
 			if p.own[i].Load() == nil && !p.handing[i] {
@@ -289,25 +298,25 @@ func (p *Partitions) apply(ctx context.Context) {
 	limit := (p.k + counted - 1) / counted
 	for i := range p.view {
 		v := &p.view[i]
-		if owner[i] != "" {
+		if owner[i] != "" && !reserved[i] {
 			v.freeSince = time.Time{}
 			continue
 		}
-		next := v.rec.NextHolder
 		if v.freeSince.IsZero() {
 			v.freeSince = now
+		}
+		if reserved[i] {
+			if owner[i] == p.id {
+				claims = append(claims, i) // reserved for this instance (R3)
+			}
+			continue // reserved for a live member (R3)
 		}
 		// A partition free for L + R in this view is claimed whatever the plan or a
 		// reservation says, beyond the share as a move (D7): views that disagree (a member
 		// that plans it for another, which sees it owned) must not leave it without an owner
 		// for good. A view that is wrong costs a failed write.
 		stuck := now.Sub(v.freeSince) >= p.l+p.r
-		if !stuck && v.found && v.rec.Holder == "" && next != "" && next != p.id && isLive[next] {
-			continue // reserved for a live member (R3)
-		}
 		switch {
-		case v.found && v.rec.Holder == "" && next == p.id:
-			claims = append(claims, i) // reserved for this instance (R3)
 		case planned[i] && held < limit:
 			held++
 			claims = append(claims, i)
