@@ -46,6 +46,10 @@ type backend struct {
 	q     queries
 	batch *batcher     // the writes (batch.go)
 	reads *readBatcher // the Gets (batch.go)
+	// marks bounds the watches' first reads in flight (watch.go, sync): thousands of watches
+	// started at once would otherwise queue for every connection of the pool, and a lease's
+	// renewal, queued behind them, would miss its deadline.
+	marks chan struct{}
 
 	// Notifications (watch.go); channel is empty with notify=false.
 	channel     string
@@ -102,7 +106,8 @@ func openConfig(ctx context.Context, cfg *pgxpool.Config, table string, notify b
 		return nil, err
 	}
 	q := newQueries(table)
-	s := &backend{pool: pool, conns: conns, table: table, q: q, batch: newBatcher(pool), reads: newReadBatcher(pool, q.get, q.getMany)}
+	s := &backend{pool: pool, conns: conns, table: table, q: q, batch: newBatcher(pool), reads: newReadBatcher(pool, q.get, q.getMany),
+		marks: make(chan struct{}, max(1, int(pool.Config().MaxConns)/4))}
 	// pgxpool connects lazily: Ping makes a server that cannot be reached fail here, with pgx's
 	// "failed to connect" error rather than under the table's creation.
 	if err := pool.Ping(ctx); err != nil {

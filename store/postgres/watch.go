@@ -587,7 +587,7 @@ func (s *backend) sync(ctx context.Context, u *sub, fn func(driver.Notice) error
 		u.l.mu.Unlock()
 		mark, _ := json.Marshal(payload{Marker: marker})
 		var raw []byte
-		err := s.pool.QueryRow(ctx, s.q.mark, u.key, s.channel, string(mark)).Scan(&raw)
+		err := s.markRead(ctx, u.key, string(mark), &raw)
 		if err != nil {
 			return 0, s.explain(ctx, err)
 		}
@@ -618,6 +618,19 @@ func (s *backend) sync(ctx context.Context, u *sub, fn func(driver.Notice) error
 			return at, s.deliver(last, last != nil, fn)
 		}
 	}
+}
+
+// markRead reads key and sends mark in one statement, with at most cap(s.marks) of them in
+// flight: with the writes' and the Gets' own bounds (batch.go), that leaves a connection to
+// the writes whatever the number of watches starting.
+func (s *backend) markRead(ctx context.Context, key, mark string, raw *[]byte) error {
+	select {
+	case s.marks <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.marks }()
+	return s.pool.QueryRow(ctx, s.q.mark, key, s.channel, mark).Scan(raw)
 }
 
 // deliver decodes a document (nil: missing) and calls fn.

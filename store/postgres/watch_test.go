@@ -3,7 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,4 +309,48 @@ func TestWatchStalledDialHoldsNoOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.WaitDoc(t, map[string]any{"n": float64(1)})
+}
+
+// Thousands of watches started at once take turns for a bounded share of the pool's
+// connections: a write made meanwhile (a lease's renewal) finds a connection at once, rather
+// than queueing behind every watch's first read and missing its deadline, as members holding
+// 10,000 partitions each did at their start. With 4 connections and 2,000 watches starting,
+// the write must be answered before most of the watches have their first state (it was
+// answered after all of them).
+func TestWatchStartsLeaveWritesAConnection(t *testing.T) {
+	s := openTest(t, "pool_max_conns", "4")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	const n = 2000
+	var first atomic.Int64
+	begun := make(chan struct{}) // closed once 100 watches have their first state
+	var wg sync.WaitGroup
+	for i := range n {
+		key := fmt.Sprintf("w%d", i)
+		wg.Go(func() {
+			once := false
+			_ = store.Watch(ctx, s, key, func(store.Change) {
+				if !once {
+					once = true
+					if first.Add(1) == 100 {
+						close(begun)
+					}
+				}
+			})
+		})
+	}
+	defer wg.Wait()
+	defer cancel()
+	// The others are queued for their first read by then: they all began together.
+	select {
+	case <-begun:
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	if err := s.Create(t.Context(), "renewal", map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := first.Load(); got > n/2 {
+		t.Fatalf("the write was answered after %d of %d watches had their first state; want fewer than half", got, n)
+	}
 }
