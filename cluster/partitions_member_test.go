@@ -312,3 +312,43 @@ func TestD7ReservedCountsAsTheHeirs(t *testing.T) {
 		})
 	}
 }
+
+// muteLock's watches of partition records never bring a state: a store whose watches take
+// long to bring their first ones (thousands of first reads queued).
+type muteLock struct {
+	Lock
+	Roster
+}
+
+func (l muteLock) Watch(ctx context.Context, name string, fn func(Record, error)) error {
+	if strings.Contains(name, ".member-") {
+		return l.Lock.(Watcher).Watch(ctx, name, fn)
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// D6: the first plan reads the records no watch has brought yet: a member whose watches are
+// slow to bring their first states claims its share at its first plan, not once they come.
+func TestD6FirstPlanReadsWhatNoWatchBrought(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		const k = 8
+		lock := NewStoreLock(w.mem)
+		p, err := NewPartitions(PartitionsConfig{
+			Lock: muteLock{Lock: lock, Roster: lock.(Roster)}, LeaseName: "work", Partitions: k,
+			LeaseDuration: testL, RenewInterval: testR, InstanceID: "a", Logger: quietLogger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Stop(context.Background()) })
+		w.at(2 * testR)
+		if got := len(p.Owned()); got != k {
+			t.Fatalf("a, alone, owns %d of %d partitions at 2R; want all", got, k)
+		}
+	})
+}

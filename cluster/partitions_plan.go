@@ -51,6 +51,9 @@ func (p *Partitions) plan(ctx context.Context) {
 				if !ready && reads >= 2 {
 					next = p.r / 4
 				}
+				if ready {
+					p.readUnread(ctx)
+				}
 			}
 			t.Reset(time.Until(start.Add(next)))
 		} else {
@@ -64,6 +67,37 @@ func (p *Partitions) plan(ctx context.Context) {
 		}
 	}
 }
+
+// readUnread reads the records that no watch has brought yet, readsInFlight at a time: a
+// partition not read is planned for nobody (unknownOwner), and a store whose watches take long
+// to bring their first states (one read each, thousands of them) would hold the first plan's
+// claims back by as long. A store that batches its reads sends them as a few.
+func (p *Partitions) readUnread(ctx context.Context) {
+	p.mu.Lock()
+	var unread []int
+	for i := range p.view {
+		if !p.view[i].read {
+			unread = append(unread, i)
+		}
+	}
+	p.mu.Unlock()
+	sem := make(chan struct{}, readsInFlight)
+	var wg sync.WaitGroup
+	for _, i := range unread {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			p.readRecord(ctx, i)
+		})
+	}
+	wg.Wait()
+}
+
+// readsInFlight is how many records readUnread reads at once.
+const readsInFlight = 512
 
 // settled reports whether the roster read last, seen (the other members, nil when the read
 // failed), holds no member that the read before, prev, did not, and every member's lease in it
