@@ -34,7 +34,7 @@ type redisWrite struct {
 }
 
 func newBatcher(client *goredis.Client, wait waitRule) *driver.Batcher[redisWrite, *goredis.Cmd] {
-	// Fewer in flight than the pool's connections, so that reads (Get, a watch's sync) always
+	// Fewer in flight than the pool's connections, so that reads (Gets, watches' syncs) always
 	// find one; few, so that under load the writes queue and go as pipelines of many. On two
 	// cores, 10,000 leases renewing every 500 ms, 8 gave attempts a p50 of 14 ms against 23 ms
 	// with 2 and 60 ms with 4, at the same CPU (single runs, bench's many elections).
@@ -163,7 +163,7 @@ func ranLater(ws []redisWrite, i int, noScript func(int) bool) bool {
 // newReadBatcher returns the batcher of a Store's Gets.
 func newReadBatcher(client *goredis.Client) *driver.Batcher[string, *goredis.StringCmd] {
 	// Fewer in flight than the writes (newBatcher), so that the two together leave the pool
-	// connections for a watch's sync and the pings.
+	// connections for the watches' syncs (newSyncBatcher) and the pings.
 	n := client.Options().PoolSize / 4
 	b := &driver.Batcher[string, *goredis.StringCmd]{
 		MaxInFlight: max(1, min(n, 4)),
@@ -195,4 +195,42 @@ func (s *backend) read(ctx context.Context, key string) *goredis.StringCmd {
 		cmd.SetErr(err)
 	}
 	return cmd
+}
+
+// Pipelining of the watches' syncs. A watch's first state comes from syncScript (watch.go),
+// run once its channel is subscribed. A Store starting thousands of watches at once (a member
+// watching every partition's record) ran thousands of scripts at once, each on a connection
+// of its own: most waited for the pool, and those that waited longer than its timeout ended
+// their watch with an error, to be started again, by the thousand, the same way. They are
+// coalesced as the writes are instead; their order does not matter, each tags its own
+// message. No WAIT for replicas: a sync changes no key, and its message is for the
+// subscribers of this server.
+
+// newSyncBatcher returns the batcher of a Store's watch syncs.
+func newSyncBatcher(client *goredis.Client) *driver.Batcher[redisWrite, *goredis.Cmd] {
+	// With the writes and the Gets, no more in flight than the pool has connections (four or
+	// more): a sync never waits for one.
+	n := client.Options().PoolSize / 8
+	b := &driver.Batcher[redisWrite, *goredis.Cmd]{
+		MaxInFlight: max(1, min(n, 2)),
+		MaxBatch:    maxPipeline,
+		Closed:      errStoreClosed,
+		Name:        "store/redis",
+	}
+	b.Lone = func(ctx context.Context, w redisWrite) *goredis.Cmd {
+		return runOne(ctx, client, w, waitRule{})
+	}
+	b.Send = func(ctx context.Context, ws []redisWrite) []*goredis.Cmd {
+		return sendPipeline(ctx, client, ws, waitRule{})
+	}
+	return b
+}
+
+// sync runs syncScript on the Redis key rkey with the watch's token, alone or in a pipeline.
+func (s *backend) sync(ctx context.Context, rkey, token string) error {
+	cmd, err := s.syncs.Do(ctx, redisWrite{script: syncScript, key: rkey, args: []any{token}})
+	if err != nil {
+		return err
+	}
+	return cmd.Err()
 }

@@ -48,6 +48,7 @@ type backend struct {
 	watches watchState                                  // watch.go
 	batch   *driver.Batcher[redisWrite, *goredis.Cmd]   // the writes (batch.go)
 	reads   *driver.Batcher[string, *goredis.StringCmd] // the Gets (batch.go)
+	syncs   *driver.Batcher[redisWrite, *goredis.Cmd]   // the watches' first reads (batch.go)
 }
 
 // Open connects to the Redis server named by rawURL (see the package documentation for its
@@ -69,7 +70,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	}
 	client := set.newClient()
 	s := &backend{client: client, prefix: set.prefix, batch: newBatcher(client, set.wait),
-		reads: newReadBatcher(client)}
+		reads: newReadBatcher(client), syncs: newSyncBatcher(client)}
 	if err := s.client.Ping(ctx).Err(); err != nil {
 		s.client.Close()
 		tlsConfig := client.Options().TLSConfig
@@ -89,6 +90,8 @@ func (s *backend) Close() error {
 	s.watches.close()
 	s.batch.Close()
 	s.reads.Close()
+	s.syncs.Close()
+	defer s.syncs.Wait()
 	defer s.reads.Wait()
 	defer s.batch.Wait()
 	return s.client.Close()

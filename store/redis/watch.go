@@ -470,7 +470,7 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if err := syncScript.Run(ctx, s.client, []string{rkey}, w.token).Err(); err != nil {
+	if err := s.sync(ctx, rkey, w.token); err != nil {
 		return fmt.Errorf("store/redis: read for a watch: %w", err)
 	}
 	var seen, beats uint64

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -109,6 +110,52 @@ func TestWatchMany(t *testing.T) {
 			t.Errorf("%d connections of the store subscribe to channels, want 1:\n%s", n, list)
 		}
 	}}, 200)
+}
+
+// TestWatchManyStartTogether: a thousand watches started at once on one Store all get their
+// first state. Each watch's read (syncScript) goes with the others' in a pipeline, on a few of
+// the pool's connections, as the writes do: one connection each would make most of them wait
+// for the pool, and fail when the wait ran out (here at once, in production after a few
+// seconds), which is what a Store starting thousands of watches did.
+func TestWatchManyStartTogether(t *testing.T) {
+	t.Parallel()
+	raw, prefix := serverURL(t)
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	// As many connections as the Store's writes, reads and watch reads have in flight at most;
+	// a call that must wait for one fails at once.
+	q.Set("pool_size", "4")
+	q.Set("pool_timeout", "1ms")
+	u.RawQuery = q.Encode()
+	s := openCleaned(t, u.String(), prefix)
+	const n = 1000
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	first := make(chan struct{}, n)
+	ended := make(chan error, n)
+	for k := range n {
+		wg.Go(func() {
+			var once sync.Once
+			err := s.Watch(ctx, fmt.Sprintf("k%d", k), func(store.Change) {
+				once.Do(func() { first <- struct{}{} })
+			})
+			if ctx.Err() == nil {
+				ended <- err
+			}
+		})
+	}
+	for range n {
+		select {
+		case <-first:
+		case err := <-ended:
+			t.Fatalf("a watch ended before its first state: %v", err)
+		}
+	}
 }
 
 // countingStore calls once before the first Create: by then every watch of WatchMany has made
