@@ -81,16 +81,22 @@ func (p *Partitions) readUnread(ctx context.Context) {
 		}
 	}
 	p.mu.Unlock()
-	sem := make(chan struct{}, readsInFlight)
+	inFlight(ctx, readsInFlight, unread, func(i int) { p.readRecord(ctx, i) })
+}
+
+// inFlight calls fn for each of items, at most n at a time, and returns once every call has
+// returned; it starts none once ctx has ended.
+func inFlight(ctx context.Context, n int, items []int, fn func(int)) {
+	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
-	for _, i := range unread {
+	for _, i := range items {
 		if ctx.Err() != nil {
 			break
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			p.readRecord(ctx, i)
+			fn(i)
 		})
 	}
 	wg.Wait()
@@ -380,19 +386,7 @@ func (p *Partitions) apply(ctx context.Context) {
 	// its share of the crashed member's partitions, and one round trip after another would
 	// put the last of them that many round trips past the first (D8). A store that batches
 	// its requests sends them as one.
-	sem := make(chan struct{}, claimsInFlight)
-	var wg sync.WaitGroup
-	for _, i := range claims {
-		if ctx.Err() != nil {
-			break
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			p.claim(ctx, i, views[i], epoch)
-		})
-	}
-	wg.Wait()
+	inFlight(ctx, claimsInFlight, claims, func(i int) { p.claim(ctx, i, views[i], epoch) })
 }
 
 // claimsInFlight is how many claims a plan sends at once.
