@@ -57,6 +57,7 @@ type Partitions struct {
 	cbs      []*callbacks
 	own      []atomic.Pointer[ownership] // by partition: set while claimed under an epoch
 	poke     chan struct{}               // asks the planner for a plan at once
+	troubles troubles                    // the watches' failures, logged at most once per R
 
 	mu          sync.Mutex // guards the fields below, and orders ownership changes
 	started     bool

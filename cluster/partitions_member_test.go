@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -247,22 +248,30 @@ func TestD7ClaimsStopAtTheRosterShare(t *testing.T) {
 		for i := range 9 {
 			startMember(t, lock, fmt.Sprintf("g%d", i))
 		}
-		p, err := NewPartitions(PartitionsConfig{
-			Lock: blindLock{Lock: lock, Roster: lock.(Roster), own: memberLeaseName("work", "a")}, LeaseName: "work", Partitions: k,
-			LeaseDuration: testL, RenewInterval: testR, InstanceID: "a", Logger: quietLogger(),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = p.Stop(context.Background()) })
+		p := startPartitions(t, blindLock{Lock: lock, Roster: lock.(Roster), own: memberLeaseName("work", "a")}, k, quietLogger())
 		w.at(testL + testR/2)
 		if got := len(p.Owned()); got != k/10 {
 			t.Fatalf("a owns %d partitions at L + R/2; want %d, its share among the roster's ten members", got, k/10)
 		}
 	})
+}
+
+// startPartitions starts a, a member of the partitioned election "work" of k partitions over
+// lock, logging to log. It ends with t.
+func startPartitions(t *testing.T, lock Lock, k int, log *slog.Logger) *Partitions {
+	t.Helper()
+	p, err := NewPartitions(PartitionsConfig{
+		Lock: lock, LeaseName: "work", Partitions: k,
+		LeaseDuration: testL, RenewInterval: testR, InstanceID: "a", Logger: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	return p
 }
 
 // startMember makes id a member of the partitioned election "work" that holds its member lease
@@ -335,20 +344,54 @@ func TestD6FirstPlanReadsWhatNoWatchBrought(t *testing.T) {
 		w := newWorld(t)
 		const k = 8
 		lock := NewStoreLock(w.mem)
-		p, err := NewPartitions(PartitionsConfig{
-			Lock: muteLock{Lock: lock, Roster: lock.(Roster)}, LeaseName: "work", Partitions: k,
-			LeaseDuration: testL, RenewInterval: testR, InstanceID: "a", Logger: quietLogger(),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = p.Stop(context.Background()) })
+		p := startPartitions(t, muteLock{Lock: lock, Roster: lock.(Roster)}, k, quietLogger())
 		w.at(2 * testR)
 		if got := len(p.Owned()); got != k {
 			t.Fatalf("a, alone, owns %d of %d partitions at 2R; want all", got, k)
+		}
+	})
+}
+
+// failingWatchLock's watches of partition records end at once with an error: a store that
+// drops its watch streams.
+type failingWatchLock struct {
+	Lock
+	Roster
+}
+
+func (l failingWatchLock) Watch(ctx context.Context, name string, fn func(Record, error)) error {
+	if strings.Contains(name, ".member-") {
+		return l.Lock.(Watcher).Watch(ctx, name, fn)
+	}
+	return errInjected
+}
+
+// D6: the partitions' watches that fail are logged, one line per R at most, each naming a
+// partition and its error and counting the failures since the line before: thousands of
+// watches that end together make a line, not thousands, and not none.
+func TestD6WatchFailuresLoggedOncePerR(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		const k = 8
+		lock := NewStoreLock(w.mem)
+		var logs logCapture
+		startPartitions(t, failingWatchLock{Lock: lock, Roster: lock.(Roster)}, k, logs.logger())
+		w.at(3*testR + testR/2)
+		lines := logs.find("leasehold: partitions: watch ended, read and watched again R later")
+		// The k watches fail at the start, then again R later, each R: a line each time.
+		if len(lines) < 3 || len(lines) > 4 {
+			t.Fatalf("%d lines about the failed watches over 3.5 R; want one per R: %v", len(lines), lines)
+		}
+		for _, l := range lines {
+			if !strings.Contains(fmt.Sprint(l["error"]), errInjected.Error()) {
+				t.Errorf("line %v does not give the watch's error %q", l, errInjected)
+			}
+			if _, ok := l["partition"].(float64); !ok {
+				t.Errorf("line %v does not name a partition", l)
+			}
+		}
+		if n := lines[len(lines)-1]["othersSinceLastLine"]; n != float64(k-1) {
+			t.Errorf("the last line counts %v other failures since the one before; want %d, the other partitions' watches", n, k-1)
 		}
 	})
 }

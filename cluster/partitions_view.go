@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -72,6 +73,8 @@ func (p *Partitions) watchRecord(ctx context.Context, i int) {
 				p.setView(i, rec, true, -1)
 			case errors.Is(err, ErrNotFound):
 				p.setView(i, Record{}, false, -1)
+			case !errors.Is(err, ErrHeartbeat):
+				p.troubles.note(p, "a watched record was not taken", i, err)
 			}
 		})
 		if errors.Is(err, ErrWatchUnsupported) {
@@ -81,6 +84,10 @@ func (p *Partitions) watchRecord(ctx context.Context, i int) {
 			}
 			return
 		}
+		if ctx.Err() != nil {
+			return
+		}
+		p.troubles.note(p, "watch ended, read and watched again R later", i, err)
 		// A watch that failed is a hint lost, never safety (E9): read once, watch again.
 		p.readRecord(ctx, i)
 		if !sleepCtx(ctx, p.r) {
@@ -114,5 +121,31 @@ func (p *Partitions) readRecord(ctx context.Context, i int) {
 		p.setView(i, rec, true, gen)
 	case errors.Is(err, ErrNotFound):
 		p.setView(i, Record{}, false, gen)
+	case ctx.Err() == nil:
+		p.troubles.note(p, "read failed", i, err)
 	}
+}
+
+// troubles logs what goes wrong with the partitions' watches, at most one line per R: a store
+// that drops its connections ends every watch at once, thousands of them, and a line for each
+// would bury every other line. Each line names one partition and its error, and counts the
+// others since the line before.
+type troubles struct {
+	mu     sync.Mutex
+	last   time.Time // of the last line
+	others int       // not logged since
+}
+
+func (t *troubles) note(p *Partitions, what string, i int, err error) {
+	t.mu.Lock()
+	now := time.Now()
+	if !t.last.IsZero() && now.Sub(t.last) < p.r {
+		t.others++
+		t.mu.Unlock()
+		return
+	}
+	others := t.others
+	t.last, t.others = now, 0
+	t.mu.Unlock()
+	p.log.Info("leasehold: partitions: "+what, "partition", i, "error", err, "othersSinceLastLine", others)
 }
