@@ -401,12 +401,20 @@ func leaderlessAfter(f *Fault, gaps [][2]int64, next int64, ivs []proctest.Inter
 			continue
 		}
 		f.Leaderless = max(f.Leaderless, time.Duration(g[1]-max(g[0], f.Start)))
-		if !clusterKind(f.Kind) || f.StoreBack == 0 || g[1] <= f.StoreBack {
+		// The bounded part ends where the next fault begins: a gap that runs into it (the
+		// new raft leader killed or paused just after the store answered) is that fault's
+		// from then on, and the store may be down again.
+		end := min(g[1], next)
+		if !clusterKind(f.Kind) || f.StoreBack == 0 || end <= f.StoreBack {
 			continue
 		}
-		if d := time.Duration(g[1] - max(g[0], f.StoreBack)); d > f.AfterStore {
+		back := effectiveBack(f, end)
+		if d := time.Duration(end - max(g[0], back)); d > f.AfterStore {
 			f.AfterStore = d
 			t := &Takeover{Since: "the store answered again", Took: d}
+			if back > f.StoreBack {
+				t.Since = "the store answered again after a stall"
+			}
 			for _, iv := range ivs {
 				if iv.End == g[0] {
 					t.From = iv.Instance
@@ -415,8 +423,11 @@ func leaderlessAfter(f *Fault, gaps [][2]int64, next int64, ivs []proctest.Inter
 					t.To = iv.Instance
 				}
 			}
-			if g[0] > f.StoreBack {
+			if g[0] > back {
 				t.Since = "it lost its leadership, after the store answered again"
+			}
+			if end < g[1] {
+				t.Since += " (up to the next fault)"
 			}
 			f.Takeover = t
 		}
@@ -527,8 +538,8 @@ func longestLeaderless(ivs []proctest.Interval, faults []Fault, faultsEnd int64)
 			outage := false
 			for _, f := range faults {
 				if f.Kind == Outage && f.Start < g1 && f.End > g0 ||
-					clusterKind(f.Kind) && f.Start < g1 && (f.StoreBack > g0 || f.Unrecovered && f.StoreBack == 0) {
-					outage = true // the backend was down, or a member of it
+					clusterKind(f.Kind) && f.Start < g1 && (effectiveBack(&f, g1) > g0 || f.Unrecovered && f.StoreBack == 0) {
+					outage = true // the backend was down, a member of it, or it stalled after
 				}
 			}
 			if d := time.Duration(g1 - g0); !outage && d > longest {

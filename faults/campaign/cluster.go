@@ -366,6 +366,7 @@ func (d *driver) memberFault(f *Fault) error {
 	}
 	d.o.Logf("campaign %s: %s of %s: store answered %v after the fault began", d.o.Backend, f.Kind, f.Target,
 		time.Duration(f.StoreBack-f.Start).Round(time.Millisecond))
+	d.startStalls(f)
 	return d.rebuild(f)
 }
 

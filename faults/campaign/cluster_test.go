@@ -138,3 +138,27 @@ func TestMaxDurationNegative(t *testing.T) {
 		t.Errorf("defaults() = %v, want an error naming MaxDuration", err)
 	}
 }
+
+// A time without a leader that runs into the next fault is bounded only up to that fault's
+// start: here the store answered at 1500ms after a member's pause, w1.1 stopped leading at
+// 1600ms, and the next fault paused the new raft leader at 1900ms, which kept the store down
+// to 3500ms. The first fault owes 300ms, not the 2.4s to w2.1's lead at 4000ms; the second
+// owes nothing: its store answered after w2.1 led.
+func TestClusterFaultGapIntoTheNextFault(t *testing.T) {
+	o := testOptions()
+	lines := linesOf(iv("w1.1", 1, 0, 1600), iv("w2.1", 2, 4000, 6000))
+	faults := []Fault{
+		{N: 1, Kind: MemberPauseLeader, Target: "etcd-1", Start: 800 * ms1, End: 1450 * ms1, StoreBack: 1500 * ms1},
+		{N: 2, Kind: MemberPauseLeader, Target: "etcd-2", Start: 1900 * ms1, End: 3400 * ms1, StoreBack: 4100 * ms1},
+	}
+	rep := analyze(o, true, lines, nil, faults, 0, 6000*ms1, 6000*ms1)
+	if rep.Failed() {
+		t.Errorf("violations %q; want none", rep.Violations)
+	}
+	if f := rep.Faults[0]; f.AfterStore != 300*time.Millisecond || f.Takeover == nil || !strings.Contains(f.Takeover.Since, "up to the next fault") {
+		t.Errorf("first fault: after the store %v, takeover %+v; want 300ms, up to the next fault", f.AfterStore, f.Takeover)
+	}
+	if f := rep.Faults[1]; f.AfterStore != 0 {
+		t.Errorf("second fault: after the store %v; want 0", f.AfterStore)
+	}
+}

@@ -59,6 +59,10 @@ type driver struct {
 	unsupported map[Kind]bool
 	problems    []string      // violations found while running (a worker crashed, no leader, ...)
 	settleWait  time.Duration // settleTimeout; shorter in tests
+	// stalls probes the cluster after the member's fault stallsOf (Fault.N) until the next
+	// fault (stall.go).
+	stalls   *stallWatch
+	stallsOf int
 }
 
 // testHookDriver, set by tests, sees the driver of each Run before it starts anything.
@@ -195,6 +199,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if stopped != "" {
 		o.Logf("campaign %s: the faults stopped early: %s", o.Backend, stopped)
 	}
+	d.endStalls()
+	d.answering()
 	faultsEnd := proctest.Now()
 	if err := d.stopAll(); err != nil {
 		if d.ctx.Err() != nil || stopped == "" {
@@ -483,6 +489,10 @@ func (d *driver) stopAll() error {
 // resource and the backend, deletes the lease record from a shared server, and removes the
 // temporary directory. It runs whatever happened.
 func (d *driver) cleanup() {
+	if d.stalls != nil {
+		d.stalls.stop()
+		d.stalls = nil
+	}
 	for _, p := range d.procs {
 		p.Kill()
 	}

@@ -145,6 +145,9 @@ type Fault struct {
 	// StoreBack is when the store answered again after a member's fault: the cluster had a
 	// leader (Cluster.Leader) once the fault was lifted.
 	StoreBack int64 `json:"store_back,omitempty"`
+	// Stalls are the times after StoreBack, until the next fault, the store did not answer
+	// the runner's probes within the slack (stall.go): [from, to] on the shared clock.
+	Stalls [][2]int64 `json:"stalls,omitempty"`
 	// Leaderless is the longest time no instance led from the fault to the next one (or the end
 	// of the faults), and AfterStore the part of it after StoreBack.
 	Leaderless time.Duration `json:"leaderless_ns,omitempty"`
@@ -209,6 +212,7 @@ func (d *driver) pick() Kind {
 // inject picks a fault, injects it at a random phase of the election, and waits for what it
 // provokes (a takeover, the end of a pause or partition). The caller then settles.
 func (d *driver) inject() error {
+	d.endStalls()
 	kind := d.pick()
 	half := (d.o.LeaseDuration + d.o.RenewInterval) / 2
 	var target *proc

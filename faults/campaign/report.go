@@ -145,7 +145,11 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 			if c.ManualFailover {
 				b.WriteString(" The cluster has no automatic failover: after a kill or pause of its primary it has no primary until that member runs again (restarted in its role) or a failover fault promotes the standby, so the time without a leader from such a fault is the store's own, reported and not bounded; the bound applies from the store's return.")
 			}
-			b.WriteString(" A member's fault is timed from its start; the takeovers of its row are the times without a leader once the store answered again (the fault lifted and the cluster led by a member), bounded by L + R plus the slack, except after a restart of the whole cluster.\n\n")
+			b.WriteString(" A member's fault is timed from its start; the takeovers of its row are the times without a leader once the store answered again (the fault lifted and the cluster led by a member), bounded by L + R plus the slack, except after a restart of the whole cluster.")
+			if n, longest := r.stalls(); n > 0 {
+				fmt.Fprintf(&b, " After the store answered again, the runner saw it stall %d times (its probe, a write through every member, took longer than the slack or failed; the longest %s): a time without a leader across a stall is timed from the stall's end.", n, ms(longest))
+			}
+			b.WriteString("\n\n")
 		}
 		if r.Stopped != "" {
 			fmt.Fprintf(&b, "The faults stopped early: %s.\n\n", r.Stopped)
@@ -243,4 +247,15 @@ func WriteFiles(dir, command string, reps []*Report) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644)
+}
+
+// stalls counts the stalls of the store after it answered again, and gives the longest.
+func (r *Report) stalls() (n int, longest time.Duration) {
+	for _, f := range r.Faults {
+		for _, s := range f.Stalls {
+			n++
+			longest = max(longest, time.Duration(s[1]-s[0]))
+		}
+	}
+	return n, longest
 }

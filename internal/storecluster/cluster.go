@@ -36,6 +36,15 @@ type Settler interface {
 	Settle(ctx context.Context) error
 }
 
+// Prober is implemented by a Cluster that can tell whether it answers its clients at this
+// moment: Probe writes through every running member and returns once each has answered, or
+// with the first error. A cluster that had a leader again may still stall afterwards (a raft
+// leader whose loop stops for a second), and the time it does is the store's, not its
+// clients'.
+type Prober interface {
+	Probe(ctx context.Context) error
+}
+
 // Manual is implemented by a Cluster that never fails over by itself (PostgreSQL's streaming
 // replication): ManualFailover reports true, and a Leader lost with its primary returns only
 // when that member runs again or Failover promotes another.

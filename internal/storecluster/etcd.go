@@ -339,12 +339,32 @@ func (c *etcdCluster) Failover(ctx context.Context, loseWrites bool) error {
 	}
 }
 
-// put writes a key of the cluster's own through m, to see the cluster answer writes.
-func (c *etcdCluster) put(ctx context.Context, m *Member) error {
-	in := map[string]string{
+var _ Prober = (*etcdCluster)(nil)
+
+// Probe implements Prober: one write through each running member, at once.
+func (c *etcdCluster) Probe(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.members))
+	for i, m := range c.members {
+		if !m.Running() || m.Paused() {
+			continue
+		}
+		wg.Go(func() { errs[i] = c.post(ctx, m, "/v3/kv/put", probeWrite(), nil) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func probeWrite() map[string]string {
+	return map[string]string{
 		"key":   base64.StdEncoding.EncodeToString([]byte("storecluster/probe")),
 		"value": base64.StdEncoding.EncodeToString([]byte(time.Now().Format(time.RFC3339Nano))),
 	}
+}
+
+// put writes a key of the cluster's own through m, to see the cluster answer writes.
+func (c *etcdCluster) put(ctx context.Context, m *Member) error {
+	in := probeWrite()
 	for {
 		c2, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := c.post(c2, m, "/v3/kv/put", in, nil)

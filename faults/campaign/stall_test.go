@@ -1,0 +1,118 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A stall of the store after it answered again moves the start of the bounded time to the
+// stall's end: w1.1 leads to 1600ms, the store answered at 1500ms but stalled from 1700ms to
+// 2600ms, w2.1 leads from 3000ms: 400ms without a leader once the store answered for good,
+// where 1400ms from StoreBack broke the bound. A stall that ended before the gap began
+// changes nothing.
+func TestClusterFaultStallAfterTheStoreAnswers(t *testing.T) {
+	o := testOptions()
+	lines := linesOf(iv("w1.1", 1, 0, 1600), iv("w2.1", 2, 3000, 5000))
+	pause := []Fault{{N: 1, Kind: MemberPauseLeader, Target: "etcd-1", Start: 800 * ms1, End: 1450 * ms1, StoreBack: 1500 * ms1}}
+
+	rep := analyze(o, true, lines, nil, pause, 0, 5000*ms1, 5000*ms1)
+	if !rep.Failed() || rep.Faults[0].AfterStore != 1400*time.Millisecond {
+		t.Fatalf("without the stall: after the store %v, violations %q; want 1.4s, beyond the bound", rep.Faults[0].AfterStore, rep.Violations)
+	}
+
+	pause[0].Stalls = [][2]int64{{1700 * ms1, 2600 * ms1}}
+	rep = analyze(o, true, lines, nil, pause, 0, 5000*ms1, 5000*ms1)
+	f := rep.Faults[0]
+	if rep.Failed() || f.AfterStore != 400*time.Millisecond {
+		t.Errorf("with the stall: after the store %v, violations %q; want 400ms and none", f.AfterStore, rep.Violations)
+	}
+	if f.Takeover == nil || !strings.Contains(f.Takeover.Since, "after a stall") {
+		t.Errorf("takeover %+v; want it timed from the end of the stall", f.Takeover)
+	}
+	if rep.LongestLeaderless != 0 {
+		t.Errorf("longest leaderless while the backend was up = %v; want 0 (the store stalled within the gap)", rep.LongestLeaderless)
+	}
+	rep.Cluster = &ClusterInfo{Backend: "etcd", Members: []string{"etcd-1", "etcd-2", "etcd-3"}}
+	var md strings.Builder
+	if err := WriteMarkdown(&md, "", []*Report{rep}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "saw it stall 1 times") || !strings.Contains(md.String(), "the longest 900 ms") {
+		t.Errorf("the report does not tell of the stall:\n%s", md.String())
+	}
+
+	pause[0].Stalls = [][2]int64{{1510 * ms1, 1590 * ms1}}
+	if rep = analyze(o, true, lines, nil, pause, 0, 5000*ms1, 5000*ms1); !rep.Failed() || rep.Faults[0].AfterStore != 1400*time.Millisecond {
+		t.Errorf("a stall before the gap: after the store %v, violations %q; want 1.4s, beyond the bound", rep.Faults[0].AfterStore, rep.Violations)
+	}
+
+	// A stall that outlasted the gap: the fleet led again while the store stalled.
+	pause[0].Stalls = [][2]int64{{1700 * ms1, 3500 * ms1}}
+	if rep = analyze(o, true, lines, nil, pause, 0, 5000*ms1, 5000*ms1); rep.Failed() || rep.Faults[0].AfterStore != 0 {
+		t.Errorf("a stall past the gap: after the store %v, violations %q; want 0 and none", rep.Faults[0].AfterStore, rep.Violations)
+	}
+}
+
+// stepProber answers its probes at once on a clock of its own (now), each taking 60ms, under
+// the slack; probe slow takes 300ms, probe failing fails after 1ms, and probe last waits for
+// the end of its context.
+type stepProber struct {
+	n                   int
+	clock               atomic.Int64
+	slow, failing, last int
+	reached             chan struct{} // closed when probe last begins
+}
+
+func (p *stepProber) now() int64 { return p.clock.Load() }
+
+func (p *stepProber) Probe(ctx context.Context) error {
+	p.n++ // one probe at a time
+	switch p.n {
+	case p.slow:
+		p.clock.Add(int64(300 * time.Millisecond))
+		return nil
+	case p.failing:
+		p.clock.Add(int64(time.Millisecond))
+		return errors.New("probe failed")
+	case p.last:
+		close(p.reached)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	p.clock.Add(int64(60 * time.Millisecond))
+	return nil
+}
+
+// The stalls are the probes slower than the slack and the failed ones; fast probes are none,
+// and a probe cut short by the stop is none unless it was slow already.
+func TestStallWatch(t *testing.T) {
+	p := &stepProber{slow: 3, failing: 7, last: 9, reached: make(chan struct{})}
+	w := watchStalls(t.Context(), p, 100*time.Millisecond, 0, p.now)
+	<-p.reached
+	stalls := w.stop()
+	ms := func(d int64) time.Duration { return time.Duration(d) }
+	if len(stalls) != 2 {
+		t.Fatalf("stalls %v; want 2: the slow probe 3 and the failed probe 7 (probe 9, cut short by the stop, is none)", stalls)
+	}
+	if d := ms(stalls[0][1] - stalls[0][0]); d != 300*time.Millisecond {
+		t.Errorf("the slow probe's stall lasted %v; want the 300ms it took", d)
+	}
+	if d := ms(stalls[1][1] - stalls[1][0]); d != time.Millisecond {
+		t.Errorf("the failed probe's stall lasted %v; want the 1ms it took", d)
+	}
+}
+
+// Stalls no more than two probes apart are one.
+func TestStallsMerge(t *testing.T) {
+	var w stallWatch
+	w.add(0, 10)
+	w.add(10+int64(2*stallEvery), 10+int64(2*stallEvery)+5)
+	w.add(1e12, 1e12+1)
+	if len(w.stalls) != 2 || w.stalls[0] != [2]int64{0, 10 + int64(2*stallEvery) + 5} {
+		t.Errorf("stalls %v; want the first two merged, the third apart", w.stalls)
+	}
+}
