@@ -2,17 +2,15 @@ package campaign
 
 import (
 	"context"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/proctest"
 	"github.com/leasehold/leasehold/internal/storecluster"
 )
 
-// A cluster that answered again after a member's fault may stall afterwards: a raft leader
-// whose loop stops for a second and a half holds every client's request meanwhile (etcd logs
-// it as "leader failed to send out heartbeat on time"). The instances can lead again only
+// A cluster that answered again after a member's fault may stall afterwards: on a loaded
+// host, a raft leader whose loop stops for half a second holds every client's request
+// meanwhile (etcd logs it as "leader failed to send out heartbeat on time"). The instances can lead again only
 // once the store answers, so the takeover after a member's fault is timed from the store's
 // last return: from StoreBack, or from the end of a stall after it (effectiveBack). The runner
 // probes the cluster (storecluster.Prober) from StoreBack to the next fault, and a probe that
@@ -21,11 +19,11 @@ import (
 // stallEvery is the time between two probes.
 const stallEvery = 50 * time.Millisecond
 
-// stallWatch probes a cluster until stopped, and records its stalls.
+// stallWatch probes a cluster until stopped, and records its stalls: its goroutine writes
+// them, stop reads them once the goroutine has returned.
 type stallWatch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	mu     sync.Mutex
 	stalls [][2]int64
 }
 
@@ -57,8 +55,6 @@ func watchStalls(ctx context.Context, p storecluster.Prober, slack, every time.D
 
 // add records a stall, merged with the one before when no more than two probes apart.
 func (w *stallWatch) add(from, to int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if n := len(w.stalls); n > 0 && from <= w.stalls[n-1][1]+int64(stallEvery)*2 {
 		w.stalls[n-1][1] = max(w.stalls[n-1][1], to)
 		return
@@ -70,9 +66,7 @@ func (w *stallWatch) add(from, to int64) {
 func (w *stallWatch) stop() [][2]int64 {
 	w.cancel()
 	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.stalls)
+	return w.stalls
 }
 
 // effectiveBack is when the store answered again for a gap without a leader that ended at
