@@ -497,3 +497,69 @@ func TestW6RemoveFromFnWhileAnotherRemoveWaits(t *testing.T) {
 		}
 	})
 }
+
+// W6, W9: a callback that removes another registration is not that registration's own
+// callback: its remove waits, like any other caller's, until the other fn has returned and
+// its deregistered has run.
+func TestW6RemoveFromAnotherRegistrationsFn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLocal("a")
+		defer l.Stop(context.Background())
+		var c calls
+		otherStarted := make(chan struct{})
+		removeOther := l.WhenLeader(func(ctx context.Context) error {
+			close(otherStarted)
+			<-ctx.Done() // cancelled by the remove below, which must then wait for this fn
+			time.Sleep(time.Second)
+			c.add("other fn returned")
+			return nil
+		}, func() { c.add("other de") })
+		removed := make(chan struct{})
+		l.WhenLeader(func(context.Context) error {
+			<-otherStarted
+			removeOther()
+			c.add("remove returned")
+			close(removed)
+			return nil
+		}, nil)
+		<-removed
+		if got, want := c.get(), []string{"other fn returned", "other de", "remove returned"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("calls %v; want %v (a remove from another registration's fn waits)", got, want)
+		}
+	})
+}
+
+// W6: a goroutine started by fn is not fn: its remove waits for fn like any other caller's.
+// It cancels fn's context first, so a fn that waits for that goroutine and for its context
+// returns, deregistered runs, and then the goroutine's remove returns.
+func TestW6RemoveFromGoroutineOfFn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLocal("a")
+		defer l.Stop(context.Background())
+		var c calls
+		var remove func()
+		registered := make(chan struct{})
+		remove = l.WhenLeader(func(ctx context.Context) error {
+			<-registered
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				remove()
+				c.add("goroutine's remove returned")
+			}()
+			select {
+			case <-done:
+				c.add("fn saw the goroutine end")
+			case <-ctx.Done():
+				c.add("fn saw its context end")
+			}
+			return nil
+		}, func() { c.add("de") })
+		close(registered)
+		synctest.Wait()
+		want := []string{"fn saw its context end", "de", "goroutine's remove returned"}
+		if got := c.get(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("calls %v; want %v", got, want)
+		}
+	})
+}
