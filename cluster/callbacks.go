@@ -214,9 +214,11 @@ func (r *registration) runDeregistered() {
 
 // remove ends the registration (W6): its fn's context is cancelled, deregistered runs if fn
 // ran since the last deregistered, and remove returns once that is done, however many times
-// it is called. Called from the registration's own fn or deregistered, it cannot wait for
-// them: it ends the registration and returns at once, and the registration's goroutine runs
-// the deregistered that is owed once the callback returns.
+// it is called, so that once it has returned no callback of the registration runs or will.
+// Called from the registration's own fn or deregistered, it cannot wait for them: it ends the
+// registration and returns at once, and the registration's goroutine runs the deregistered
+// that is owed once the callback returns. Own means run on the registration's goroutine: a
+// goroutine the callback started, or another registration's callback, waits like any caller.
 func (r *registration) remove() {
 	c := r.c
 	self := goid()

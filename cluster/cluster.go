@@ -78,7 +78,10 @@ type Cluster interface {
 	// (the new registration's fn runs on its own goroutine), and the remove of its own
 	// registration: that remove ends the registration and returns at once, and the
 	// deregistered still owed runs once fn has returned (run once: do the work, then
-	// remove). Everything else that waits for callbacks must not be called from one, nor from
+	// remove). Only the callback itself is exempt from waiting: the remove of a goroutine it
+	// started waits for it like anyone's, so fn must stop waiting for such a goroutine once
+	// its context ends (remove cancels it first), and deregistered must not wait for one that
+	// removes. Everything else that waits for callbacks must not be called from one, nor from
 	// a goroutine a callback waits for: remove of another registration waits for that
 	// registration's callbacks (two registrations removing each other deadlock), and the
 	// cluster's Stop waits for every callback, so from a callback it would wait for itself
@@ -88,7 +91,8 @@ type Cluster interface {
 	//
 	// remove may be called any number of times, from any goroutine: outside the
 	// registration's own callbacks, each call returns once the registration has ended
-	// (fn's context cancelled, fn returned, deregistered run if owed, W6).
+	// (fn's context cancelled, fn returned, deregistered run if owed, W6): after that no
+	// callback of the registration runs, or is running.
 	WhenLeader(fn LeaderFunc, deregistered func()) (remove func())
 }
 
