@@ -396,6 +396,8 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 		now time.Time
 	)
 	seen := e.seen.Load() // before this read's term counts (B2)
+	askedAgain := false   // a request lost its race, and the attempt read once more (Q2)
+read:
 	for {
 		rec, err = e.lock.Get(ctx, e.name)
 		now = time.Now()
@@ -448,7 +450,16 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 		if ok, _ := e.askable(rec); ok && ask {
 			// Q2, U2: a holder this instance outranks, or that reports itself unhealthy.
 			// The request is a revision first seen once written (E6), not at the read.
-			rec, now = e.ask(ctx, rec, now)
+			var lost bool
+			if rec, now, lost = e.ask(ctx, rec, now); lost && !askedAgain {
+				// Another write landed between the read and the request: the holder's
+				// renewal at this very instant, most often. Which of two goroutines due at
+				// one instant writes first is the scheduler's choice; reading once more and
+				// asking on what is found makes the request land at this instant either way,
+				// rather than R later.
+				askedAgain = true
+				goto read
+			}
 		}
 		return outcome{kind: followed, rec: rec, at: now}
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -154,9 +155,9 @@ func (e *Elector) askAt(rec Record) (time.Time, bool) {
 // (Q2): a resign request naming this instance and its priority, a compare-and-swap on the
 // revision read at now. It returns the record to follow and when it was first seen: the one
 // written, seen once the write's answer came (its expiry counts from then, E6: a slow write
-// lands after the read), or rec, read at now, when the write lost a race (the next attempt
-// reads again) or failed.
-func (e *Elector) ask(ctx context.Context, rec Record, now time.Time) (Record, time.Time) {
+// lands after the read), or rec, read at now, when the write failed or lost a race; lost
+// says it lost a race (the attempt reads again, once).
+func (e *Elector) ask(ctx context.Context, rec Record, now time.Time) (_ Record, _ time.Time, lost bool) {
 	e.rank.asked = now
 	req := rec
 	req.ResignRequested, req.NextHolder, req.Preempt, req.NextPriority = now.Round(0).UTC(), e.id, true, e.rank.priority
@@ -164,11 +165,11 @@ func (e *Elector) ask(ctx context.Context, rec Record, now time.Time) (Record, t
 	p, sick := rec.CurrentPriority()
 	if err != nil {
 		e.log.Info("leasehold: could not ask the holder to hand over", "holder", rec.Holder, "term", rec.Term, "error", err)
-		return rec, now
+		return rec, now, errors.Is(err, ErrConflict)
 	}
 	e.log.Info("leasehold: asked the holder to hand over", "holder", rec.Holder, "term", rec.Term,
 		"holderPriority", p, "holderUnhealthy", sick, "priority", e.rank.priority)
-	return written, time.Now()
+	return written, time.Now(), false
 }
 
 // startHealth starts the health check's goroutine when there is a check, and returns the

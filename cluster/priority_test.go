@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -88,16 +89,16 @@ func TestQ2PreemptionAfterTheWindow(t *testing.T) {
 // Q2: the window counts from the last interruption: b, of priority 5, leads first and loses
 // the lease when its store fails from 19s to 36s (its renewal at 20s fails: it stops leading,
 // E4); a takes the lease over at 30s (E6: b's last renewal at 15s + L). b asks a to hand over
-// only a whole window (62s) after it stopped leading: at 82s; a's watch, open since it
-// followed b (E9), reports the request and a releases to b at once (R2). The window is not a
-// multiple of R: a request falling at the instant of a's renewal (80s with a 60s window) loses
-// its compare-and-swap or not as the scheduler orders the two, and when it loses b asks again
-// R later.
+// only a whole window (60s) after it stopped leading: at 80s, the instant of a's renewal; a's
+// watch, open since it followed b (E9), reports the request and a releases to b at once (R2).
+// Whichever of the request and the renewal the scheduler runs first, the handover is at 80s:
+// a renewal that comes second conflicts and reads the request (R2), a request that comes
+// second reads the renewed record and asks on it (Q2).
 func TestQ2WindowRestartsWhenLeadingEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		b := w.watchNode("b", nil)
-		ranked(b.e, 5, sec(62))
+		ranked(b.e, 5, sec(60))
 		b.start() // leads from 0s
 		w.at(sec(1))
 		a := w.watchNode("a", nil).start()
@@ -113,16 +114,16 @@ func TestQ2WindowRestartsWhenLeadingEnds(t *testing.T) {
 		if got := w.times(a.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(30))) {
 			t.Fatalf("a became leader at %v; want 30s", got)
 		}
-		w.watchedLeaders(sec(82)-time.Millisecond, a.node, b.node)
+		w.watchedLeaders(sec(80)-time.Millisecond, a.node, b.node)
 		if rec := w.record(); rec["resignRequestedAt"] != "" || rec["holder"] != "a" {
-			t.Fatalf("record before 82s: %v; want a's, no request: b asked before a whole window since it stopped leading (20s + 62s)", rec)
+			t.Fatalf("record before 80s: %v; want a's, no request: b asked before a whole window since it stopped leading (20s + 60s)", rec)
 		}
-		w.at(sec(82))
-		if got := w.times(b.node, BecameLeader); len(got) != 2 || got[1] != sec(82) {
-			t.Fatalf("b became leader at %v; want 0s, then 82s", got)
+		w.at(sec(80))
+		if got := w.times(b.node, BecameLeader); len(got) != 2 || got[1] != sec(80) {
+			t.Fatalf("b became leader at %v; want 0s, then 80s", got)
 		}
-		if stops := a.eventsOf(StoppedLeading); len(stops) != 1 || w.rel(stops[0].Time) != sec(82) || stops[0].Reason != ReasonResign {
-			t.Fatalf("a's stops: %+v; want one at 82s, reason resign", stops)
+		if stops := a.eventsOf(StoppedLeading); len(stops) != 1 || w.rel(stops[0].Time) != sec(80) || stops[0].Reason != ReasonResign {
+			t.Fatalf("a's stops: %+v; want one at 80s, reason resign", stops)
 		}
 		oneLeader(t, a.node, b.node)
 	})
@@ -417,6 +418,78 @@ func TestQ2RequestSeenOnceWritten(t *testing.T) {
 		w.at(sec(48))
 		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(48))) {
 			t.Fatalf("b became leader at %v; want 48s", got)
+		}
+	})
+}
+
+// Q2: a request due at the instant of the holder's renewal lands at that instant, whichever of
+// the two the scheduler runs first. b (priority 5, a 29s window from 1s) asks at 30s, when a
+// renews; the hooks force the order that lost the request before: b reads, a's renewal lands,
+// then b's request, on the revision b read, loses its compare-and-swap. b reads once more and
+// asks on the renewed record: the request is in the record at 30s, not R later. a, which keeps
+// no watch (E9), sees it at its renewal at 35s and hands over then.
+func TestQ2RequestLosingToARenewalAsksAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newWorld(t)
+		var (
+			bRead   = make(chan struct{}) // b's read at 30s returned
+			renewed = make(chan struct{}) // a's renewal at 30s landed
+			readAt  sync.Once
+			renewAt sync.Once
+			askAt   sync.Once
+		)
+		wait := func(ctx context.Context, c chan struct{}) error {
+			select {
+			case <-c:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		a := w.watchNode("a", func(l *countLock) {
+			l.updateHook = func(ctx context.Context, name string, r Record) (Record, error) {
+				if w.since() < sec(30) || r.Holder != "a" {
+					return l.inner.Update(ctx, name, r)
+				}
+				if err := wait(ctx, bRead); err != nil {
+					return Record{}, err
+				}
+				rec, err := l.inner.Update(ctx, name, r)
+				renewAt.Do(func() { close(renewed) })
+				return rec, err
+			}
+		}).start() // 0, 5, ..., 30, 35
+		w.at(sec(1))
+		b := w.watchNode("b", func(l *countLock) {
+			l.getHook = func(context.Context) {
+				if w.since() >= sec(30) {
+					readAt.Do(func() { close(bRead) })
+				}
+			}
+			l.updateHook = func(ctx context.Context, name string, r Record) (Record, error) {
+				var err error
+				if r.Preempt && r.NextHolder == "b" {
+					askAt.Do(func() { err = wait(ctx, renewed) })
+				}
+				if err != nil {
+					return Record{}, err
+				}
+				return l.inner.Update(ctx, name, r)
+			}
+		})
+		ranked(b.e, 5, sec(29))
+		b.start() // reads at 1s, then listens; asks at 30s
+		w.at(sec(30))
+		if rec := w.record(); rec["holder"] != "a" || rec["nextHolder"] != "b" || rec["preempt"] != true {
+			t.Fatalf("record at 30s: %v; want a's, with b's request (it lost its race to a's renewal, then asked again)", rec)
+		}
+		w.at(sec(35))
+		if got := w.times(b.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(35))) {
+			t.Fatalf("b became leader at %v; want 35s, a's renewal after b's request", got)
+		}
+		stops := a.eventsOf(StoppedLeading)
+		if len(stops) != 1 || w.rel(stops[0].Time) != sec(35) || stops[0].Reason != ReasonResign {
+			t.Fatalf("a's stops: %+v; want one at 35s, reason resign", stops)
 		}
 	})
 }

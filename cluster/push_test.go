@@ -44,13 +44,20 @@ type countLock struct {
 	cancel context.CancelCauseFunc // ends the watch under way
 	// updateHook, when set, runs instead of the inner Update (it may call it).
 	updateHook func(ctx context.Context, name string, r Record) (Record, error)
+	// getHook, when set, runs after each inner Get, before its answer returns.
+	getHook func(ctx context.Context)
 }
 
 func (l *countLock) Get(ctx context.Context, name string) (Record, error) {
 	l.mu.Lock()
 	l.gets++
+	hook := l.getHook
 	l.mu.Unlock()
-	return l.inner.Get(ctx, name)
+	rec, err := l.inner.Get(ctx, name)
+	if hook != nil {
+		hook(ctx)
+	}
+	return rec, err
 }
 
 func (l *countLock) Create(ctx context.Context, name string, r Record) (Record, error) {
