@@ -33,6 +33,8 @@ type outcome struct {
 	// before waiting for the callbacks) found it changed or gone; the attempt reads once more
 	// and decides again (E10, R2, H2).
 	stale bool
+	// returned is when the attempt returned the outcome, which may be after at (E3).
+	returned time.Time
 }
 
 // observation is the last revision of another holder's record seen by this instance, and when
@@ -97,14 +99,8 @@ func (e *Elector) run(startCtx context.Context) {
 		if pending != nil && !pending.failed && !now.Before(pending.start.Add(e.l-e.r)) {
 			// E3: no answer within L-R. The attempt stays in flight until it returns (attempts
 			// never overlap), but it has failed, and a leader stops leading at once (E4).
-			pending.failed = true
-			pending.cancel()
-			err := fmt.Errorf("cluster: lease %q: no answer within %v", e.name, e.l-e.r)
-			e.attemptFailed(ReasonTimeout, err, now.Sub(pending.start))
-			if lead != nil {
-				e.stopLeading(ReasonTimeout, err)
-				lead = nil
-			}
+			e.timeOut(pending, now)
+			lead = nil
 		}
 		if mb != nil {
 			// E9: the watch's latest heartbeat, which does not wake this goroutine: it only
@@ -170,6 +166,13 @@ func (e *Elector) run(startCtx context.Context) {
 		case out := <-pc:
 			a := pending
 			pending = nil
+			if !a.failed && !out.returned.Before(a.start.Add(e.l-e.r)) {
+				// E3 as above: an attempt that returned at L-R or later had no answer within
+				// it, whether this goroutine woke for its outcome or for the timeout first. An
+				// attempt whose context ends at L-R returns at that very instant; which of the
+				// two ready cases this select takes is chance, and must not decide the reason.
+				e.timeOut(a, out.returned)
+			}
 			a.cancel()
 			if a.failed {
 				s.known = nil
@@ -260,6 +263,16 @@ func (e *Elector) run(startCtx context.Context) {
 			return
 		}
 	}
+}
+
+// timeOut declares that attempt a had no answer within L-R (E3): it failed at now, and a
+// leader stops leading at once (E4).
+func (e *Elector) timeOut(a *attempt, now time.Time) {
+	a.failed = true
+	a.cancel()
+	err := fmt.Errorf("cluster: lease %q: no answer within %v", e.name, e.l-e.r)
+	e.attemptFailed(ReasonTimeout, err, now.Sub(a.start))
+	e.stopLeading(ReasonTimeout, err)
 }
 
 // held handles an attempt that left this instance holding the lease. It returns false when
@@ -354,7 +367,11 @@ func (e *Elector) attemptFailed(reason string, err error, d time.Duration) {
 func (e *Elector) startAttempt(base context.Context, now time.Time, obs observation, known *Record, leading, ask bool) *attempt {
 	ctx, cancel := context.WithTimeout(base, e.l-e.r)
 	a := &attempt{start: now, cancel: cancel, done: make(chan outcome, 1)}
-	go func() { a.done <- e.try(ctx, obs, known, leading, ask) }()
+	go func() {
+		out := e.try(ctx, obs, known, leading, ask)
+		out.returned = time.Now()
+		a.done <- out
+	}()
 	return a
 }
 
