@@ -14,51 +14,42 @@ import (
 	"time"
 )
 
+// The CI mode's size: each campaign injects every kind of its schedule once (its first round,
+// in a random order; Run does not end before), and at least ciMinFaults faults over at least
+// LEASEHOLD_FAULTS_DURATION (default ciDefaultDuration). The first round dominates: 10 kinds
+// without a network, 15 with one, 10 to 15 over a cluster. The seventeen campaigns of the four
+// CI tests then take about 6 minutes on two cores; the depth is the soak's (go run ./faults
+// --soak, at least 1,000 faults per backend).
+const (
+	ciDefaultDuration = 5 * time.Second
+	ciMinFaults       = 10
+)
+
 // TestCampaignCI is the CI mode of the campaign: for each backend, 3 worker processes, L = 1s,
-// R = 250ms, at least 50 faults over about LEASEHOLD_FAULTS_DURATION (default 45s: seven
-// backends in a row must fit the CI's budget), run one backend after the other. It fails on
-// any overlap of leaderships outside SIGSTOP pauses (E2, E5, W7), any action accepted from a
-// stale term or sent outside its sender's leadership (W7, W8), any takeover beyond L + R after
-// a crash, pause or partition of the leader (E6) or beyond R after a clean stop (E7), each
-// plus DefaultSlack (100ms, for process scheduling), and any worker that crashes or does not
-// stop cleanly (E7, E8). A backend whose server is unreachable is skipped, or fails when
-// LEASEHOLD_REQUIRE_SERVERS=1. Set LEASEHOLD_FAULTS_OUT to keep the reports.
+// R = 250ms, every kind of fault once and then at random up to ciMinFaults faults and
+// LEASEHOLD_FAULTS_DURATION, run one backend after the other. It fails on any overlap of
+// leaderships outside SIGSTOP pauses (E2, E5, W7), any action accepted from a stale term or
+// sent outside its sender's leadership (W7, W8), any takeover beyond L + R after a crash,
+// pause or partition of the leader (E6) or beyond R after a clean stop (E7), each plus
+// DefaultSlack (100ms, for process scheduling), any worker that crashes or does not stop
+// cleanly (E7, E8), and any kind of the backend's schedule not injected. A backend whose
+// server is unreachable is skipped, or fails when LEASEHOLD_REQUIRE_SERVERS=1.
+// LEASEHOLD_FAULTS_MIN raises the number of faults (a longer run); LEASEHOLD_FAULTS_OUT keeps
+// the reports.
 func TestCampaignCI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs worker processes for minutes")
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("the campaign signals process groups and reads CLOCK_MONOTONIC on Linux")
-	}
-	duration := ciDuration(t)
+	skipCI(t)
+	duration, minFaults := ciDuration(t), ciMin(t)
 	only := os.Getenv("LEASEHOLD_FAULTS_BACKENDS") // comma-separated subset, for local runs
 	var reps []*Report
 	// Every registered backend, one after the other: etcd (embedded), file, kubernetes (a
 	// kube-apiserver of its own), mysql, nats, postgres, redis, sqlite.
 	for _, name := range Backends() {
-		if only != "" && !strings.Contains(","+only+",", ","+name+",") || IsClusterBackend(name) {
+		if !selected(only, name) || IsClusterBackend(name) {
 			continue // the cluster backends run in TestCampaignClusterCI
 		}
 		t.Run(name, func(t *testing.T) {
-			rep, err := Run(t.Context(), Options{
-				Backend: name, Duration: duration, MinFaults: 50, Instances: 3,
-				LeaseDuration: time.Second, RenewInterval: 250 * time.Millisecond, Slack: DefaultSlack,
-				WorkerArgs: []string{"-test.run=^$"},
-				Logf:       t.Logf,
-			})
-			switch {
-			case errors.Is(err, ErrUnavailable) && !Required(name):
-				t.Skip(err)
-			case err != nil:
-				t.Fatal(err)
-			}
+			rep := ciRun(t, Options{Backend: name, Duration: duration, MinFaults: minFaults}, minFaults)
 			reps = append(reps, rep)
-			if len(rep.Faults) < 50 {
-				t.Errorf("%d faults injected, want at least 50", len(rep.Faults))
-			}
-			if rep.Actions.Accepted == 0 {
-				t.Errorf("no action reached the fenced resource: the leaders did not act")
-			}
 			if n := rep.overlapsOutsidePauses(); n != 0 {
 				t.Errorf("%d overlaps of two leaders outside pauses", n)
 			}
@@ -70,29 +61,78 @@ func TestCampaignCI(t *testing.T) {
 					t.Logf("fault %d (%s of %s): the cluster did not recover: %s", f.N, f.Kind, f.Target, f.UnrecoveredWhy)
 				}
 			}
-			if rep.Stopped != "" {
-				t.Errorf("the faults stopped early: %s", rep.Stopped)
-			}
-			for _, v := range rep.Violations {
-				t.Errorf("VIOLATION: %s", v)
-			}
-			var md strings.Builder
-			if err := WriteMarkdown(&md, "", []*Report{rep}, nil); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("\n%s", md.String())
 		})
 	}
+	writeCIReports(t, fmt.Sprintf("LEASEHOLD_FAULTS_DURATION=%v LEASEHOLD_FAULTS_MIN=%d go test -run TestCampaignCI ./faults/...", duration, minFaults), reps)
+}
+
+// skipCI skips a CI campaign test where it cannot run.
+func skipCI(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs server and worker processes for minutes")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the campaign signals process groups and reads CLOCK_MONOTONIC on Linux")
+	}
+}
+
+// selected reports whether LEASEHOLD_FAULTS_BACKENDS (only) picks the backend.
+func selected(only, name string) bool {
+	return only == "" || strings.Contains(","+only+",", ","+name+",")
+}
+
+// ciRun runs one campaign of the CI mode (3 workers, L = 1s, R = 250ms, DefaultSlack, this
+// test binary as the worker, over o's backend and mode) and fails t on what no campaign may
+// show: a violation, faults that stopped early, fewer than minFaults faults, a kind of the
+// schedule never injected, no action accepted. It skips t when the backend's server is not
+// there and not required.
+func ciRun(t *testing.T, o Options, minFaults int) *Report {
+	t.Helper()
+	o.Instances, o.LeaseDuration, o.RenewInterval, o.Slack = 3, time.Second, 250*time.Millisecond, DefaultSlack
+	o.WorkerArgs, o.Logf = []string{"-test.run=^$"}, t.Logf
+	rep, err := Run(t.Context(), o)
+	switch {
+	case errors.Is(err, ErrUnavailable) && !Required(o.Backend):
+		t.Skip(err)
+	case err != nil:
+		t.Fatal(err)
+	}
+	if len(rep.Faults) < minFaults {
+		t.Errorf("%d faults injected, want at least %d", len(rep.Faults), minFaults)
+	}
+	if missing := rep.MissingKinds(); len(missing) > 0 {
+		t.Errorf("kinds of fault never injected: %v", missing)
+	}
+	if rep.Actions.Accepted == 0 {
+		t.Errorf("no action reached the fenced resource: the leaders did not act")
+	}
+	if rep.Stopped != "" {
+		t.Errorf("the faults stopped early: %s", rep.Stopped)
+	}
+	for _, v := range rep.Violations {
+		t.Errorf("VIOLATION: %s", v)
+	}
+	var md strings.Builder
+	if err := WriteMarkdown(&md, "", []*Report{rep}, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", md.String())
+	return rep
+}
+
+// writeCIReports writes the reports into LEASEHOLD_FAULTS_OUT, when it is set.
+func writeCIReports(t *testing.T, command string, reps []*Report) {
 	if dir := os.Getenv("LEASEHOLD_FAULTS_OUT"); dir != "" && len(reps) > 0 {
-		if err := WriteFiles(dir, "LEASEHOLD_FAULTS_DURATION="+duration.String()+" go test -run TestCampaignCI ./faults/...", reps); err != nil {
+		if err := WriteFiles(dir, command, reps); err != nil {
 			t.Error(err)
 		}
 	}
 }
 
-// ciDuration is LEASEHOLD_FAULTS_DURATION, 45s by default.
+// ciDuration is LEASEHOLD_FAULTS_DURATION, ciDefaultDuration by default.
 func ciDuration(t *testing.T) time.Duration {
-	duration := 45 * time.Second
+	duration := ciDefaultDuration
 	if v := os.Getenv("LEASEHOLD_FAULTS_DURATION"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
@@ -103,57 +143,43 @@ func ciDuration(t *testing.T) time.Duration {
 	return duration
 }
 
-// TestCampaignClusterCI is the CI mode over the cluster backends (RegisterClusterBackend:
-// etcd, NATS, Redis with Sentinels, PostgreSQL with a standby): the store runs as a cluster of
-// server processes, and besides the instances' faults (kill,
-// pause, clean stop and partition of the leader, resets, outages) the schedule kills, pauses
-// and cuts off single members (the cluster's leader, another one, the one the leading instance
-// talks to), fails the cluster over when it can, and restarts it whole. 3 workers, L = 1s,
-// R = 250ms, at least 25 faults over about LEASEHOLD_FAULTS_DURATION (default 45s) per
-// backend. The checks are TestCampaignCI's, and after a member's fault the fleet leads again
-// within L + R + DefaultSlack of the store answering again (but after a restart of the whole
-// cluster, which is not bounded, as an outage is not). LEASEHOLD_FAULTS_BACKENDS picks some;
-// LEASEHOLD_FAULTS_MIN raises the number of faults (a longer run); LEASEHOLD_FAULTS_OUT keeps
-// the reports.
-func TestCampaignClusterCI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs server and worker processes for minutes")
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("the campaign signals process groups and reads CLOCK_MONOTONIC on Linux")
-	}
-	duration := ciDuration(t)
-	minFaults := 25
+// ciMin is LEASEHOLD_FAULTS_MIN, ciMinFaults by default.
+func ciMin(t *testing.T) int {
 	if v := os.Getenv("LEASEHOLD_FAULTS_MIN"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			t.Fatalf("LEASEHOLD_FAULTS_MIN: %q is not a number of faults", v)
 		}
-		minFaults = n
+		return n
 	}
+	return ciMinFaults
+}
+
+// TestCampaignClusterCI is the CI mode over the cluster backends (RegisterClusterBackend:
+// etcd, NATS, Redis with Sentinels, PostgreSQL with a standby): the store runs as a cluster of
+// server processes, and besides the instances' faults (kill, pause, clean stop and partition
+// of the leader, resets, outages) the schedule kills, pauses and cuts off single members (the
+// cluster's leader, another one, the one the leading instance talks to), fails the cluster
+// over when it can, and restarts it whole. 3 workers, L = 1s, R = 250ms, every kind of the
+// cluster's schedule once, then at random up to ciMinFaults faults and
+// LEASEHOLD_FAULTS_DURATION, per backend. The checks are TestCampaignCI's, and after a
+// member's fault the fleet leads again within L + R + DefaultSlack of the store answering
+// again (but after a restart of the whole cluster, which is not bounded, as an outage is not).
+// LEASEHOLD_FAULTS_BACKENDS picks some; LEASEHOLD_FAULTS_MIN raises the number of faults (a
+// longer run); LEASEHOLD_FAULTS_OUT keeps the reports.
+func TestCampaignClusterCI(t *testing.T) {
+	skipCI(t)
+	duration, minFaults := ciDuration(t), ciMin(t)
 	only := os.Getenv("LEASEHOLD_FAULTS_BACKENDS")
 	var reps []*Report
 	for _, name := range ClusterBackends() {
-		if only != "" && !strings.Contains(","+only+",", ","+name+",") {
+		if !selected(only, name) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			rep, err := Run(t.Context(), Options{
-				Backend: name, Duration: duration, MinFaults: minFaults, Instances: 3,
-				LeaseDuration: time.Second, RenewInterval: 250 * time.Millisecond, Slack: DefaultSlack,
-				WorkerArgs: []string{"-test.run=^$"},
-				Logf:       t.Logf,
-			})
-			switch {
-			case errors.Is(err, ErrUnavailable) && !Required(name):
-				t.Skip(err)
-			case err != nil:
-				t.Fatal(err)
-			}
+			rep := ciRun(t, Options{Backend: name, Duration: duration, MinFaults: minFaults}, minFaults)
 			reps = append(reps, rep)
-			if len(rep.Faults) < minFaults {
-				t.Errorf("%d faults injected, want at least %d", len(rep.Faults), minFaults)
-			}
+			// ciRun checks every kind came; these are the ones a cluster must have.
 			count := map[Kind]int{}
 			for _, f := range rep.Faults {
 				count[f.Kind]++
@@ -163,25 +189,9 @@ func TestCampaignClusterCI(t *testing.T) {
 					t.Errorf("no %s fault injected", k)
 				}
 			}
-			if rep.Actions.Accepted == 0 {
-				t.Errorf("no action reached the fenced resource: the leaders did not act")
-			}
-			for _, v := range rep.Violations {
-				t.Errorf("VIOLATION: %s", v)
-			}
-			var md strings.Builder
-			if err := WriteMarkdown(&md, "", []*Report{rep}, nil); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("\n%s", md.String())
 		})
 	}
-	if dir := os.Getenv("LEASEHOLD_FAULTS_OUT"); dir != "" && len(reps) > 0 {
-		cmd := fmt.Sprintf("LEASEHOLD_FAULTS_DURATION=%v LEASEHOLD_FAULTS_MIN=%d go test -run TestCampaignClusterCI ./faults/...", duration, minFaults)
-		if err := WriteFiles(dir, cmd, reps); err != nil {
-			t.Error(err)
-		}
-	}
+	writeCIReports(t, fmt.Sprintf("LEASEHOLD_FAULTS_DURATION=%v LEASEHOLD_FAULTS_MIN=%d go test -run TestCampaignClusterCI ./faults/...", duration, minFaults), reps)
 }
 
 // The campaign cleans up after itself when interrupted: a cancelled context ends Run with its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -63,6 +64,8 @@ type driver struct {
 	// fault (stall.go).
 	stalls   *stallWatch
 	stallsOf int
+	// keepLogs: the run broke a rule, and cleanup copies its logs into Options.KeepLogs.
+	keepLogs bool
 }
 
 // testHookDriver, set by tests, sees the driver of each Run before it starts anything.
@@ -174,7 +177,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	began := time.Now()
 	end := began.Add(o.Duration)
 	stopped := ""
-	for time.Now().Before(end) || len(d.faults) < o.MinFaults {
+	// Every kind of the schedule comes once before the run may end, whatever Duration and
+	// MinFaults say: a short run (the CI mode's) still covers every kind.
+	for time.Now().Before(end) || len(d.faults) < o.MinFaults || !d.roundOver() {
 		if o.MaxDuration > 0 && time.Since(began) >= o.MaxDuration {
 			stopped = fmt.Sprintf("reached the maximum duration %v after %d faults", o.MaxDuration, len(d.faults))
 			break
@@ -230,6 +235,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if d.srv.Cluster != nil {
 		rep.Cluster = d.clusterInfo()
 	}
+	d.keepLogs = o.KeepLogs != "" && rep.Failed()
 	return rep, nil
 }
 
@@ -530,9 +536,50 @@ func (d *driver) cleanup() {
 	if d.srv.Close != nil {
 		_ = d.srv.Close()
 	}
+	if d.keepLogs {
+		// After the servers stopped: their logs are whole.
+		if err := d.copyLogs(d.o.KeepLogs); err != nil {
+			d.o.Logf("campaign %s: keeping the logs in %s: %v", d.o.Backend, d.o.KeepLogs, err)
+		} else {
+			d.o.Logf("campaign %s: logs kept in %s", d.o.Backend, d.o.KeepLogs)
+		}
+	}
 	if os.Getenv("LEASEHOLD_FAULTS_KEEP") == "1" {
 		d.o.Logf("campaign %s: logs kept in %s", d.o.Backend, d.dir)
 		return
 	}
 	_ = os.RemoveAll(d.dir)
+}
+
+// copyLogs copies every *.log file of the campaign's directory into dir, at the same relative
+// paths, and writes the end of each worker's stderr into dir/workers.log.
+func (d *driver) copyLogs(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var workers strings.Builder
+	for _, p := range d.procs {
+		workers.WriteString(p.StderrTail(64 << 10))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "workers.log"), []byte(workers.String()), 0o644); err != nil {
+		return err
+	}
+	return filepath.WalkDir(d.dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(e.Name(), ".log") {
+			return err
+		}
+		rel, err := filepath.Rel(d.dir, path)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(to, b, 0o644)
+	})
 }

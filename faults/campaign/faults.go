@@ -209,6 +209,20 @@ func (d *driver) pick() Kind {
 	panic("unreachable")
 }
 
+// roundOver reports whether the first round is over: every kind of the schedule the backend
+// supports was injected once.
+func (d *driver) roundOver() bool {
+	return d.roundDone && !slices.ContainsFunc(d.round, func(k Kind) bool { return !d.unsupported[k] })
+}
+
+// record keeps an injected fault; one of the first round's kind ends its turn there.
+func (d *driver) record(f Fault) {
+	d.faults = append(d.faults, f)
+	if len(d.round) > 0 && d.round[0] == f.Kind {
+		d.round = d.round[1:]
+	}
+}
+
 // inject picks a fault, injects it at a random phase of the election, and waits for what it
 // provokes (a takeover, the end of a pause or partition). The caller then settles.
 func (d *driver) inject() error {
@@ -435,10 +449,7 @@ func (d *driver) inject() error {
 		}
 		return err
 	}
-	d.faults = append(d.faults, f)
-	if len(d.round) > 0 && d.round[0] == kind {
-		d.round = d.round[1:]
-	}
+	d.record(f)
 	d.o.Logf("campaign %s: fault %d %s %s%s", d.o.Backend, f.N, f.Kind, f.Target, describeTakeover(f.Takeover))
 	if f.Takeover.Over() {
 		d.problem("fault %d (%s of %s): %s took over %v after %s, beyond the bound %v",

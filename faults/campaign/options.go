@@ -5,12 +5,14 @@ import (
 	"time"
 )
 
-// Options configure one campaign over one backend. Zero values take the CI defaults of the
-// issue: 3 instances, L = 1s, R = 250ms, a slack of 100ms, 60s, at least 50 faults.
+// Options configure one campaign over one backend. Zero values take the defaults: 3
+// instances, L = 1s, R = 250ms, a slack of 100ms, 60s of faults, every kind once.
 type Options struct {
-	Backend   string        // a name of Backends(), e.g. "file", "postgres"
-	Duration  time.Duration // how long faults are injected; the run goes on until MinFaults
-	MinFaults int           // faults to inject at least, even past Duration
+	Backend string // a name of Backends(), e.g. "file", "postgres"
+	// Duration is how long faults are injected; the run goes on until MinFaults faults, and
+	// until every kind of the schedule was injected once (its first round), even past it.
+	Duration  time.Duration
+	MinFaults int // faults to inject at least, even past Duration
 	// MaxDuration, when not 0, ends the faults after this long even short of MinFaults: a long
 	// run then still gives its report (Report.Stopped says so).
 	MaxDuration   time.Duration
@@ -36,6 +38,12 @@ type Options struct {
 	// re-executing itself passes -test.run=^$).
 	Executable string
 	WorkerArgs []string
+	// KeepLogs, when set, is a directory where a campaign that broke a rule (a bound among
+	// them) leaves its logs before its working directory is removed: every *.log file under it
+	// (the leadership log, the logs of the server processes a cluster backend started, by
+	// their paths there) and the end of each worker's stderr (workers.log). The servers the
+	// machine runs keep their logs where the system puts them.
+	KeepLogs string
 	// Logf, when set, receives one line per fault and per notable event while the campaign runs.
 	Logf func(format string, args ...any)
 }

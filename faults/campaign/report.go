@@ -61,6 +61,23 @@ func (r *Report) ByKind() []KindStats {
 	return out
 }
 
+// MissingKinds returns the kinds of the backend's schedule no fault of the report was of, but
+// for the failovers the cluster turned out not to support (not injected). Every campaign runs
+// every kind once before it may end, so a kind missing from a finished run means it was
+// given up on or the run stopped early.
+func (r *Report) MissingKinds() []Kind {
+	var out []Kind
+	for _, k := range kindsFor(r.Network, r.Cluster != nil) {
+		if r.Cluster != nil && slices.Contains(r.Cluster.NoFailover, k) {
+			continue
+		}
+		if !slices.ContainsFunc(r.Faults, func(f Fault) bool { return f.Kind == k }) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Name names the campaign in the report: its backend, with "-locker" in the Locker mode and
 // "-partitions" in the partitions mode.
 func (r *Report) Name() string {
