@@ -4,8 +4,10 @@
 //	go run ./faults --backend file,postgres --duration 10m --out docs/faults
 //	go run ./faults --ci        # every backend reachable here, the CI bounds, fails on a violation
 //	go run ./faults --backend postgres --locker  # the workers hold the lease through a cluster.Locker
+//	go run ./faults --soak      # 1,000 faults per backend and cluster, a report each under docs/faults/soak
 //
-// It exits 1 when a campaign found a violation, 2 on a usage or setup error.
+// It exits 1 when a campaign found a violation, 2 on a usage or setup error, 130 when
+// interrupted.
 package main
 
 import (
@@ -15,6 +17,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -39,9 +43,11 @@ func run() int {
 	renew := fs.Duration("renew", 250*time.Millisecond, "renew interval R")
 	slack := fs.Duration("slack", campaign.DefaultSlack, "slack added to every takeover bound")
 	ci := fs.Bool("ci", false, "CI mode: 3 instances, L=1s, R=250ms, at least 50 faults per backend, every reachable backend; unreachable ones are skipped unless LEASEHOLD_REQUIRE_SERVERS=1 (LEASEHOLD_REQUIRE_KUBE=1 for kubernetes)")
-	out := fs.String("out", "", "directory for report.md, report.json and the SVG timelines (default: none, summary only)")
+	out := fs.String("out", "", "directory for report.md, report.json and the SVG timelines (default: none, summary only; --soak: docs/faults/soak)")
 	quiet := fs.Bool("quiet", false, "do not log each fault")
 	locker := fs.Bool("locker", false, "the workers hold the lease through a cluster.Locker (Acquire, act while held, acquire again when lost) instead of an Elector")
+	soakMode := fs.Bool("soak", false, "soak: every backend and store cluster (or --backend), at least 1,000 faults each (--min-faults), one report per backend under --out/<backend> (default docs/faults/soak), with the logs when a rule broke; a backend whose finished report is there is skipped, so an interrupted soak resumes")
+	redo := fs.Bool("redo", false, "with --soak: run the backends whose finished report is there again")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
 	}
@@ -60,9 +66,54 @@ func run() int {
 		*instances, *lease, *renew = 3, time.Second, 250*time.Millisecond
 		*minFaults = max(*minFaults, 50)
 	}
+	if *redo && !*soakMode {
+		fmt.Fprintln(os.Stderr, "faults: --redo goes with --soak")
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	if *soakMode {
+		if *ci {
+			fmt.Fprintln(os.Stderr, "faults: --soak and --ci do not go together")
+			return 2
+		}
+		if *minFaults == 0 {
+			*minFaults = soakMinFaults
+		}
+		if *backend == "" {
+			names = strings.Join(campaign.Backends(), ",") // the store clusters among them
+		}
+		if *out == "" {
+			*out = filepath.Join(repoRoot(), "docs", "faults", "soak")
+		}
+		s := &soak{
+			out: *out, redo: *redo, run: campaign.Run, required: campaign.Required, stderr: os.Stderr,
+			o: campaign.Options{
+				Duration: *duration, MinFaults: *minFaults, MaxDuration: *maxDuration, Instances: *instances, Seed: *seed,
+				LeaseDuration: *lease, RenewInterval: *renew, Slack: *slack, Locker: *locker,
+			},
+		}
+		for _, n := range strings.Split(names, ",") {
+			n = strings.TrimSpace(n)
+			if !slices.Contains(campaign.Backends(), n) {
+				fmt.Fprintf(os.Stderr, "faults: unknown backend %q (known: %s)\n", n, strings.Join(campaign.Backends(), ", "))
+				return 2
+			}
+			s.names = append(s.names, n)
+		}
+		if !*quiet {
+			s.o.Logf = logf
+		}
+		reps, status := s.do(ctx)
+		if len(reps) > 0 {
+			if err := campaign.WriteMarkdown(os.Stdout, "", reps, nil); err != nil {
+				fmt.Fprintln(os.Stderr, "faults:", err)
+				return 2
+			}
+		}
+		return status
+	}
 	var reps []*campaign.Report
 	failed := false
 	for _, name := range strings.Split(names, ",") {
