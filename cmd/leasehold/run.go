@@ -128,40 +128,80 @@ func maxGrace(l, r time.Duration) time.Duration {
 	return m - m/10
 }
 
+// runOptions are run's flags, parsed and checked against each other.
+type runOptions struct {
+	flags       commonFlags
+	grace       time.Duration
+	restart     bool
+	metricsAddr string
+	try         bool
+	wait        time.Duration
+	holdAtLeast time.Duration
+	holders     int
+	partitions  int
+	maxMoves    int
+	cmd         []string // CMD and its arguments, after --
+}
+
 func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
+	o, err := parseRunOptions(args, stdout)
+	if o == nil || err != nil {
+		return exitOK, err // --help, or bad input
+	}
+	handleSIGPIPE()
+	log := o.flags.logger(stderr)
+	if u, err := url.Parse(o.flags.store); err == nil && u.Scheme == "mem" {
+		log.Warn("leasehold: a mem:// store is local to this process: every leasehold process elects itself; use a shared store")
+	}
+	if o.partitions > 0 {
+		return runPartitions(&o.flags, o.partitions, o.maxMoves, o.grace, o.flags.set["grace"], o.restart, o.cmd, log)
+	}
+	r, err := startRun(o, log)
+	if err != nil {
+		return 0, err
+	}
+	defer r.close()
+	return r.loop(), nil
+}
+
+// parseRunOptions parses run's flags and refuses every combination that cannot work, before
+// anything connects to a store. It returns nil options and a nil error for --help.
+func parseRunOptions(args []string, stdout io.Writer) (*runOptions, error) {
+	o := &runOptions{}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	var f commonFlags
+	f := &o.flags
 	f.register(fs)
-	grace := fs.Duration("grace", 0, "")
-	restart := fs.Bool("restart", false, "")
-	metricsAddr := fs.String("metrics-addr", "", "")
-	try := fs.Bool("try", false, "")
-	wait := fs.Duration("wait", 0, "")
-	holdAtLeast := fs.Duration("hold-at-least", 0, "")
-	holders := fs.Int("holders", 1, "")
-	partitions := fs.Int("partitions", 0, "")
-	maxMoves := fs.Int("max-moves", 0, "")
+	fs.DurationVar(&o.grace, "grace", 0, "")
+	fs.BoolVar(&o.restart, "restart", false, "")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "")
+	fs.BoolVar(&o.try, "try", false, "")
+	fs.DurationVar(&o.wait, "wait", 0, "")
+	fs.DurationVar(&o.holdAtLeast, "hold-at-least", 0, "")
+	fs.IntVar(&o.holders, "holders", 1, "")
+	fs.IntVar(&o.partitions, "partitions", 0, "")
+	fs.IntVar(&o.maxMoves, "max-moves", 0, "")
 	fs.StringVar(&f.advertise, "advertise", "", "")
 	f.registerRank(fs)
 	if help, err := parseFlags(fs, args, runUsage); help || err != nil {
 		if help {
 			fmt.Fprint(stdout, runUsage)
 		}
-		return exitOK, err
+		return nil, err
 	}
 	// flag stops at "--" and drops it: CMD must come after one.
 	rest := fs.Args()
 	if i := len(args) - len(rest) - 1; i < 0 || args[i] != "--" {
 		if len(rest) > 0 {
-			return 0, badInput(runUsage, "missing -- before the command %q", rest[0])
+			return nil, badInput(runUsage, "missing -- before the command %q", rest[0])
 		}
-		return 0, badInput(runUsage, "missing -- CMD [ARGS...]: the command to run while leading")
+		return nil, badInput(runUsage, "missing -- CMD [ARGS...]: the command to run while leading")
 	}
 	if len(rest) == 0 {
-		return 0, badInput(runUsage, "missing the command after --")
+		return nil, badInput(runUsage, "missing the command after --")
 	}
+	o.cmd = rest
 	if err := f.validate(fs, runUsage); err != nil {
-		return 0, err
+		return nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
@@ -169,134 +209,177 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 			f.set[fl.Name] = true
 		}
 	})
-	if f.set["grace"] && *grace <= 0 {
-		return 0, badInput(runUsage, "--grace %v must be positive", *grace)
+	if err := o.check(fs); err != nil {
+		return nil, err
 	}
-	if f.set["wait"] && *wait <= 0 {
-		return 0, badInput(runUsage, "--wait %v must be positive (--try gives up without a wait of its own)", *wait)
+	return o, nil
+}
+
+// check refuses flags that are out of range or that contradict each other.
+func (o *runOptions) check(fs *flag.FlagSet) error {
+	f := &o.flags
+	if f.set["grace"] && o.grace <= 0 {
+		return badInput(runUsage, "--grace %v must be positive", o.grace)
 	}
-	if *try && f.set["wait"] {
-		return 0, badInput(runUsage, "--try and --wait cannot be used together: --try gives up on a live holder, --wait after D")
+	if f.set["wait"] && o.wait <= 0 {
+		return badInput(runUsage, "--wait %v must be positive (--try gives up without a wait of its own)", o.wait)
 	}
-	if f.set["hold-at-least"] && *holdAtLeast <= 0 {
-		return 0, badInput(runUsage, "--hold-at-least %v must be positive", *holdAtLeast)
+	if o.try && f.set["wait"] {
+		return badInput(runUsage, "--try and --wait cannot be used together: --try gives up on a live holder, --wait after D")
 	}
-	if f.set["hold-at-least"] && *restart {
-		return 0, badInput(runUsage, "--hold-at-least and --restart cannot be used together: with --restart CMD never finishes")
+	if f.set["hold-at-least"] && o.holdAtLeast <= 0 {
+		return badInput(runUsage, "--hold-at-least %v must be positive", o.holdAtLeast)
+	}
+	if f.set["hold-at-least"] && o.restart {
+		return badInput(runUsage, "--hold-at-least and --restart cannot be used together: with --restart CMD never finishes")
 	}
 	if err := cluster.CheckValue("--advertise", f.advertise); err != nil {
-		return 0, badInput(runUsage, "%v", err)
+		return badInput(runUsage, "%v", err)
 	}
 	if err := f.validateRank(runUsage); err != nil {
-		return 0, err
+		return err
 	}
-	if *holders < 1 {
-		return 0, badInput(runUsage, "--holders %d must be at least 1", *holders)
+	if err := o.checkHolders(); err != nil {
+		return err
 	}
-	if *holders > 1 {
-		if *try || f.set["wait"] {
-			return 0, badInput(runUsage, "--holders %d cannot be used with --try or --wait", *holders)
-		}
-		// The slots of a lease of N holders are taken as they free up: no candidate asks a
-		// slot's holder to hand over, for its priority or its health.
-		for _, name := range []string{"priority", "stability-window", "health-cmd", "health-url", "health-timeout", "health-failures"} {
-			if f.set[name] {
-				return 0, badInput(runUsage, "--%s cannot be used with --holders %d: no slot of a lease of N holders is handed over for a priority or a health check", name, *holders)
-			}
+	if err := checkPartitionsFlags(fs, o.partitions, o.maxMoves); err != nil {
+		return err
+	}
+	if o.metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
+			return badInput(runUsage, "--metrics-addr %q: %v", o.metricsAddr, err)
 		}
 	}
-	if err := checkPartitionsFlags(fs, *partitions, *maxMoves); err != nil {
-		return 0, err
-	}
-	if *metricsAddr != "" {
-		if _, _, err := net.SplitHostPort(*metricsAddr); err != nil {
-			return 0, badInput(runUsage, "--metrics-addr %q: %v", *metricsAddr, err)
-		}
-	}
-
 	// With --store, L and R are known now: check the grace before connecting to anything.
-	if f.config == "" && f.set["grace"] && *grace > maxGrace(f.leaseDuration, f.renewInterval) {
-		return 0, graceError(*grace, f.leaseDuration, f.renewInterval)
+	if f.config == "" && f.set["grace"] && o.grace > maxGrace(f.leaseDuration, f.renewInterval) {
+		return graceError(o.grace, f.leaseDuration, f.renewInterval)
 	}
 	// A CMD that cannot run is refused on every instance, before it joins the election, rather
 	// than found out by the one that leads (the keeper looks it up again when it starts it).
-	if _, err := exec.LookPath(rest[0]); err != nil {
-		return 0, badInput(runUsage, "cannot run CMD: %v", err)
+	if _, err := exec.LookPath(o.cmd[0]); err != nil {
+		return badInput(runUsage, "cannot run CMD: %v", err)
 	}
+	return nil
+}
 
-	handleSIGPIPE()
-	log := f.logger(stderr)
+func (o *runOptions) checkHolders() error {
+	if o.holders < 1 {
+		return badInput(runUsage, "--holders %d must be at least 1", o.holders)
+	}
+	if o.holders == 1 {
+		return nil
+	}
+	if o.try || o.flags.set["wait"] {
+		return badInput(runUsage, "--holders %d cannot be used with --try or --wait", o.holders)
+	}
+	// The slots of a lease of N holders are taken as they free up: no candidate asks a
+	// slot's holder to hand over, for its priority or its health.
+	for _, name := range []string{"priority", "stability-window", "health-cmd", "health-url", "health-timeout", "health-failures"} {
+		if o.flags.set[name] {
+			return badInput(runUsage, "--%s cannot be used with --holders %d: no slot of a lease of N holders is handed over for a priority or a health check", name, o.holders)
+		}
+	}
+	return nil
+}
+
+// runningCommand is a run joined to its election: the election, CMD's supervisor, and what
+// the loop waits on.
+type runningCommand struct {
+	o       *runOptions
+	log     *slog.Logger
+	el      *election
+	sup     *supervisor
+	cand    *candidacy
+	sigs    chan os.Signal
+	cleanup []func()
+}
+
+// startRun builds the election and CMD's supervisor, serves the metrics when asked, and joins
+// the election. On an error, whatever it started is stopped.
+func startRun(o *runOptions, log *slog.Logger) (_ *runningCommand, err error) {
 	ctx := context.Background()
-	if u, err := url.Parse(f.store); err == nil && u.Scheme == "mem" {
-		log.Warn("leasehold: a mem:// store is local to this process: every leasehold process elects itself; use a shared store")
-	}
-	if *partitions > 0 {
-		return runPartitions(&f, *partitions, *maxMoves, *grace, f.set["grace"], *restart, rest, log)
-	}
+	r := &runningCommand{o: o, log: log, cand: newCandidacy()}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
 	collector := leaseholdprom.NewCollector()
 	var view *electionView
-	cand := newCandidacy()
-	observer := cluster.Observers(collector.Observe, func(ev cluster.Event) { view.observe(ev) }, cand.observe)
-	var el *election
-	var err error
-	if *holders > 1 {
-		el, err = newHoldersElection(ctx, &f, *holders, log, observer, runUsage)
+	observer := cluster.Observers(collector.Observe, func(ev cluster.Event) { view.observe(ev) }, r.cand.observe)
+	if o.holders > 1 {
+		r.el, err = newHoldersElection(ctx, &o.flags, o.holders, log, observer, runUsage)
 	} else {
-		el, err = newElection(ctx, &f, log, observer, runUsage)
+		r.el, err = newElection(ctx, &o.flags, log, observer, runUsage)
 	}
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	el := r.el
+	stopOnError := func() { _ = el.stop(ctx) }
 	view = newElectionView(el)
 	collector.Init(el.lease)
 
 	limit := maxGrace(el.l, el.r)
-	if !f.set["grace"] {
-		*grace = limit
-	} else if *grace > limit {
-		_ = el.stop(ctx)
-		return 0, graceError(*grace, el.l, el.r)
+	if !o.flags.set["grace"] {
+		o.grace = limit
+	} else if o.grace > limit {
+		stopOnError()
+		return nil, graceError(o.grace, el.l, el.r)
 	}
 
-	sup := newSupervisor(rest, el.lease, el.id, *grace, *restart, log, el.urlEnv)
-	sup.reaper = becomeSubreaper(log)
-	sup.hold = *holdAtLeast
+	r.sup = newSupervisor(o.cmd, el.lease, el.id, o.grace, o.restart, log, el.urlEnv)
+	r.sup.reaper = becomeSubreaper(log)
+	r.sup.hold = o.holdAtLeast
 	el.WhenLeader(func(ctx context.Context) error {
-		if !cand.lead() {
+		if !r.cand.lead() {
 			return nil
 		}
-		return sup.lead(ctx)
+		return r.sup.lead(ctx)
 	}, nil)
 
-	sigs := make(chan os.Signal, 8)
-	notifySignals(sigs)
-	defer signal.Stop(sigs)
+	r.sigs = make(chan os.Signal, 8)
+	notifySignals(r.sigs)
+	r.cleanup = append(r.cleanup, func() { signal.Stop(r.sigs) })
 
-	if *metricsAddr != "" {
-		ln, err := net.Listen("tcp", *metricsAddr)
+	if o.metricsAddr != "" {
+		ln, err := net.Listen("tcp", o.metricsAddr)
 		if err != nil {
-			_ = el.stop(ctx)
-			return 0, fmt.Errorf("--metrics-addr: %w", err)
+			stopOnError()
+			return nil, fmt.Errorf("--metrics-addr: %w", err)
 		}
-		shutdown := serveMetrics(ln, collector, view, sup.view)
-		defer shutdown()
+		r.cleanup = append(r.cleanup, serveMetrics(ln, collector, view, r.sup.view))
 		log.Info("leasehold: serving /metrics, /healthz and /status", "addr", ln.Addr().String())
 	}
 
 	if err := el.start(ctx); err != nil {
-		_ = el.stop(ctx)
-		return 0, fmt.Errorf("start the election: %w", err)
+		stopOnError()
+		return nil, fmt.Errorf("start the election: %w", err)
 	}
 	log.Info("leasehold: joined the election", "lease", el.lease, "instance", el.id, "store", el.where,
-		"leaseDuration", el.l, "renewInterval", el.r, "grace", *grace, "holders", *holders)
+		"leaseDuration", el.l, "renewInterval", el.r, "grace", o.grace, "holders", o.holders)
+	return r, nil
+}
 
+// close undoes what startRun set up besides the election, in reverse order.
+func (r *runningCommand) close() {
+	for i := len(r.cleanup) - 1; i >= 0; i-- {
+		r.cleanup[i]()
+	}
+	r.cleanup = nil
+}
+
+// loop waits for what ends the run (a signal, CMD's exit, --try or --wait giving up) and
+// returns leasehold's exit status once the election has ended.
+func (r *runningCommand) loop() int {
+	o, el, sup, log := r.o, r.el, r.sup, r.log
 	var decided <-chan struct{} // --try: a live holder seen, or no answer from the store
-	if *try {
-		decided = cand.decided
+	if o.try {
+		decided = r.cand.decided
 	}
 	var waitEnd <-chan time.Time // --wait: its end
-	if *wait > 0 {
-		t := time.NewTimer(*wait)
+	if o.wait > 0 {
+		t := time.NewTimer(o.wait)
 		defer t.Stop()
 		waitEnd = t.C
 	}
@@ -304,37 +387,37 @@ func runCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		select {
 		case <-decided:
 			decided = nil
-			if a, ok := cand.giveUp(); ok {
-				return giveUp(el, *grace, log, a, "--try"), nil
+			if a, ok := r.cand.giveUp(); ok {
+				return giveUp(el, o.grace, log, a, "--try")
 			}
 		case <-waitEnd:
-			if a, ok := cand.giveUp(); ok {
-				return giveUp(el, *grace, log, a, "--wait "+wait.String()), nil
+			if a, ok := r.cand.giveUp(); ok {
+				return giveUp(el, o.grace, log, a, "--wait "+o.wait.String())
 			}
-		case sig := <-sigs:
+		case sig := <-r.sigs:
 			if !isStopSignal(sig) {
 				sup.forward(sig)
 				continue
 			}
 			sup.stopSignal.Store(sig)
 			log.Info("leasehold: stopping", "signal", sig)
-			if err := stopElection(el, *grace); err != nil {
+			if err := stopElection(el, o.grace); err != nil {
 				log.Error("leasehold: stop", "error", err)
-				return exitFailure, nil
+				return exitFailure
 			}
 			if status, ok := sup.heldStatus(); ok {
-				return status, nil // CMD had finished: the stop only cut the hold short
+				return status // CMD had finished: the stop only cut the hold short
 			}
-			return exitOK, nil
+			return exitOK
 		case status := <-sup.exited:
 			log.Info("leasehold: CMD exited by itself: releasing the lease", "status", status)
-			if err := stopElection(el, *grace); err != nil {
+			if err := stopElection(el, o.grace); err != nil {
 				log.Error("leasehold: stop", "error", err)
 				if status == 0 {
 					status = exitFailure
 				}
 			}
-			return status, nil
+			return status
 		}
 	}
 }
