@@ -117,24 +117,36 @@ func keeperMain(args []string) int {
 		return 127
 	}
 	report("pid %d", k.pid)
+	requests, parentGone := readRequests(control)
+	return k.keep(requests, parentGone, sigs, parent, report)
+}
 
-	requests := make(chan byte, 16)
-	parentGone := make(chan struct{})
+// readRequests reads the supervisor's signal requests from the control pipe. parentGone is
+// closed at its end of file: the supervisor is gone.
+func readRequests(control *os.File) (requests <-chan byte, parentGone <-chan struct{}) {
+	reqs := make(chan byte, 16)
+	gone := make(chan struct{})
 	go func() {
 		b := make([]byte, 1)
 		for {
 			n, err := control.Read(b)
 			if n == 1 {
-				requests <- b[0]
+				reqs <- b[0]
 			}
-			if err != nil { // end of file: the supervisor is gone
-				close(parentGone)
+			if err != nil {
+				close(gone)
 				return
 			}
 		}
 	}()
+	return reqs, gone
+}
 
-	killing := false // the tree gets SIGKILL until it is empty
+// keep reaps and signals CMD's tree until CMD has exited and the tree is empty, and returns
+// CMD's status. Once the supervisor is gone, or asks for SIGKILL, the tree gets SIGKILL until
+// it is empty.
+func (k *keeper) keep(requests <-chan byte, parentGone <-chan struct{}, sigs <-chan os.Signal, parent int, report func(string, ...any)) int {
+	killing := false
 	timer := time.NewTimer(time.Hour)
 	for {
 		k.reap()

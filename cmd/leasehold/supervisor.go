@@ -239,140 +239,170 @@ func (s *supervisor) startChild(ctx context.Context, term uint64, slot int) (*ch
 		return nil, err
 	}
 	c := &child{control: controlW, exited: make(chan struct{}), done: make(chan struct{})}
+	cmd := s.keeperCommand(path, term, slot)
+	cmd.ExtraFiles = []*os.File{controlR, statusW} // the keeper's descriptors 3 and 4
 	started := make(chan error, 1)
-	go func() {
-		// The parent-death signal follows the thread that forks (see keeperAttr): this
-		// goroutine keeps its thread until the keeper has exited, then gives it back.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		cmd := exec.Command(path, append([]string{keeperArg, "--"}, s.argv...)...)
-		cmd.Args[0] = os.Args[0]
-		cmd.Env = append(append([]string(nil), s.env...),
-			"LEASEHOLD_LEASE="+s.lease,
-			"LEASEHOLD_INSTANCE_ID="+s.id,
-			"LEASEHOLD_TERM="+strconv.FormatUint(term, 10),
-			"LEASEHOLD_SLOT="+strconv.Itoa(slot),
-		)
-		cmd.Env = append(cmd.Env, s.extraEnv...)
-		// CMD is not in the terminal's foreground group: reading the terminal would stop it.
-		cmd.Stdin = nil
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		cmd.ExtraFiles = []*os.File{controlR, statusW} // the keeper's descriptors 3 and 4
-		cmd.SysProcAttr = keeperAttr()
-		err := cmd.Start()
-		controlR.Close()
-		statusW.Close()
-		if err != nil {
-			controlW.Close()
-			statusR.Close()
-			started <- fmt.Errorf("the keeper: %w", err)
-			return
-		}
-		c.keeper = cmd.Process
-
-		if s.beforeStart != nil {
-			s.beforeStart()
-		}
-		s.mu.Lock()
-		if ctx.Err() != nil {
-			s.mu.Unlock()
-			controlW.Close() // the keeper exits without starting CMD
-			_ = cmd.Wait()
-			statusR.Close()
-			started <- errLeadershipEnded
-			return
-		}
-		_, err = controlW.Write([]byte{startByte})
-		s.mu.Unlock()
-		if err != nil { // the keeper is gone: it answers nothing, see below
-			controlW.Close()
-		}
-
-		first := make(chan error, 1) // CMD started, or could not
-		readDone := make(chan struct{})
-		go func() {
-			defer close(readDone)
-			defer statusR.Close()
-			answered := false
-			sc := bufio.NewScanner(statusR)
-			for sc.Scan() {
-				kind, rest, _ := strings.Cut(sc.Text(), " ")
-				switch kind {
-				case "pid":
-					if !answered {
-						c.pid, _ = strconv.Atoi(rest)
-						answered = true
-						first <- nil
-					}
-				case "error":
-					if !answered {
-						answered = true
-						first <- errors.New(rest)
-					}
-				case "exit":
-					var status, left int
-					if _, err := fmt.Sscan(rest, &status, &left); err == nil {
-						c.setExit(status, left)
-					}
-				}
-			}
-			if !answered {
-				first <- errKeeperGone
-			}
-		}()
-		if err := <-first; err != nil {
-			_ = cmd.Wait()
-			<-readDone
-			controlW.Close()
-			if err == errKeeperGone {
-				err = fmt.Errorf("%w (%v)", err, cmd.ProcessState)
-			}
-			started <- err
-			return
-		}
-		c.started = time.Now()
-		s.mu.Lock()
-		s.current = c
-		s.starts++
-		s.mu.Unlock()
-		started <- nil
-
-		_ = cmd.Wait() // the status is in ProcessState
-		<-readDone     // every line the keeper wrote before it exited
-		controlW.Close()
-		// A keeper exits by itself, with CMD's status, only once the tree is empty. Otherwise
-		// it was killed or crashed: CMD dies with it (on Linux, its parent-death signal), and
-		// sweep ends the rest; a CMD whose end the keeper did not report counts as exited.
-		reported := false
-		select {
-		case <-c.exited:
-			reported = true
-		default:
-		}
-		if ps := cmd.ProcessState; !reported || !ps.Exited() || ps.ExitCode() != c.status {
-			status := exitStatus(ps)
-			if status == 0 {
-				status = exitFailure
-			}
-			if !c.killedKeeper.Load() {
-				s.log.Error("leasehold: the keeper of CMD died: ending CMD's tree, as if CMD had exited",
-					"keeper", c.keeper.Pid, "pid", c.pid, "keeperStatus", status)
-			}
-			c.setExit(status, -1) // when CMD's own status was not reported
-			s.sweep(c)
-		}
-		s.mu.Lock()
-		s.current = nil
-		st := c.status
-		s.last = &st
-		s.mu.Unlock()
-		close(c.done)
-	}()
+	go s.runKeeper(ctx, c, cmd, statusR, started)
 	if err := <-started; err != nil {
 		return nil, err
 	}
 	s.log.Info("leasehold: started CMD", "pid", c.pid, "keeper", c.keeper.Pid, "term", term)
 	return c, nil
+}
+
+// keeperCommand is the keeper's command line: leasehold itself, told to keep CMD, with the
+// lease's variables in CMD's environment.
+func (s *supervisor) keeperCommand(path string, term uint64, slot int) *exec.Cmd {
+	cmd := exec.Command(path, append([]string{keeperArg, "--"}, s.argv...)...)
+	cmd.Args[0] = os.Args[0]
+	cmd.Env = append(append([]string(nil), s.env...),
+		"LEASEHOLD_LEASE="+s.lease,
+		"LEASEHOLD_INSTANCE_ID="+s.id,
+		"LEASEHOLD_TERM="+strconv.FormatUint(term, 10),
+		"LEASEHOLD_SLOT="+strconv.Itoa(slot),
+	)
+	cmd.Env = append(cmd.Env, s.extraEnv...)
+	// CMD is not in the terminal's foreground group: reading the terminal would stop it.
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.SysProcAttr = keeperAttr()
+	return cmd
+}
+
+// runKeeper starts the keeper, gives it the go-ahead while ctx is current, and sends on
+// started whether CMD started. Then it waits for the keeper to exit and records CMD's end.
+func (s *supervisor) runKeeper(ctx context.Context, c *child, cmd *exec.Cmd, statusR *os.File, started chan<- error) {
+	// The parent-death signal follows the thread that forks (see keeperAttr): this
+	// goroutine keeps its thread until the keeper has exited, then gives it back.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	controlR, statusW := cmd.ExtraFiles[0], cmd.ExtraFiles[1]
+	err := cmd.Start()
+	controlR.Close()
+	statusW.Close()
+	if err != nil {
+		c.control.Close()
+		statusR.Close()
+		started <- fmt.Errorf("the keeper: %w", err)
+		return
+	}
+	c.keeper = cmd.Process
+	if !s.goAhead(ctx, c) {
+		_ = cmd.Wait()
+		statusR.Close()
+		started <- errLeadershipEnded
+		return
+	}
+	first, readDone := c.readStatus(statusR)
+	if err := <-first; err != nil {
+		_ = cmd.Wait()
+		<-readDone
+		c.control.Close()
+		if err == errKeeperGone {
+			err = fmt.Errorf("%w (%v)", err, cmd.ProcessState)
+		}
+		started <- err
+		return
+	}
+	c.started = time.Now()
+	s.mu.Lock()
+	s.current = c
+	s.starts++
+	s.mu.Unlock()
+	started <- nil
+
+	_ = cmd.Wait() // the status is in ProcessState
+	<-readDone     // every line the keeper wrote before it exited
+	c.control.Close()
+	s.keeperExited(c, cmd.ProcessState)
+}
+
+// goAhead tells the keeper to start CMD, under s.mu, unless ctx (the leadership) has ended:
+// then it closes the control pipe, which makes the keeper exit without starting CMD, and
+// returns false.
+func (s *supervisor) goAhead(ctx context.Context, c *child) bool {
+	if s.beforeStart != nil {
+		s.beforeStart()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ctx.Err() != nil {
+		c.control.Close()
+		return false
+	}
+	if _, err := c.control.Write([]byte{startByte}); err != nil {
+		c.control.Close() // the keeper is gone: it answers nothing, and readStatus says so
+	}
+	return true
+}
+
+// readStatus reads the keeper's status lines until it exits. first gets nil once CMD has
+// started (its pid read), or why it did not; readDone is closed after the last line.
+func (c *child) readStatus(statusR *os.File) (first <-chan error, readDone <-chan struct{}) {
+	firstc := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer statusR.Close()
+		answered := false
+		sc := bufio.NewScanner(statusR)
+		for sc.Scan() {
+			kind, rest, _ := strings.Cut(sc.Text(), " ")
+			switch kind {
+			case "pid":
+				if !answered {
+					c.pid, _ = strconv.Atoi(rest)
+					answered = true
+					firstc <- nil
+				}
+			case "error":
+				if !answered {
+					answered = true
+					firstc <- errors.New(rest)
+				}
+			case "exit":
+				var status, left int
+				if _, err := fmt.Sscan(rest, &status, &left); err == nil {
+					c.setExit(status, left)
+				}
+			}
+		}
+		if !answered {
+			firstc <- errKeeperGone
+		}
+	}()
+	return firstc, done
+}
+
+// keeperExited records the end of CMD once its keeper has exited. A keeper exits by itself,
+// with CMD's status, only once the tree is empty. Otherwise it was killed or crashed: CMD dies
+// with it (on Linux, its parent-death signal), and sweep ends the rest; a CMD whose end the
+// keeper did not report counts as exited.
+func (s *supervisor) keeperExited(c *child, ps *os.ProcessState) {
+	reported := false
+	select {
+	case <-c.exited:
+		reported = true
+	default:
+	}
+	if !reported || !ps.Exited() || ps.ExitCode() != c.status {
+		status := exitStatus(ps)
+		if status == 0 {
+			status = exitFailure
+		}
+		if !c.killedKeeper.Load() {
+			s.log.Error("leasehold: the keeper of CMD died: ending CMD's tree, as if CMD had exited",
+				"keeper", c.keeper.Pid, "pid", c.pid, "keeperStatus", status)
+		}
+		c.setExit(status, -1) // when CMD's own status was not reported
+		s.sweep(c)
+	}
+	s.mu.Lock()
+	s.current = nil
+	st := c.status
+	s.last = &st
+	s.mu.Unlock()
+	close(c.done)
 }
 
 // terminate ends CMD's whole tree: SIGTERM (or the signal leasehold received), then SIGKILL
