@@ -109,37 +109,12 @@ func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
 	if err := f.validate(fs, statusUsage); err != nil {
 		return 0, err
 	}
-	if *timeout <= 0 {
-		return 0, badInput(statusUsage, "--timeout %v must be positive", *timeout)
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if err := checkStatusFlags(set, *timeout, *watch, *interval, *holders, *partitions); err != nil {
+		return 0, err
 	}
-	intervalSet := false
-	fs.Visit(func(fl *flag.Flag) { intervalSet = intervalSet || fl.Name == "interval" })
-	if intervalSet && !*watch {
-		return 0, badInput(statusUsage, "--interval is the time between two reads of --watch: give --watch")
-	}
-	if *interval <= 0 {
-		return 0, badInput(statusUsage, "--interval %v must be positive", *interval)
-	}
-	holdersSet := false
-	fs.Visit(func(fl *flag.Flag) { holdersSet = holdersSet || fl.Name == "holders" })
-	if holdersSet && *holders < 1 {
-		return 0, badInput(statusUsage, "--holders %d must be at least 1", *holders)
-	}
-	if holdersSet && *watch {
-		return 0, badInput(statusUsage, "--holders cannot be used with --watch")
-	}
-	partitionsSet := false
-	fs.Visit(func(fl *flag.Flag) { partitionsSet = partitionsSet || fl.Name == "partitions" })
-	if partitionsSet {
-		switch {
-		case *partitions < 1:
-			return 0, badInput(statusUsage, "--partitions %d must be at least 1", *partitions)
-		case holdersSet:
-			return 0, badInput(statusUsage, "--partitions cannot be used with --holders")
-		case *watch:
-			return 0, badInput(statusUsage, "--partitions cannot be used with --watch")
-		}
-	}
+	partitionsSet, holdersSet := set["partitions"], set["holders"]
 	if *watch {
 		return watchStatus(&f, *asJSON, *interval, *timeout, stdout, stderr)
 	}
@@ -175,6 +150,37 @@ func statusCommand(args []string, stdout, stderr io.Writer) (int, error) {
 		return exitOK, nil
 	}
 	return exitNoLease, nil
+}
+
+// checkStatusFlags refuses status's flags that are out of range or contradict each other; set
+// holds the flags given.
+func checkStatusFlags(set map[string]bool, timeout time.Duration, watch bool, interval time.Duration, holders, partitions int) error {
+	if timeout <= 0 {
+		return badInput(statusUsage, "--timeout %v must be positive", timeout)
+	}
+	if set["interval"] && !watch {
+		return badInput(statusUsage, "--interval is the time between two reads of --watch: give --watch")
+	}
+	if interval <= 0 {
+		return badInput(statusUsage, "--interval %v must be positive", interval)
+	}
+	if set["holders"] && holders < 1 {
+		return badInput(statusUsage, "--holders %d must be at least 1", holders)
+	}
+	if set["holders"] && watch {
+		return badInput(statusUsage, "--holders cannot be used with --watch")
+	}
+	if set["partitions"] {
+		switch {
+		case partitions < 1:
+			return badInput(statusUsage, "--partitions %d must be at least 1", partitions)
+		case set["holders"]:
+			return badInput(statusUsage, "--partitions cannot be used with --holders")
+		case watch:
+			return badInput(statusUsage, "--partitions cannot be used with --watch")
+		}
+	}
+	return nil
 }
 
 // readLease reads the lease's record; when it is missing and findSlots, the slots of a lease of
