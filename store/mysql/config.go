@@ -67,23 +67,8 @@ func parseURL(u *url.URL) (*config, error) {
 	if err := driver.CheckTableName(c.table, 64); err != nil { // MySQL's limit
 		return nil, err
 	}
-	for name, dst := range map[string]*int{"max_open_conns": &c.pool.maxOpen, "max_idle_conns": &c.pool.maxIdle} {
-		if q.Has(name) {
-			n, err := strconv.Atoi(q.Get(name))
-			if err != nil || n < 1 {
-				return nil, fmt.Errorf("parameter %s: %q is not a positive integer", name, q.Get(name))
-			}
-			*dst = n
-		}
-	}
-	for name, dst := range map[string]*time.Duration{"conn_max_lifetime": &c.pool.maxLifetime, "conn_max_idle_time": &c.pool.maxIdleTime} {
-		if q.Has(name) {
-			d, err := time.ParseDuration(q.Get(name))
-			if err != nil || d < 0 {
-				return nil, fmt.Errorf("parameter %s: %q is not a duration such as \"5m\"", name, q.Get(name))
-			}
-			*dst = d
-		}
+	if err := c.pool.parse(q); err != nil {
+		return nil, err
 	}
 	socket := q.Get("socket")
 	sec, err := takeSecurity(u, q)
@@ -140,6 +125,29 @@ func parseURL(u *url.URL) (*config, error) {
 	cfg.Logger = slogLogger{}
 	c.driver = cfg
 	return c, nil
+}
+
+// parse reads the connection pool's parameters.
+func (p *poolConfig) parse(q url.Values) error {
+	for name, dst := range map[string]*int{"max_open_conns": &p.maxOpen, "max_idle_conns": &p.maxIdle} {
+		if q.Has(name) {
+			n, err := strconv.Atoi(q.Get(name))
+			if err != nil || n < 1 {
+				return fmt.Errorf("parameter %s: %q is not a positive integer", name, q.Get(name))
+			}
+			*dst = n
+		}
+	}
+	for name, dst := range map[string]*time.Duration{"conn_max_lifetime": &p.maxLifetime, "conn_max_idle_time": &p.maxIdleTime} {
+		if q.Has(name) {
+			d, err := time.ParseDuration(q.Get(name))
+			if err != nil || d < 0 {
+				return fmt.Errorf("parameter %s: %q is not a duration such as \"5m\"", name, q.Get(name))
+			}
+			*dst = d
+		}
+	}
+	return nil
 }
 
 // slogLogger sends the driver's log lines (a connection found dead, a packet cut short) to

@@ -66,19 +66,8 @@ func parseConfig(u *url.URL) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if v := q.Get("replicas"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 5 {
-			return nil, fmt.Errorf("store/nats: URL parameter \"replicas\": %q is not a number from 1 to 5", v)
-		}
-		c.bucket.Replicas = n
-	}
-	switch v := q.Get("storage"); v {
-	case "", "file":
-	case "memory":
-		c.bucket.Storage = jetstream.MemoryStorage
-	default:
-		return nil, fmt.Errorf("store/nats: URL parameter \"storage\": %q is not file or memory", v)
+	if err := c.parseBucketParams(q); err != nil {
+		return nil, err
 	}
 	if c.dialTimeout, err = durationParam(q, "dial_timeout", c.dialTimeout); err != nil {
 		return nil, err
@@ -116,6 +105,25 @@ func parseConfig(u *url.URL) (*config, error) {
 	}
 	c.options = append(c.options, security...)
 	return c, nil
+}
+
+// parseBucketParams reads the bucket's replicas and storage.
+func (c *config) parseBucketParams(q url.Values) error {
+	if v := q.Get("replicas"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 5 {
+			return fmt.Errorf("store/nats: URL parameter \"replicas\": %q is not a number from 1 to 5", v)
+		}
+		c.bucket.Replicas = n
+	}
+	switch v := q.Get("storage"); v {
+	case "", "file":
+	case "memory":
+		c.bucket.Storage = jetstream.MemoryStorage
+	default:
+		return fmt.Errorf("store/nats: URL parameter \"storage\": %q is not file or memory", v)
+	}
+	return nil
 }
 
 func validBucket(b string) bool {
