@@ -42,10 +42,14 @@ import (
 // Replay one seed: go test -race -run TestRandomFaults -random.seed=N ./cluster/
 // More seeds:      go test -race -run TestRandomFaults -random.seeds=200 ./cluster/
 //                  (or LEASEHOLD_RANDOM_SEEDS=200); -random.hours=H changes the fake duration.
+// A range:         -random.first=501 -random.seeds=100 runs seeds 501 to 600 (or
+//                  LEASEHOLD_RANDOM_FIRST=501), so that a long sweep can run in chunks, one
+//                  process after another; without -race a seed costs several times less.
 
 var (
 	flagRandomSeeds = flag.Int("random.seeds", 0, "TestRandomFaults: seeds per configuration (default $LEASEHOLD_RANDOM_SEEDS, else each configuration's own)")
 	flagRandomSeed  = flag.Uint64("random.seed", 0, "TestRandomFaults: run this seed only")
+	flagRandomFirst = flag.Uint64("random.first", 0, "TestRandomFaults: number of the first seed (default $LEASEHOLD_RANDOM_FIRST, else 1)")
 	flagRandomHours = flag.Float64("random.hours", 0, "TestRandomFaults: fake hours per seed (default: each configuration's own)")
 )
 
@@ -96,9 +100,19 @@ func randomSeedList(t *testing.T, n int) []uint64 {
 	if *flagRandomSeeds > 0 {
 		n = *flagRandomSeeds
 	}
+	first := uint64(1)
+	if v := os.Getenv("LEASEHOLD_RANDOM_FIRST"); v != "" {
+		var err error
+		if first, err = strconv.ParseUint(v, 10, 64); err != nil || first < 1 {
+			t.Fatalf("LEASEHOLD_RANDOM_FIRST=%q: want a positive integer", v)
+		}
+	}
+	if *flagRandomFirst > 0 {
+		first = *flagRandomFirst
+	}
 	seeds := make([]uint64, n)
 	for i := range seeds {
-		seeds[i] = uint64(i + 1)
+		seeds[i] = first + uint64(i)
 	}
 	return seeds
 }
