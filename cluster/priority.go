@@ -160,7 +160,8 @@ func (e *Elector) askAt(rec Record) (time.Time, bool) {
 func (e *Elector) ask(ctx context.Context, rec Record, now time.Time) (_ Record, _ time.Time, lost bool) {
 	e.rank.asked = now
 	req := rec
-	req.ResignRequested, req.NextHolder, req.Preempt, req.NextPriority = now.Round(0).UTC(), e.id, true, e.rank.priority
+	// After any request pending, whatever this clock says (E9, M2).
+	req.ResignRequested, req.NextHolder, req.Preempt, req.NextPriority = after(now, rec.ResignRequested), e.id, true, e.rank.priority
 	written, err := e.lock.Update(ctx, e.name, req)
 	p, sick := rec.CurrentPriority()
 	if err != nil {

@@ -19,9 +19,14 @@ const stampPrecision = time.Microsecond
 // stamp returns the renewal time of a write on prev: now, at the precision every Lock keeps,
 // and strictly after prev's, so that a writer's records order by (Term, RenewedAt) even when
 // its clock has not moved between two writes (E9).
-func stamp(now time.Time, prev Record) time.Time {
+func stamp(now time.Time, prev Record) time.Time { return after(now, prev.RenewedAt) }
+
+// after returns now, at the precision every Lock keeps, and strictly after prev. A wall clock
+// that jumped back, or that runs behind the previous writer's, never writes a time that
+// orders a write before the one it replaced (M2).
+func after(now, prev time.Time) time.Time {
 	t := now.Round(0).UTC().Truncate(stampPrecision)
-	if p := prev.RenewedAt.UTC().Truncate(stampPrecision); !t.After(p) {
+	if p := prev.UTC().Truncate(stampPrecision); !t.After(p) {
 		t = p.Add(stampPrecision)
 	}
 	return t

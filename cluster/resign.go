@@ -68,7 +68,9 @@ func resign(ctx context.Context, lock Lock, name, to string, preempt bool) (Reco
 		case to != "" && to == rec.Holder:
 			return Record{}, fmt.Errorf("cluster: lease %q: resign to %q: %w (term %d)", name, to, ErrResignToHolder, rec.Term)
 		}
-		rec.ResignRequested, rec.NextHolder = time.Now().Round(0).UTC(), to
+		// After the request it replaces, whatever this host's clock says: a watch drops a
+		// record that does not order after the newest it knows (E9, M2).
+		rec.ResignRequested, rec.NextHolder = after(time.Now(), rec.ResignRequested), to
 		if preempt {
 			rec.Preempt, rec.NextPriority = true, 1
 		}
