@@ -50,8 +50,8 @@ func (s *rsim) collect(now time.Time) {
 	}
 	var opened []*leadSpan
 	var fnOpened []*fnSpan
-	half := (s.l + s.r) / 2
 	for _, n := range s.active {
+		half := (n.l + n.r) / 2 // its own clock's (M1)
 		n.mu.Lock()
 		evs, marks, errs := n.events, n.fnMarks, n.errs
 		n.events, n.fnMarks, n.errs = nil, nil, nil
@@ -99,8 +99,8 @@ func (s *rsim) collect(now time.Time) {
 			case AttemptFailed:
 				s.st.attempts++
 				s.st.count("failed attempt: "+ev.Reason, 1)
-				if (ev.Reason == ReasonTimeout && ev.Duration != s.l-s.r) || (ev.Reason == ReasonLate && ev.Duration < half) {
-					s.fail("%s: attempt failed (%s) after %v (E3: timeout at L-R = %v; E5: late from (L+R)/2 = %v)", n.id, ev.Reason, ev.Duration, s.l-s.r, half)
+				if (ev.Reason == ReasonTimeout && ev.Duration != n.l-n.r) || (ev.Reason == ReasonLate && ev.Duration < half) {
+					s.fail("%s: attempt failed (%s) after %v (E3: timeout at L-R = %v; E5: late from (L+R)/2 = %v)", n.id, ev.Reason, ev.Duration, n.l-n.r, half)
 				}
 				// E4: a leader whose attempt fails stops leading at once.
 				if n.open != nil && (i+1 == len(evs) || evs[i+1].Kind != StoppedLeading || !evs[i+1].Time.Equal(ev.Time)) {
@@ -247,17 +247,18 @@ func (s *rsim) bound() (armedBound, bool) {
 		}
 		// E9: a faulty watch may hide a write for up to its delay more than R.
 		slack := n.streamSlack(time.Now())
-		b := armedBound{ref: ref, limit: s.l + s.r + slack, kind: "L+R", w: cur.at, who: n.id}
+		// Its own L and R, on its clock (M1).
+		b := armedBound{ref: ref, limit: n.l + n.r + slack, kind: "L+R", w: cur.at, who: n.id}
 		if cur.exists && cur.holder == "" && cur.preempt && cur.next != n.id {
 			// Q4: reserved for the asker for R from when this instance first sees it,
 			// which is within R.
-			b.limit, b.kind = 2*s.r+slack, "2R (a preemption's reservation)"
+			b.limit, b.kind = 2*n.r+slack, "2R (a preemption's reservation)"
 		} else if !cur.exists || cur.holder == "" || cur.holder == n.id {
-			b.limit, b.kind = s.r+slack, "R"
+			b.limit, b.kind = n.r+slack, "R"
 		} else if rev, at := n.seen(); rev == cur.rev && !since.After(at) {
 			// E6 to the instant: it has read the holder's current revision on a clean store
 			// and stayed clean since, so it takes over exactly L after that read.
-			b.ref, b.limit, b.kind = at, s.l, "L"
+			b.ref, b.limit, b.kind = at, n.l, "L"
 		}
 		if !found || b.ref.Add(b.limit).Before(best.ref.Add(best.limit)) {
 			best, found = b, true

@@ -9,6 +9,9 @@ import (
 // dueTimes are the instants at which something is scheduled: the next step lands on them.
 func (s *rsim) dueTimes() []time.Time {
 	ts := []time.Time{s.phaseEnd, s.nextAction, s.end}
+	if s.jumpRng != nil {
+		ts = append(ts, s.nextJump)
+	}
 	if s.aimedNode != nil {
 		ts = append(ts, s.aimedAt)
 	}
@@ -68,6 +71,9 @@ func (s *rsim) act(now time.Time) {
 	}
 	if s.aimedNode != nil && !now.Before(s.aimedAt) {
 		s.fireAimed()
+	}
+	if s.jumpRng != nil && !now.Before(s.nextJump) {
+		s.wallJump(now)
 	}
 	if now.Before(s.nextAction) {
 		return
@@ -156,7 +162,7 @@ func (s *rsim) fault(n *rnode, kind string) {
 	if kind == "" {
 		kind = faultKinds[s.rng.IntN(len(faultKinds))]
 	}
-	l, r := s.l, s.r
+	l, r := n.l, n.r // around its own timeout and deadline
 	var latency time.Duration
 	switch kind {
 	case "latency-small": // attempts succeed, only slower
@@ -295,4 +301,22 @@ func (s *rsim) stop(n *rnode, allowCancel bool) {
 	} else {
 		s.note("stop %s (leader %v, timeout %v); restart at +%v", n.id, n.stopLead, timeout, n.slot.restartAt.Sub(s.begin))
 	}
+}
+
+// wallJump moves a random live instance's wall clock an hour forward or back (M2), in calm
+// phases too: the wall clock is no fault, and no bound makes room for it.
+func (s *rsim) wallJump(now time.Time) {
+	s.nextJump = now.Add(s.r + time.Duration(s.jumpRng.Int64N(int64(4*s.l-s.r)+1)))
+	live := s.live()
+	if len(live) == 0 {
+		return
+	}
+	n := live[s.jumpRng.IntN(len(live))]
+	d := time.Hour
+	if s.jumpRng.IntN(2) == 0 {
+		d = -d
+	}
+	n.wallShift.Add(int64(d))
+	s.st.count("wall clock jumps", 1)
+	s.note("%s: wall clock jumps by %v, to %v from the fake clock", n.id, d, time.Duration(n.wallShift.Load()))
 }

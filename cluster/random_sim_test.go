@@ -56,6 +56,9 @@ type rsim struct {
 
 	trace    [48]string // recent actions and leadership changes, for failure messages
 	traceLen int
+
+	jumpRng  *rand.Rand // wall clock jumps (randomConfig.wallJumps), apart from the faults'
+	nextJump time.Time
 }
 
 type rslot struct {
@@ -72,7 +75,7 @@ func runRandomSeed(t *testing.T, cfg randomConfig, seed uint64, st *randomStats)
 		begin: time.Now(),
 		st:    st,
 	}
-	s.wl = &writeLog{mem: memory.New(), gen: &s.gen, l: cfg.l}
+	s.wl = &writeLog{mem: memory.New(), gen: &s.gen}
 	s.end = s.begin.Add(time.Duration(cfg.hours * float64(time.Hour)))
 	t.Cleanup(s.teardown)
 	for i := range 3 + s.rng.IntN(3) {
@@ -82,6 +85,10 @@ func runRandomSeed(t *testing.T, cfg randomConfig, seed uint64, st *randomStats)
 	}
 	s.phaseEnd = s.begin.Add(s.between(8*s.l, 40*s.l))
 	s.nextAction = s.begin.Add(s.between(0, s.l))
+	if cfg.wallJumps {
+		s.jumpRng = rand.New(rand.NewPCG(seed, 0x3a11c10c))
+		s.nextJump = s.begin.Add(s.r)
+	}
 	stepMin, stepMax := s.r/time.Duration(cfg.steps), 5*s.r/time.Duration(cfg.steps)
 
 	// The first step's checks, like every later one's, see the instances only once every
@@ -171,6 +178,14 @@ func (s *rsim) fail(format string, args ...any) {
 	s.t.Helper()
 	msg := fmt.Sprintf(format, args...)
 	s.teardown()
+	// Time stops once this goroutine returns: let the calls of crashed instances still in
+	// flight end by their latency (2L at most) and the callbacks by their delay (2L), or the
+	// bubble would end in a deadlock rather than with this message.
+	time.Sleep(3 * s.l)
+	synctest.Wait()
+	if s.cfg.failed != nil {
+		s.cfg.failed(msg)
+	}
 	s.t.Fatalf("seed %d (%s, L=%v R=%v) at +%v: %s\nreplay: go test -race -run TestRandomFaults/%s -random.seed=%d ./cluster/\nrecent actions and leadership changes:\n%s",
 		s.seed, s.cfg.name, s.l, s.r, time.Since(s.begin), msg, s.cfg.name, s.seed, s.recent())
 }
@@ -179,6 +194,17 @@ func (s *rsim) startNode(sl *rslot) {
 	sl.inc++
 	now := time.Now()
 	n := &rnode{gen: &s.gen, id: fmt.Sprintf("n%d.%d", sl.idx, sl.inc), slot: sl, startAt: now, clean: true, cleanSince: now, w: s.wl, simBegin: s.begin}
+	n.l, n.r, n.nominal = s.l, s.r, s.l
+	if s.cfg.fastest > 0 {
+		// A generator of its own, as for priorities. The extremes come often: two instances
+		// whose rates are as far apart as allowed, one leading and one following, are the
+		// case the bound is for.
+		rr := rand.New(rand.NewPCG(s.seed, 1<<63|uint64(sl.idx)<<32|uint64(sl.inc)))
+		lo, hi := s.cfg.fastest.Milliseconds(), s.l.Milliseconds()
+		ms := []int64{lo, hi, lo + rr.Int64N(hi-lo+1)}[rr.IntN(3)]
+		n.l = time.Duration(ms) * time.Millisecond
+		n.r = time.Duration(float64(s.r) * float64(n.l) / float64(s.l))
+	}
 	s.dirty = true
 	if s.rng.IntN(10) < 3 {
 		n.deDelay = s.between(time.Millisecond, 2*s.l)
@@ -187,7 +213,7 @@ func (s *rsim) startNode(sl *rslot) {
 	n.noBeats = s.rng.IntN(4) == 0 // a Lock whose watch cannot send heartbeats (E9)
 	n.f = newFaultStore(recStore{n: n, w: s.wl})
 	cfg := ElectorConfig{
-		Lock: NewStoreLock(trackStore{n}), LeaseName: "leader", LeaseDuration: s.l, RenewInterval: s.r,
+		Lock: NewStoreLock(trackStore{n}), LeaseName: "leader", LeaseDuration: n.l, RenewInterval: n.r,
 		InstanceID: n.id, Logger: quietLogger(), Observer: n.observe,
 	}
 	if s.cfg.ranked {
@@ -195,7 +221,7 @@ func (s *rsim) startNode(sl *rslot) {
 		// without priorities.
 		rr := rand.New(rand.NewPCG(s.seed, uint64(sl.idx)<<32|uint64(sl.inc)))
 		cfg.Priority = rr.IntN(4) - 1
-		cfg.StabilityWindow = s.l + time.Duration(rr.Int64N(int64(2*s.l)))
+		cfg.StabilityWindow = n.scale(s.l + time.Duration(rr.Int64N(int64(2*s.l))))
 	}
 	e, err := NewElector(cfg)
 	if err != nil {
@@ -214,7 +240,11 @@ func (s *rsim) startNode(sl *rslot) {
 	if len(s.nodes) > len(s.slots) {
 		s.st.restarts++
 	}
-	s.note("start %s (deregistered takes %v)", n.id, n.deDelay)
+	if n.l != s.l {
+		s.note("start %s (deregistered takes %v; L=%v R=%v, a clock %.4f times the fake one's rate)", n.id, n.deDelay, n.l, n.r, float64(s.l)/float64(n.l))
+	} else {
+		s.note("start %s (deregistered takes %v)", n.id, n.deDelay)
+	}
 }
 
 func (s *rsim) byID(id string) *rnode {

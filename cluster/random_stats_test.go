@@ -32,8 +32,10 @@ func (st *randomStats) count(k string, n int) { st.counts[k] += n }
 
 func (st *randomStats) takeover(kind string, d, limit time.Duration) {
 	st.takeovers[kind]++
-	st.maxTakeover[kind] = max(st.maxTakeover[kind], d)
-	st.limits[kind] = limit
+	// The bound of the latest takeover: with clocks of their own (M1) each instance has its own.
+	if d >= st.maxTakeover[kind] {
+		st.maxTakeover[kind], st.limits[kind] = d, limit
+	}
 }
 
 func (st *randomStats) add(o *randomStats) {
@@ -58,8 +60,9 @@ func (st *randomStats) add(o *randomStats) {
 	}
 	for k, v := range o.takeovers {
 		st.takeovers[k] += v
-		st.maxTakeover[k] = max(st.maxTakeover[k], o.maxTakeover[k])
-		st.limits[k] = o.limits[k]
+		if o.maxTakeover[k] >= st.maxTakeover[k] {
+			st.maxTakeover[k], st.limits[k] = o.maxTakeover[k], o.limits[k]
+		}
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 type writeLog struct {
 	mem *memory.Store
 	gen *atomic.Int64
-	l   time.Duration
 
 	mu     sync.Mutex
 	cur    leaseState
@@ -104,9 +103,9 @@ func (w *writeLog) wrote(n *rnode, op string, fields map[string]any) {
 			bad("E2/W8: a takeover is written by the new holder with term+1")
 		}
 		// E6: a revision expires L after the taker first saw it, which is no earlier than
-		// when it was written.
-		if prev.holder != "" && now.Sub(prev.at) < w.l {
-			bad("E6: taken over %v after its last write, before it could expire (L = %v)", now.Sub(prev.at), w.l)
+		// when it was written (the taker's L, on its own clock: M1).
+		if prev.holder != "" && now.Sub(prev.at) < n.l {
+			bad("E6: taken over %v after its last write, before it could expire (L = %v)", now.Sub(prev.at), n.l)
 		}
 	}
 	if n.crashed.Load() {
@@ -198,6 +197,7 @@ func (s trackStore) Get(ctx context.Context, key string) (map[string]any, error)
 	faulty := s.begin()
 	defer s.end(faulty)
 	doc, err := s.n.f.Get(ctx, key)
+	doc = s.n.storeDoc(doc, false)
 	s.n.trace("get (faulty %v): holder %v term %v revision %v, %v", faulty, doc["holder"], doc["term"], doc["revision"], err)
 	if rev, ok := doc["revision"].(string); ok && err == nil && !faulty {
 		// A clean read answers at once, so the elector's first sight of this revision (E6)
@@ -214,6 +214,7 @@ func (s trackStore) Get(ctx context.Context, key string) (map[string]any, error)
 func (s trackStore) Create(ctx context.Context, key string, doc map[string]any) error {
 	faulty := s.begin()
 	defer s.end(faulty)
+	doc = s.n.storeDoc(doc, true)
 	err := s.n.f.Create(ctx, key, doc)
 	s.n.trace("create (faulty %v): term %v, %v", faulty, doc["term"], err)
 	return err
@@ -229,6 +230,7 @@ func (s trackStore) Patch(ctx context.Context, key string, fields map[string]any
 	}
 	faulty := s.begin()
 	defer s.end(faulty)
+	fields = s.n.storeDoc(fields, true)
 	err := s.n.f.Patch(ctx, key, fields, cond)
 	s.n.trace("patch (faulty %v): holder %v term %v, %v", faulty, fields["holder"], fields["term"], err)
 	return err

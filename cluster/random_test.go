@@ -37,6 +37,11 @@ import (
 // bounds hold with that reservation (2R for the others: they see the release within R and
 // wait R), a holder asked to hand over being left out (its callbacks may outlast any bound).
 //
+// The configuration marked clocks gives each instance a clock of its own rate, up to just under
+// the ratio M1 allows, and moves the instances' wall clocks by an hour forward and back (M2):
+// every check above holds on each instance's own L and R (TestRandomClocksBeyondTheBound shows
+// them failing once the rates are further apart).
+//
 // The bounds are exact in fake time: slack would hide an off-by-one in the engine.
 //
 // Replay one seed: go test -race -run TestRandomFaults -random.seed=N ./cluster/
@@ -62,6 +67,21 @@ type randomConfig struct {
 	// ranked gives each instance a priority from -1 to 2 and a stability window from L to 3L
 	// (Q1-Q4): followers then write preemption requests and leaders hand over to them.
 	ranked bool
+	// fastest, when set, gives each instance a clock of its own rate (M1). An instance
+	// configured with l and r whose clock runs k times as fast as the fake clock behaves, in
+	// fake time, as one configured with l/k and r/k on the fake clock: so each instance gets
+	// an L drawn from fastest to l (whole milliseconds, the precision of the record's lease
+	// duration), k = l/L, and R = r/k. The durations it writes are scaled back by k on their
+	// way to the store, those it reads by 1/k, so that the record holds l as every instance
+	// was configured with.
+	fastest time.Duration
+	// wallJumps moves the wall clock of a random live instance by an hour forward or back
+	// every R to 4L (M2), whatever its rate: the times it writes and reads are those of its
+	// own wall clock. No decision may change: every check above holds to the nanosecond.
+	wallJumps bool
+	// failed, when set, is told of the first failed check instead of the test, once every
+	// instance has been ended; it must not return (a test of the checks panics).
+	failed func(msg string)
 }
 
 func randomConfigs() []randomConfig {
@@ -78,6 +98,12 @@ func randomConfigs() []randomConfig {
 		{name: "L10s-R3s", l: 10 * time.Second, r: 3 * time.Second, hours: 14.4, steps: 50, seeds: 3},
 		// Priorities: preemptions beside every fault above.
 		{name: "L15s-R5s-ranked", l: 15 * time.Second, r: 5 * time.Second, hours: 24, steps: 100, seeds: 3, ranked: true},
+		// Clocks that run apart in rate, up to just under the bound M1 allows: a clock at
+		// most 2L/(L+R) = 1.5 times another's rate, the fastest an L of (L+R)/2 + 1 ms.
+		// Their wall clocks jump by an hour, and they have priorities: preemption requests
+		// carry the asker's wall time.
+		{name: "L15s-R5s-clocks", l: 15 * time.Second, r: 5 * time.Second, hours: 24, steps: 100, seeds: 3, ranked: true,
+			fastest: 10*time.Second + time.Millisecond, wallJumps: true},
 	}
 	if *flagRandomHours > 0 {
 		for i := range cs {

@@ -113,7 +113,7 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 		if doc == nil {
 			return store.Change{}
 		}
-		return store.Change{Found: true, Doc: driver.CopyDoc(doc)}
+		return store.Change{Found: true, Doc: n.storeDoc(driver.CopyDoc(doc), false)}
 	}
 	n.mu.Lock()
 	sf := n.stream
