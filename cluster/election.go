@@ -439,7 +439,7 @@ read:
 		}
 		return out
 	}
-	wall := stamp(now, Record{})
+	wall := stamp(e.wall(now), Record{})
 	switch {
 	case errors.Is(err, ErrNotFound):
 		e.wrote.Store(true)
@@ -561,7 +561,7 @@ func (e *Elector) release(ctx context.Context, known *Record) error {
 		rec.Holder, rec.Session = "", ""
 		clearValue(&rec)
 		clearRank(&rec)
-		rec.RenewedAt = stamp(time.Now(), rec)
+		rec.RenewedAt = stamp(e.wall(time.Now()), rec)
 		_, err = e.lock.Update(ctx, e.name, rec)
 		switch {
 		case err == nil:

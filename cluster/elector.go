@@ -89,9 +89,10 @@ type Elector struct {
 	twin    atomic.Bool
 	seen    atomic.Uint64
 	lastLed uint64
-	// wallSkew is added to the clock the floor of new terms reads; tests set it before Start
-	// to give the fake clock (which begins in 2000) a later wall time.
-	wallSkew time.Duration
+	// wallSkew is added to every wall clock reading this Elector writes (wall): tests set it
+	// to give the fake clock (which begins in 2000) a later wall time, or change it while the
+	// election runs as a wall clock that jumps (M2).
+	wallSkew atomic.Int64
 
 	// Resign and N holders (resign.go, holders.go). resigned is the revision of the record
 	// this instance released when it stepped down without a next holder (R4), owned by the
@@ -234,7 +235,14 @@ func (e *Elector) see(term uint64) {
 // new record): above prev and every term this Elector has seen, and at least the wall clock's
 // floor (E11).
 func (e *Elector) nextTerm(prev uint64, now time.Time) uint64 {
-	return fencing.Next(prev, e.seen.Load(), now.Add(e.wallSkew))
+	return fencing.Next(prev, e.seen.Load(), e.wall(now))
+}
+
+// wall returns the wall clock reading of now, the one place this Elector's wall time comes
+// from: the term's floor and the times it writes (M2). Every decision compares monotonic
+// readings instead.
+func (e *Elector) wall(now time.Time) time.Time {
+	return now.Round(0).Add(time.Duration(e.wallSkew.Load()))
 }
 
 // LeaseName returns the name of the lease.

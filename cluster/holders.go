@@ -280,7 +280,7 @@ func (e *Elector) releaseSlot(ctx context.Context, rec Record) outcome {
 	rec.Holder, rec.Session, rec.ResignRequested, rec.NextHolder = "", "", time.Time{}, ""
 	clearValue(&rec)
 	clearRank(&rec)
-	rec.RenewedAt = stamp(time.Now(), rec)
+	rec.RenewedAt = stamp(e.wall(time.Now()), rec)
 	released, err := e.lock.Update(ctx, e.name, rec)
 	if err != nil {
 		// A record changed since it was known or read: the attempt reads once more and decides

@@ -142,8 +142,8 @@ func TestE11FloorAfterLostRecord(t *testing.T) {
 		}
 		fresh := w.node("fresh", 0, 0)
 		// A wall clock in 2026, later than every term written: whole seconds since 2024.
-		fresh.e.wallSkew = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC).Sub(time.Now())
-		want := fencing.Floor(time.Now().Add(fresh.e.wallSkew))
+		fresh.e.wallSkew.Store(int64(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC).Sub(time.Now())))
+		want := fencing.Floor(time.Now().Add(time.Duration(fresh.e.wallSkew.Load())))
 		fresh.start()
 		w.at(sec(2))
 		if term, ok := fresh.e.Term(); !ok || term != want || want <= 1 {

@@ -407,10 +407,10 @@ func (p *Partitions) mayHandOver(now time.Time) bool {
 // (E10): a record that changed since is never overwritten.
 func (p *Partitions) claim(ctx context.Context, i int, from partView, epoch uint64) {
 	now := time.Now()
-	wall := stamp(now, from.rec)
+	wall := stamp(p.self.wall(now), from.rec)
 	rec := Record{
 		Holder: p.id, Session: partitionSession(p.self.session, epoch),
-		Term:       fencing.Next(from.rec.Term, from.seen, now.Add(p.self.wallSkew)),
+		Term:       fencing.Next(from.rec.Term, from.seen, p.self.wall(now)),
 		AcquiredAt: wall, RenewedAt: wall, Duration: p.l,
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
@@ -514,7 +514,7 @@ func (p *Partitions) release(ctx context.Context, i int, o *ownership, to string
 	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
 	defer cancel()
 	written, err := p.lock.Update(rctx, p.names[i], Record{
-		Term: o.term, NextHolder: to, Duration: p.l, RenewedAt: stamp(time.Now(), Record{RenewedAt: o.at}), Revision: o.rev,
+		Term: o.term, NextHolder: to, Duration: p.l, RenewedAt: stamp(p.self.wall(time.Now()), Record{RenewedAt: o.at}), Revision: o.rev,
 	})
 	if err == nil {
 		p.setView(i, written, true, -2)

@@ -161,7 +161,7 @@ func (e *Elector) ask(ctx context.Context, rec Record, now time.Time) (_ Record,
 	e.rank.asked = now
 	req := rec
 	// After any request pending, whatever this clock says (E9, M2).
-	req.ResignRequested, req.NextHolder, req.Preempt, req.NextPriority = after(now, rec.ResignRequested), e.id, true, e.rank.priority
+	req.ResignRequested, req.NextHolder, req.Preempt, req.NextPriority = after(e.wall(now), rec.ResignRequested), e.id, true, e.rank.priority
 	written, err := e.lock.Update(ctx, e.name, req)
 	p, sick := rec.CurrentPriority()
 	if err != nil {

@@ -34,11 +34,6 @@ type rnode struct {
 	// Its own L and R, on the fake clock: those of the configuration scaled by its clock's
 	// rate (randomConfig.fastest); nominal is the configuration's L.
 	l, r, nominal time.Duration
-	// wallShift is how far its wall clock is ahead of the fake clock (randomConfig.wallJumps):
-	// the times it writes are moved by +wallShift on their way to the store, those it reads
-	// by -wallShift, as if it read them on a clock that far ahead. Set by the test goroutine,
-	// read by its store calls.
-	wallShift atomic.Int64
 
 	// Owned by the test goroutine.
 	state      nodeState
@@ -206,45 +201,28 @@ func (n *rnode) scale(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * float64(n.l) / float64(n.nominal))
 }
 
-// storeDoc returns doc as this instance's clocks make it differ from the store's view: its lease
-// duration on its own clock's rate (randomConfig.fastest) and its times on its own wall clock
-// (randomConfig.wallJumps). toStore converts what it writes; otherwise what it reads. What the
+// storeDoc returns doc with its lease duration on this instance's clock's rate
+// (randomConfig.fastest): toStore converts what it writes, otherwise what it reads. What the
 // store holds is the duration every instance was configured with, each measuring it on its own
-// clock, and the times of a wall clock common to all; the configured durations map to each
-// other exactly, so that the bounds stay exact in fake time.
+// clock; the configured durations map to each other exactly, so that the bounds stay exact in
+// fake time.
 func (n *rnode) storeDoc(doc map[string]any, toStore bool) map[string]any {
-	ms, hasMs := doc["leaseDuration"].(float64)
-	scale := hasMs && n.l != n.nominal
-	shift := time.Duration(n.wallShift.Load())
-	if !scale && shift == 0 {
+	ms, ok := doc["leaseDuration"].(float64)
+	if !ok || n.l == n.nominal {
 		return doc
+	}
+	from, to := float64(n.l.Milliseconds()), float64(n.nominal.Milliseconds())
+	if !toStore {
+		from, to = to, from
 	}
 	out := make(map[string]any, len(doc))
 	for k, v := range doc {
 		out[k] = v
 	}
-	if scale {
-		from, to := float64(n.l.Milliseconds()), float64(n.nominal.Milliseconds())
-		if !toStore {
-			from, to = to, from
-		}
-		if ms == from {
-			out["leaseDuration"] = to
-		} else {
-			out["leaseDuration"] = math.Round(ms * to / from)
-		}
-	}
-	if shift != 0 {
-		if !toStore {
-			shift = -shift
-		}
-		for _, k := range []string{"acquiredAt", "renewedAt", "resignRequestedAt"} {
-			if v, _ := doc[k].(string); v != "" {
-				if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-					out[k] = t.Add(shift).UTC().Format(time.RFC3339Nano)
-				}
-			}
-		}
+	if ms == from {
+		out["leaseDuration"] = to
+	} else {
+		out["leaseDuration"] = math.Round(ms * to / from)
 	}
 	return out
 }

@@ -316,7 +316,7 @@ func (s *rsim) wallJump(now time.Time) {
 	if s.jumpRng.IntN(2) == 0 {
 		d = -d
 	}
-	n.wallShift.Add(int64(d))
+	n.e.wallSkew.Add(int64(d))
 	s.st.count("wall clock jumps", 1)
-	s.note("%s: wall clock jumps by %v, to %v from the fake clock", n.id, d, time.Duration(n.wallShift.Load()))
+	s.note("%s: wall clock jumps by %v, to %v from the fake clock", n.id, d, time.Duration(n.e.wallSkew.Load()))
 }

@@ -76,8 +76,8 @@ type randomConfig struct {
 	// was configured with.
 	fastest time.Duration
 	// wallJumps moves the wall clock of a random live instance by an hour forward or back
-	// every R to 4L (M2), whatever its rate: the times it writes and reads are those of its
-	// own wall clock. No decision may change: every check above holds to the nanosecond.
+	// every R to 4L (M2), whatever its rate, through the Elector's wallSkew: every wall time
+	// it writes moves. No decision may change: every check above holds to the nanosecond.
 	wallJumps bool
 	// failed, when set, is told of the first failed check instead of the test, once every
 	// instance has been ended; it must not return (a test of the checks panics).

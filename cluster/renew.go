@@ -36,7 +36,7 @@ func after(now, prev time.Time) time.Time {
 // attempt began while leading, else a new leadership with a new term (E11): a takeover, or its
 // own record found while not leading (a leadership that ended, a write whose answer was lost).
 func (e *Elector) takeOrRenew(rec Record, now time.Time, leading bool) Record {
-	wall := stamp(now, rec)
+	wall := stamp(e.wall(now), rec)
 	if leading && e.owns(rec) {
 		rec.RenewedAt, rec.Duration = wall, e.l
 		return e.carry(rec)

@@ -197,7 +197,7 @@ func (e *Elector) stepDown(ctx context.Context, rec Record) outcome {
 	rec.Holder, rec.Session, rec.ResignRequested = "", "", time.Time{}
 	clearValue(&rec)
 	clearRank(&rec)
-	rec.RenewedAt = stamp(time.Now(), rec)
+	rec.RenewedAt = stamp(e.wall(time.Now()), rec)
 	e.wrote.Store(true)
 	released, err := e.lock.Update(ctx, e.name, rec)
 	if err != nil {
