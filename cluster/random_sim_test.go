@@ -177,6 +177,7 @@ func (s *rsim) recent() string {
 func (s *rsim) fail(format string, args ...any) {
 	s.t.Helper()
 	msg := fmt.Sprintf(format, args...)
+	at := time.Since(s.begin)
 	s.teardown()
 	// Time stops once this goroutine returns: let the calls of crashed instances still in
 	// flight end by their latency (2L at most) and the callbacks by their delay (2L), or the
@@ -187,7 +188,7 @@ func (s *rsim) fail(format string, args ...any) {
 		s.cfg.failed(msg)
 	}
 	s.t.Fatalf("seed %d (%s, L=%v R=%v) at +%v: %s\nreplay: go test -race -run TestRandomFaults/%s -random.seed=%d ./cluster/\nrecent actions and leadership changes:\n%s",
-		s.seed, s.cfg.name, s.l, s.r, time.Since(s.begin), msg, s.cfg.name, s.seed, s.recent())
+		s.seed, s.cfg.name, s.l, s.r, at, msg, s.cfg.name, s.seed, s.recent())
 }
 
 func (s *rsim) startNode(sl *rslot) {
