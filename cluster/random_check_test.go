@@ -88,6 +88,9 @@ func (s *rsim) collect(now time.Time) {
 				}
 				n.open.end, n.open.closed = ev.Time, true
 				n.open = nil
+				if ev.Reason == ReasonResign {
+					n.handOver = true
+				}
 				s.st.count("stopped leading: "+ev.Reason, 1)
 				s.note("%s stops leading: %s (at +%v)", n.id, ev.Reason, ev.Time.Sub(s.begin))
 			case AttemptSucceeded:
@@ -238,9 +241,25 @@ func (s *rsim) bound() (armedBound, bool) {
 			// holder, take the lease.)
 			continue
 		}
+		if n.handOver {
+			// Nor is it counted once the lease has moved on while its callbacks still run:
+			// its attempt waits for them (R2) up to L-R, and the next one too. With clocks
+			// of their own rates (M1), a fast asker takes the lease over, and hands it on,
+			// before that attempt ends.
+			n.mu.Lock()
+			busy, quiet := n.fnActive != 0 || n.deActive != 0, n.quietAt
+			n.mu.Unlock()
+			if busy {
+				continue
+			}
+			n.handOver, n.quietRef = false, quiet
+		}
 		ref := since
 		if n.startAt.After(ref) {
 			ref = n.startAt
+		}
+		if n.quietRef.After(ref) {
+			ref = n.quietRef
 		}
 		if cur.at.After(ref) {
 			ref = cur.at

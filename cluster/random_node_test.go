@@ -49,6 +49,11 @@ type rnode struct {
 	stopClean  bool // its store was clean when Stop was called
 	stopDone   chan error
 	stopResult bool
+	// handOver: it stopped leading on a request to hand over (R2), and its callbacks may not
+	// all have returned: its attempts wait for them, for as long as they take. quietRef is
+	// when they had, the earliest its bounds may count from once it is counted again.
+	handOver bool
+	quietRef time.Time
 
 	crashed     atomic.Bool
 	stopping    atomic.Bool
@@ -69,6 +74,7 @@ type rnode struct {
 	clean      bool      // no fault set and no faulty call in flight
 	cleanSince time.Time
 	released   []time.Time // releases the store applied
+	quietAt    time.Time   // when its last deregistered call returned
 	// trail is its recent store calls, watch calls and events, printed when a check fails
 	// on its account (a liveness bound it was to meet).
 	trail    [24]string
@@ -189,6 +195,7 @@ func (n *rnode) deregistered() {
 	n.mu.Lock()
 	n.deActive--
 	n.inCall--
+	n.quietAt = time.Now()
 	n.mu.Unlock()
 	n.gen.Add(1)
 }
