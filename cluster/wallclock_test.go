@@ -48,7 +48,7 @@ func TestM2RequestOrdersAfterAnEarlierRequestFromAClockAhead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		written, _ := e.ask(ctx, before, time.Now())
+		written, _, _ := e.ask(ctx, before, time.Now())
 		if written.NextHolder != "b" {
 			t.Fatalf("preemption request not written: %+v", written)
 		}
