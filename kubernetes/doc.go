@@ -7,6 +7,7 @@
 //
 // The election engine is leasehold's (cluster.Elector): the Lease only stores its record, so
 // the timing rules (E1-E8) are the same as on every other backend. The Lease is readable by
-// Kubernetes tools: `kubectl get lease NAME` shows the holder, and its leaseTransitions is the
-// term.
+// Kubernetes tools: `kubectl get lease NAME` shows the holder, and its leaseTransitions counts
+// the changes of holder, as client-go's leaderelection counts them; the term, the fencing
+// token, is the annotation leasehold.dev/term (AnnotationTerm).
 package kubernetes

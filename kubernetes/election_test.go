@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -15,9 +16,10 @@ import (
 	"github.com/leasehold/leasehold/kubernetes/internal/kubetest"
 )
 
-// kubectlGetLease prints the Lease as `kubectl get lease -o wide` would, plus its term and
-// renew time, for the test log (and docs/kubernetes.md).
-func kubectlGetLease(t *testing.T, s *kubetest.APIServer, ns, name string) (holder string, term int32) {
+// kubectlGetLease prints the Lease as `kubectl get lease -o custom-columns` would, with its
+// holder, leaseTransitions (the changes of holder), term (the annotation AnnotationTerm),
+// duration and renew time, for the test log (and docs/kubernetes.md).
+func kubectlGetLease(t *testing.T, s *kubetest.APIServer, ns, name string) (holder string, transitions int32, term string) {
 	t.Helper()
 	admin, err := k8s.NewForConfig(s.Config(s.AdminToken))
 	if err != nil {
@@ -28,19 +30,22 @@ func kubectlGetLease(t *testing.T, s *kubetest.APIServer, ns, name string) (hold
 		t.Fatal(err)
 	}
 	sp := lease.Spec
-	if sp.HolderIdentity != nil {
-		holder = *sp.HolderIdentity
-	}
-	if sp.LeaseTransitions != nil {
-		term = *sp.LeaseTransitions
+	holder, transitions = holderOf(lease), transitionsOf(lease)
+	term, ok := lease.Annotations[AnnotationTerm]
+	if !ok {
+		term = "<none>"
 	}
 	renew := "<none>"
 	if sp.RenewTime != nil {
 		renew = sp.RenewTime.UTC().Format("2006-01-02T15:04:05.000000Z")
 	}
-	t.Logf("$ kubectl -n %s get lease %s -o custom-columns=NAME:.metadata.name,HOLDER:.spec.holderIdentity,TERM:.spec.leaseTransitions,DURATION:.spec.leaseDurationSeconds,RENEWED:.spec.renewTime\n%-8s %-8s %-5s %-9s %s\n%-8s %-8s %-5d %-9d %s",
-		ns, name, "NAME", "HOLDER", "TERM", "DURATION", "RENEWED", lease.Name, holder, term, *sp.LeaseDurationSeconds, renew)
-	return holder, term
+	duration := "<none>"
+	if sp.LeaseDurationSeconds != nil {
+		duration = strconv.Itoa(int(*sp.LeaseDurationSeconds))
+	}
+	t.Logf("$ kubectl -n %s get lease %s -o custom-columns='NAME:.metadata.name,HOLDER:.spec.holderIdentity,TRANSITIONS:.spec.leaseTransitions,TERM:.metadata.annotations.leasehold\\.dev/term,DURATION:.spec.leaseDurationSeconds,RENEWED:.spec.renewTime'\n%-8s %-8s %-11s %-9s %-8s %s\n%-8s %-8s %-11d %-9s %-8s %s",
+		ns, name, "NAME", "HOLDER", "TRANSITIONS", "TERM", "DURATION", "RENEWED", lease.Name, holder, transitions, term, duration, renew)
+	return holder, transitions, term
 }
 
 // TestThreeInstances runs three KubernetesClusterService instances (L = 2 s, R = 500 ms) as
@@ -49,10 +54,12 @@ func kubectlGetLease(t *testing.T, s *kubetest.APIServer, ns, name string) (hold
 //   - the leader abandoned without Stop (its network cut, as a crash) stops leading by E5 and
 //     is replaced within L + R of its last renewal (E6);
 //   - a clean Stop releases the lease and another instance leads within R (E7);
-//   - the term (leaseTransitions) grows at each change of holder (W8).
+//   - the term grows at each change of holder (W8), and leaseTransitions, the count of
+//     changes of holder, by exactly 1 (K1).
 func TestThreeInstances(t *testing.T) {
 	s := api(t)
 	ns := grant(t, s, "get", "create", "update")
+	h := watchHistory(t, s, ns, "leader")
 	ev := newEvents()
 	ids := []string{"pod-a", "pod-b", "pod-c"}
 	byID := map[string]*instance{}
@@ -82,9 +89,9 @@ func TestThreeInstances(t *testing.T) {
 	if leaders != 1 {
 		t.Fatalf("%d instances lead, want exactly 1", leaders)
 	}
-	holder, term := kubectlGetLease(t, s, ns, "leader")
-	if holder != leader1 || uint64(term) != first.Term {
-		t.Fatalf("Lease holderIdentity %q, leaseTransitions %d; want %q, %d", holder, term, leader1, first.Term)
+	holder, transitions, term := kubectlGetLease(t, s, ns, "leader")
+	if holder != leader1 || transitions != 0 || term != strconv.FormatUint(first.Term, 10) {
+		t.Fatalf("Lease holderIdentity %q, leaseTransitions %d, term %s; want %q, 0, %d", holder, transitions, term, leader1, first.Term)
 	}
 
 	// Crash: the leader's network is cut (requests hang); it never releases.
@@ -118,9 +125,9 @@ func TestThreeInstances(t *testing.T) {
 	if second.Term <= first.Term {
 		t.Errorf("W8: term %d after the crash, want more than %d", second.Term, first.Term)
 	}
-	holder, term = kubectlGetLease(t, s, ns, "leader")
-	if holder != second.Instance || uint64(term) != second.Term {
-		t.Fatalf("Lease holderIdentity %q, leaseTransitions %d; want %q, %d", holder, term, second.Instance, second.Term)
+	holder, transitions, term = kubectlGetLease(t, s, ns, "leader")
+	if holder != second.Instance || transitions != 1 || term != strconv.FormatUint(second.Term, 10) {
+		t.Fatalf("Lease holderIdentity %q, leaseTransitions %d, term %s; want %q, 1, %d", holder, transitions, term, second.Instance, second.Term)
 	}
 
 	// Clean Stop: the lease is released and the third instance leads at its next attempt.
@@ -145,8 +152,14 @@ func TestThreeInstances(t *testing.T) {
 	if handover.Term <= second.Term {
 		t.Errorf("W8: term %d after the handover, want more than %d", handover.Term, second.Term)
 	}
-	if holder, _ := kubectlGetLease(t, s, ns, "leader"); holder != third {
-		t.Fatalf("Lease holderIdentity %q, want %q", holder, third)
+	holder, transitions, term = kubectlGetLease(t, s, ns, "leader")
+	if holder != third || transitions != 2 || term != strconv.FormatUint(handover.Term, 10) {
+		t.Fatalf("Lease holderIdentity %q, leaseTransitions %d, term %s; want %q, 2, %d", holder, transitions, term, third, handover.Term)
+	}
+	changes := h.check()
+	t.Logf("changes of holder:\n%s", table(changes))
+	if len(changes) != 3 {
+		t.Errorf("%d changes of holder, want 3 (the first leader, after the crash, after the Stop)", len(changes))
 	}
 }
 

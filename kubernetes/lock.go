@@ -21,7 +21,8 @@ import (
 // coordination.k8s.io/v1 Lease of the same name in namespace (K1):
 //
 //	holderIdentity        Record.Holder ("" when released)
-//	leaseTransitions      Record.Term
+//	leaseTransitions      the changes of holder, counted as client-go counts them (see setSpec)
+//	annotations           Record.Term (AnnotationTerm, with AnnotationTermTransitions; see termOf)
 //	acquireTime           Record.AcquiredAt
 //	renewTime             Record.RenewedAt
 //	leaseDurationSeconds  Record.Duration, rounded up to whole seconds, at least 1
@@ -71,7 +72,9 @@ func (l *leaseLock) Get(ctx context.Context, name string) (cluster.Record, error
 
 func (l *leaseLock) Create(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: l.namespace}}
-	return l.write(ctx, "create", name, lease, r, func(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	// client-go's LeaseLock creates a Lease with leaseTransitions 0: its first holder is no
+	// change of holder.
+	return l.write(ctx, "create", name, lease, r, 0, func(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 		return l.client.Create(ctx, lease, metav1.CreateOptions{})
 	})
 }
@@ -95,19 +98,21 @@ func (l *leaseLock) Update(ctx context.Context, name string, r cluster.Record) (
 	// The API server refuses the update with 409 Conflict unless this is still the Lease's
 	// resourceVersion: that is the compare-and-swap.
 	lease.ResourceVersion = r.Revision
-	return l.write(ctx, "update", name, lease, r, func(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return l.write(ctx, "update", name, lease, r, transitionsAfter(lease.Spec, r.Holder), func(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error) {
 		return l.client.Update(ctx, lease, metav1.UpdateOptions{})
 	})
 }
 
-// write puts r into lease (its spec and annotations), sends it with send (a create or an
-// update, op) within the Lock's timeout, and returns the record of the Lease the API server
-// answers, remembered for the next update.
-func (l *leaseLock) write(ctx context.Context, op, name string, lease *coordinationv1.Lease, r cluster.Record,
+// write puts r into lease (its spec, with leaseTransitions transitions, and annotations),
+// sends it with send (a create or an update, op) within the Lock's timeout, and returns the
+// record of the Lease the API server answers, remembered for the next update.
+func (l *leaseLock) write(ctx context.Context, op, name string, lease *coordinationv1.Lease, r cluster.Record, transitions int32,
 	send func(context.Context, *coordinationv1.Lease) (*coordinationv1.Lease, error)) (cluster.Record, error) {
-	if err := setSpec(&lease.Spec, r); err != nil {
-		return cluster.Record{}, l.fail(op, name, err)
+	if r.Term > maxTerm {
+		return cluster.Record{}, l.fail(op, name, fmt.Errorf("term %d is above %d, the largest a Lease carries", r.Term, uint64(maxTerm)))
 	}
+	setSpec(&lease.Spec, r, transitions)
+	setTerm(&lease.ObjectMeta, r.Term, transitions)
 	setResign(&lease.ObjectMeta, r)
 	setSession(&lease.ObjectMeta, r)
 	setValue(&lease.ObjectMeta, r)
@@ -192,12 +197,11 @@ func (l *leaseLock) record(lease *coordinationv1.Lease) (cluster.Record, error) 
 	if s.HolderIdentity != nil {
 		r.Holder = *s.HolderIdentity
 	}
-	if s.LeaseTransitions != nil {
-		if *s.LeaseTransitions < 0 {
-			return cluster.Record{}, l.fail("read", lease.Name, fmt.Errorf("spec.leaseTransitions is %d, want a non-negative term", *s.LeaseTransitions))
-		}
-		r.Term = uint64(*s.LeaseTransitions)
+	term, err := termOf(lease.ObjectMeta, s)
+	if err != nil {
+		return cluster.Record{}, l.fail("read", lease.Name, err)
 	}
+	r.Term = term
 	if s.AcquireTime != nil {
 		r.AcquiredAt = s.AcquireTime.Time
 	}
@@ -228,11 +232,11 @@ const (
 	// AnnotationSession is Record.Session, the token of the process that wrote
 	// holderIdentity; absent in a released Lease.
 	AnnotationSession = "leasehold.dev/session"
-	// AnnotationSessionTerm is the spec.leaseTransitions AnnotationSession was written with.
-	// A writer that does not know it (client-go's leaderelection) keeps the annotations of the
-	// Lease it takes over and grows leaseTransitions: the session, left from an earlier term,
-	// then reads as absent, so no leasehold instance takes that writer's Lease for its own,
-	// even under the same identity.
+	// AnnotationSessionTerm is the term (termOf) AnnotationSession was written with. A
+	// writer that does not know it (client-go's leaderelection) keeps the annotations of the
+	// Lease it takes over and grows leaseTransitions, and so the term: the session, left from
+	// an earlier term, then reads as absent, so no leasehold instance takes that writer's
+	// Lease for its own, even under the same identity.
 	AnnotationSessionTerm = "leasehold.dev/session-term"
 )
 
@@ -270,20 +274,37 @@ func readSession(m metav1.ObjectMeta, term uint64, r *cluster.Record) error {
 	return nil
 }
 
-// setSpec writes r into a Lease spec (the mapping of NewLeaseLock).
-func setSpec(s *coordinationv1.LeaseSpec, r cluster.Record) error {
-	if r.Term > math.MaxInt32 {
-		return fmt.Errorf("term %d does not fit spec.leaseTransitions (int32)", r.Term)
-	}
+// setSpec writes r into a Lease spec (the mapping of NewLeaseLock), with leaseTransitions
+// transitions.
+func setSpec(s *coordinationv1.LeaseSpec, r cluster.Record, transitions int32) {
 	holder := r.Holder
-	term := int32(r.Term)
 	secs := leaseSeconds(r.Duration)
 	s.HolderIdentity = &holder
-	s.LeaseTransitions = &term
+	s.LeaseTransitions = &transitions
 	s.LeaseDurationSeconds = &secs
 	s.AcquireTime = microTime(r.AcquiredAt)
 	s.RenewTime = microTime(r.RenewedAt)
-	return nil
+}
+
+// transitionsAfter is the leaseTransitions of a Lease whose spec was prev once holder writes
+// it. spec.leaseTransitions is, for the Lease API, the number of transitions of the lease
+// between holders, and client-go's leaderelection counts them so (tryAcquireOrRenew): a
+// candidate that does not find itself the holder adds 1 when it takes the Lease, a takeover of
+// a released Lease ("" to a holder) included; a renewal and a release ("" written by the
+// holder) keep the count. leasehold writes it by the same rule, so the count means one thing
+// whoever wrote it. A new leadership under the same holder (the instance's own record taken
+// again, another process of the same instance ID, E11, E12) is no change of holder, as for
+// client-go: the term tells those apart (AnnotationTerm). The count stops at the largest
+// int32 rather than wrapping to a negative one.
+func transitionsAfter(prev coordinationv1.LeaseSpec, holder string) int32 {
+	n := int32(0)
+	if prev.LeaseTransitions != nil {
+		n = max(*prev.LeaseTransitions, 0)
+	}
+	if holder != "" && (prev.HolderIdentity == nil || *prev.HolderIdentity != holder) && n < math.MaxInt32 {
+		n++
+	}
+	return n
 }
 
 // leaseSeconds is d rounded up to whole seconds, at least 1: Kubernetes tools read

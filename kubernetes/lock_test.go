@@ -3,6 +3,8 @@ package kubernetes
 import (
 	"context"
 	"errors"
+	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,10 +28,93 @@ func TestLeaseSecondsRoundsUp(t *testing.T) { // K1: leaseDurationSeconds is L r
 	}
 }
 
-func TestSetSpecRefusesATermBeyondInt32(t *testing.T) {
-	var spec coordinationv1.LeaseSpec
-	if err := setSpec(&spec, cluster.Record{Holder: "a", Term: 1 << 31}); err == nil {
-		t.Fatal("setSpec accepted a term that does not fit leaseTransitions")
+// TestTransitionsAfter: leaseTransitions grows by 1 at each change of holder and at no other
+// write, as client-go's leaderelection writes it (tryAcquireOrRenew): a takeover, of a
+// released Lease too, adds 1; a renewal, a release and a new leadership of the same holder
+// keep it.
+func TestTransitionsAfter(t *testing.T) {
+	spec := func(holder *string, n *int32) coordinationv1.LeaseSpec {
+		return coordinationv1.LeaseSpec{HolderIdentity: holder, LeaseTransitions: n}
+	}
+	str := func(s string) *string { return &s }
+	num := func(n int32) *int32 { return &n }
+	for _, c := range []struct {
+		what   string
+		prev   coordinationv1.LeaseSpec
+		holder string
+		want   int32
+	}{
+		{"a renewal", spec(str("a"), num(4)), "a", 4},
+		{"a takeover", spec(str("a"), num(4)), "b", 5},
+		{"a release", spec(str("a"), num(4)), "", 4},
+		{"a takeover of a released Lease", spec(str(""), num(4)), "a", 5},
+		{"a release of a released Lease", spec(str(""), num(4)), "", 4},
+		{"a Lease without a holder", spec(nil, nil), "a", 1},
+		{"a Lease without leaseTransitions", spec(str("a"), nil), "b", 1},
+		{"the largest count", spec(str("a"), num(math.MaxInt32)), "b", math.MaxInt32},
+	} {
+		if got := transitionsAfter(c.prev, c.holder); got != c.want {
+			t.Errorf("%s: leaseTransitions %d, want %d", c.what, got, c.want)
+		}
+	}
+}
+
+// TestTermOf: the term of a Lease is its annotation while leaseTransitions is the count it was
+// written with; once a writer that does not know it took the Lease over, it is above it, and
+// leaseTransitions when an earlier leasehold wrote its term there; a Lease without it (an
+// earlier leasehold's, or client-go's) has leaseTransitions for its term; an annotation that
+// does not fit is an error naming it.
+func TestTermOf(t *testing.T) {
+	lease := func(n *int32, kv ...string) (metav1.ObjectMeta, coordinationv1.LeaseSpec) {
+		m := metav1.ObjectMeta{Annotations: map[string]string{"team": "infra"}}
+		for i := 0; i < len(kv); i += 2 {
+			m.Annotations[kv[i]] = kv[i+1]
+		}
+		return m, coordinationv1.LeaseSpec{LeaseTransitions: n}
+	}
+	num := func(n int32) *int32 { return &n }
+	for _, c := range []struct {
+		what string
+		n    *int32
+		kv   []string
+		want uint64
+	}{
+		{"as leasehold wrote it", num(3), []string{AnnotationTerm, "92523339", AnnotationTermTransitions, "3"}, 92523339},
+		{"a takeover by client-go since", num(4), []string{AnnotationTerm, "92523339", AnnotationTermTransitions, "3"}, 92523340},
+		{"two takeovers by client-go since", num(5), []string{AnnotationTerm, "92523339", AnnotationTermTransitions, "3"}, 92523340},
+		{"a takeover by an earlier leasehold since", num(92600000), []string{AnnotationTerm, "92523339", AnnotationTermTransitions, "3"}, 92600000},
+		{"leaseTransitions lowered since", num(1), []string{AnnotationTerm, "92523339", AnnotationTermTransitions, "3"}, 92523340},
+		{"leaseTransitions removed since", nil, []string{AnnotationTerm, "92523339", AnnotationTermTransitions, "3"}, 92523340},
+		{"the largest term, taken over", num(1), []string{AnnotationTerm, "9223372036854775807", AnnotationTermTransitions, "0"}, 9223372036854775808},
+		{"a term beyond int32", num(0), []string{AnnotationTerm, "4294967296", AnnotationTermTransitions, "0"}, 4294967296},
+		{"an earlier leasehold's Lease", num(92523339), nil, 92523339},
+		{"client-go's Lease", num(2), nil, 2},
+		{"client-go's new Lease", nil, nil, 0},
+	} {
+		m, s := lease(c.n, c.kv...)
+		if got, err := termOf(m, s); err != nil || got != c.want {
+			t.Errorf("%s: term %d, %v; want %d", c.what, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		what string
+		n    int32
+		kv   []string
+		name string // what the error names
+	}{
+		{"a negative leaseTransitions", -1, nil, "spec.leaseTransitions"},
+		{"a term without its count", 0, []string{AnnotationTerm, "7"}, AnnotationTermTransitions},
+		{"a count without its term", 0, []string{AnnotationTermTransitions, "0"}, AnnotationTerm},
+		{"a malformed term", 0, []string{AnnotationTerm, "x", AnnotationTermTransitions, "0"}, AnnotationTerm},
+		{"a negative term", 0, []string{AnnotationTerm, "-7", AnnotationTermTransitions, "0"}, AnnotationTerm},
+		{"a term beyond the largest", 0, []string{AnnotationTerm, "9223372036854775808", AnnotationTermTransitions, "0"}, AnnotationTerm},
+		{"a negative count", 0, []string{AnnotationTerm, "7", AnnotationTermTransitions, "-1"}, AnnotationTermTransitions},
+		{"a count beyond int32", 0, []string{AnnotationTerm, "7", AnnotationTermTransitions, "2147483648"}, AnnotationTermTransitions},
+	} {
+		m, s := lease(&c.n, c.kv...)
+		if got, err := termOf(m, s); err == nil || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%s: term %d, %v; want an error naming %s", c.what, got, err, c.name)
+		}
 	}
 }
 
@@ -74,9 +159,12 @@ func TestLeaseMapping(t *testing.T) {
 		t.Fatal(err)
 	}
 	sp := lease.Spec
-	if *sp.HolderIdentity != "pod-a" || *sp.LeaseTransitions != 3 || *sp.LeaseDurationSeconds != 2 ||
+	if *sp.HolderIdentity != "pod-a" || *sp.LeaseTransitions != 0 || *sp.LeaseDurationSeconds != 2 ||
 		!sp.AcquireTime.Time.Equal(acquired) || !sp.RenewTime.Time.Equal(renewed) || lease.ResourceVersion != rec.Revision {
-		t.Fatalf("Lease spec %+v (resourceVersion %s), want holder pod-a, transitions 3, 2 s, the times given, revision %s", sp, lease.ResourceVersion, rec.Revision)
+		t.Fatalf("Lease spec %+v (resourceVersion %s), want holder pod-a, transitions 0, 2 s, the times given, revision %s", sp, lease.ResourceVersion, rec.Revision)
+	}
+	if a := lease.Annotations; a[AnnotationTerm] != "3" || a[AnnotationTermTransitions] != "0" {
+		t.Fatalf("Lease annotations %v, want the term 3, written with leaseTransitions 0", a)
 	}
 
 	_, err = lock.Create(ctx, "leader", cluster.Record{Holder: "pod-b", Term: 1})

@@ -178,6 +178,8 @@ type mixed struct {
 	mu sync.Mutex
 	lh map[string]*lhNode // read by the sampler
 
+	hist *history // every version of the Lease
+
 	stopSampling chan struct{}
 	sampled      chan []string // what the sampler saw wrong
 }
@@ -190,6 +192,7 @@ type lhNode struct {
 func newMixed(t *testing.T, s *kubetest.APIServer) *mixed {
 	m := &mixed{t: t, s: s, ns: grant(t, s, "get", "create", "update"), led: newLedger(), lh: map[string]*lhNode{},
 		stopSampling: make(chan struct{}), sampled: make(chan []string, 1)}
+	m.hist = watchHistory(t, s, m.ns, "leader")
 	go m.sample()
 	t.Cleanup(func() {
 		select {
@@ -236,8 +239,9 @@ func (m *mixed) sample() {
 
 // finish waits until at most one instance leads, so that an overlap runs its whole course
 // under the sampler, then stops the sampler and fails the test if two instances ever led at
-// once.
-func (m *mixed) finish() {
+// once, or if a write by either kind did not count the changes of holder in leaseTransitions
+// as client-go does (history.check). It returns those changes.
+func (m *mixed) finish() []change {
 	m.t.Helper()
 	if !m.led.waitSingle(10 * time.Second) {
 		m.t.Errorf("several instances still lead: %s", m.led)
@@ -250,6 +254,9 @@ func (m *mixed) finish() {
 		m.t.Errorf("leaderships overlap: %s", strings.Join(o, "; "))
 	}
 	kubectlGetLease(m.t, m.s, m.ns, "leader")
+	changes := m.hist.check()
+	m.t.Logf("changes of holder:\n%s", table(changes))
+	return changes
 }
 
 func (m *mixed) takeoverWithin(gap, bound time.Duration) {

@@ -19,10 +19,10 @@ const (
 	// AnnotationUnhealthy is "true" when Record.Unhealthy, the holder reporting its health
 	// check failing; absent otherwise. It is read only beside AnnotationPriority.
 	AnnotationUnhealthy = "leasehold.dev/unhealthy"
-	// AnnotationPriorityTerm is the spec.leaseTransitions the two annotations above were
-	// written for (Record.PriorityTerm). A writer that does not know them (client-go's
-	// leaderelection) keeps the annotations of the Lease it takes over and grows
-	// leaseTransitions: the priority and health, left from an earlier term, then read as
+	// AnnotationPriorityTerm is the term (termOf) the two annotations above were written for
+	// (Record.PriorityTerm). A writer that does not know them (client-go's leaderelection)
+	// keeps the annotations of the Lease it takes over and grows leaseTransitions, and so the
+	// term: the priority and health, left from an earlier term, then read as
 	// absent (priority 0, healthy), so the new holder is not ranked as the previous one.
 	AnnotationPriorityTerm = "leasehold.dev/priority-term"
 	// AnnotationNextPriority is Record.NextPriority, a decimal integer, present exactly when

@@ -51,7 +51,9 @@ func TestPriorityAnnotations(t *testing.T) {
 			}
 		}
 	}
-	annotate := func(kv map[string]string, term int32) {
+	// annotate writes kv into the Lease's annotations; with takeover, as a writer that does not
+	// know them taking the Lease over, which adds 1 to leaseTransitions, and so to the term.
+	annotate := func(kv map[string]string, takeover bool) {
 		t.Helper()
 		l, err := leases.Get(ctx, "leader", metav1.GetOptions{})
 		if err != nil {
@@ -63,8 +65,8 @@ func TestPriorityAnnotations(t *testing.T) {
 		for k, v := range kv {
 			l.Annotations[k] = v
 		}
-		if term != 0 {
-			l.Spec.LeaseTransitions = &term
+		if takeover {
+			*l.Spec.LeaseTransitions++
 		}
 		if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
@@ -82,7 +84,7 @@ func TestPriorityAnnotations(t *testing.T) {
 		t.Fatalf("Create: %+v, %v; want the priority and health back", rec, err)
 	}
 	want("after Create", map[string]string{AnnotationPriority: "-3", AnnotationUnhealthy: "true", AnnotationPriorityTerm: "7", AnnotationNextPriority: ""})
-	annotate(map[string]string{"team": "infra"}, 0)
+	annotate(map[string]string{"team": "infra"}, false)
 	got, err := lock.Get(ctx, "leader")
 	if p, sick := got.CurrentPriority(); err != nil || p != -3 || !sick || got.PriorityTerm != 7 {
 		t.Fatalf("Get: %s, %v; want priority -3, unhealthy, of term 7", rank(got), err)
@@ -140,7 +142,7 @@ func TestPriorityAnnotations(t *testing.T) {
 	// keeping them) read as absent.
 	now := time.Now().UTC().Format(time.RFC3339Nano)
 	annotate(map[string]string{AnnotationPriority: "4", AnnotationUnhealthy: "true", AnnotationPriorityTerm: "8",
-		AnnotationResignRequested: now, AnnotationNextHolder: "web-3", AnnotationNextPriority: "6", AnnotationResignTerm: "8"}, 9)
+		AnnotationResignRequested: now, AnnotationNextHolder: "web-3", AnnotationNextPriority: "6", AnnotationResignTerm: "8"}, true)
 	got, err = lock.Get(ctx, "leader")
 	if p, sick := got.CurrentPriority(); err != nil || got.Term != 9 || p != 0 || sick || got.Priority != 0 || got.Unhealthy || got.PriorityTerm != 0 ||
 		got.Preempt || got.NextPriority != 0 || got.NextHolder != "" || cluster.ResignPending(got) {
@@ -149,7 +151,7 @@ func TestPriorityAnnotations(t *testing.T) {
 	// Of the Lease's term, they read as they are.
 	current := map[string]string{AnnotationPriority: "4", AnnotationUnhealthy: "true", AnnotationPriorityTerm: "9",
 		AnnotationResignRequested: now, AnnotationNextHolder: "web-3", AnnotationNextPriority: "6", AnnotationResignTerm: "9"}
-	annotate(current, 0)
+	annotate(current, false)
 	got, err = lock.Get(ctx, "leader")
 	if p, sick := got.CurrentPriority(); err != nil || p != 4 || !sick || got.PriorityTerm != 9 || !got.Preempt || got.NextPriority != 6 || got.NextHolder != "web-3" {
 		t.Fatalf("Get with annotations of term 9: %s, %v; want priority 4, unhealthy, and web-3's preemption of priority 6", rank(got), err)
@@ -162,14 +164,14 @@ func TestPriorityAnnotations(t *testing.T) {
 		{AnnotationPriorityTerm: "-1"},
 		{AnnotationNextPriority: "1.5"},
 	} {
-		annotate(bad, 0)
+		annotate(bad, false)
 		_, err := lock.Get(ctx, "leader")
 		for k := range bad {
 			if err == nil || errors.Is(err, cluster.ErrNotFound) || !strings.Contains(err.Error(), k) {
 				t.Errorf("Get with %v: %v; want an error naming %s", bad, err, k)
 			}
 		}
-		annotate(current, 0)
+		annotate(current, false)
 	}
 }
 
@@ -195,8 +197,8 @@ func TestPriorityStaleAfterClientGoTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	if a := lease.Annotations; a[AnnotationPriority] != "7" || a[AnnotationUnhealthy] != "true" || a[AnnotationPriorityTerm] != "7" ||
-		a[AnnotationNextPriority] != "9" || a[AnnotationResignTerm] != "7" || lease.Spec.LeaseTransitions == nil || *lease.Spec.LeaseTransitions != 8 {
-		t.Fatalf("the Lease client-go took: annotations %v, leaseTransitions %v; want web-1's of term 7 kept, term 8", a, lease.Spec.LeaseTransitions)
+		a[AnnotationNextPriority] != "9" || a[AnnotationResignTerm] != "7" || a[AnnotationTerm] != "7" || lease.Spec.LeaseTransitions == nil || *lease.Spec.LeaseTransitions != 1 {
+		t.Fatalf("the Lease client-go took: annotations %v, leaseTransitions %v; want web-1's of term 7 kept, 1 change of holder", a, lease.Spec.LeaseTransitions)
 	}
 	rec, err := lock.Get(ctx, "leader")
 	p, sick := rec.CurrentPriority()

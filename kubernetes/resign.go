@@ -24,11 +24,11 @@ const (
 	AnnotationResignRequested = "leasehold.dev/resign-requested-at"
 	// AnnotationNextHolder is Record.NextHolder; absent when nobody is named.
 	AnnotationNextHolder = "leasehold.dev/next-holder"
-	// AnnotationResignTerm is the spec.leaseTransitions the two annotations above were
-	// written with. A writer that does not know them (client-go's leaderelection, an older
-	// leasehold) keeps the annotations of the Lease it updates; when such a writer takes the
-	// Lease over, leaseTransitions grows, and the annotations, left from an earlier term, read
-	// as absent. A Lease annotated by hand without it has its request read as it is.
+	// AnnotationResignTerm is the term (termOf) the two annotations above were written with.
+	// A writer that does not know them (client-go's leaderelection, an older leasehold) keeps
+	// the annotations of the Lease it updates; when such a writer takes the Lease over,
+	// leaseTransitions grows, and so the term, and the annotations, left from an earlier term,
+	// read as absent. A Lease annotated by hand without it has its request read as it is.
 	AnnotationResignTerm = "leasehold.dev/resign-term"
 )
 

@@ -60,13 +60,13 @@ func TestSessionAnnotations(t *testing.T) {
 	}
 
 	// A writer that does not know the annotations takes the Lease over under the same
-	// identity: it keeps them and grows leaseTransitions. The session is not its own.
+	// identity: it keeps them and grows leaseTransitions, and so the term. The session is not
+	// its own.
 	l, err := leases.Get(ctx, "leader", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	term := int32(8)
-	l.Spec.LeaseTransitions = &term
+	*l.Spec.LeaseTransitions++
 	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestSessionAnnotations(t *testing.T) {
 
 // TestSessionStaleAfterClientGoTakeover: a client-go elector takes over a Lease a leasehold
 // instance left held (a crash): client-go keeps the session annotations and grows
-// leaseTransitions, so the record reads with no session.
+// leaseTransitions, and so the term, so the record reads with no session.
 func TestSessionStaleAfterClientGoTakeover(t *testing.T) {
 	s := api(t)
 	m := newMixed(t, s)
@@ -125,8 +125,9 @@ func TestSessionStaleAfterClientGoTakeover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := lease.Annotations; a[AnnotationSession] != "9f2c4e1a7b3d5e60" || a[AnnotationSessionTerm] != "7" || lease.Spec.LeaseTransitions == nil || *lease.Spec.LeaseTransitions != 8 {
-		t.Fatalf("the Lease client-go took: annotations %v, leaseTransitions %v; want the session of term 7 kept, term 8", a, lease.Spec.LeaseTransitions)
+	if a := lease.Annotations; a[AnnotationSession] != "9f2c4e1a7b3d5e60" || a[AnnotationSessionTerm] != "7" || a[AnnotationTerm] != "7" ||
+		lease.Spec.LeaseTransitions == nil || *lease.Spec.LeaseTransitions != 1 {
+		t.Fatalf("the Lease client-go took: annotations %v, leaseTransitions %v; want the session of term 7 kept, 1 change of holder", a, lease.Spec.LeaseTransitions)
 	}
 	rec, err := lock.Get(ctx, "leader")
 	if err != nil || rec.Holder != "cg" || rec.Session != "" || rec.Term != 8 {

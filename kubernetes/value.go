@@ -12,9 +12,9 @@ const (
 	// AnnotationValue is Record.Value; absent in a released Lease and when the holder
 	// publishes nothing.
 	AnnotationValue = "leasehold.dev/value"
-	// AnnotationValueTerm is the spec.leaseTransitions AnnotationValue was written for. A
-	// writer that does not know it (client-go's leaderelection) keeps the annotations of the
-	// Lease it takes over and grows leaseTransitions: the value, left from an earlier term,
+	// AnnotationValueTerm is the term (termOf) AnnotationValue was written for. A writer
+	// that does not know it (client-go's leaderelection) keeps the annotations of the Lease it
+	// takes over and grows leaseTransitions, and so the term: the value, left from an earlier term,
 	// then reads as absent, and the previous holder's address is not given as the new one's
 	// (V2).
 	AnnotationValueTerm = "leasehold.dev/value-term"

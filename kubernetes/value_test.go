@@ -34,7 +34,7 @@ func TestValueAnnotations(t *testing.T) {
 	if a := lease.Annotations; a[AnnotationValue] != "http://10.0.0.7:8080" || a[AnnotationValueTerm] != "7" {
 		t.Fatalf("annotations %v; want the value and term 7", a)
 	}
-	edit := func(f func(l *metav1.ObjectMeta, term *int32)) {
+	edit := func(f func(l *metav1.ObjectMeta, transitions *int32)) {
 		t.Helper()
 		l, err := leases.Get(ctx, "leader", metav1.GetOptions{})
 		if err != nil {
@@ -53,8 +53,9 @@ func TestValueAnnotations(t *testing.T) {
 		t.Fatalf("Leader: %+v, %v; want web-1 and its value", info, err)
 	}
 
-	// A writer that does not know the annotations grows leaseTransitions and keeps them.
-	edit(func(_ *metav1.ObjectMeta, term *int32) { *term = 8 })
+	// A writer that does not know the annotations takes the Lease over: it keeps them and adds
+	// 1 to leaseTransitions, and so to the term.
+	edit(func(_ *metav1.ObjectMeta, transitions *int32) { *transitions++ })
 	if got, err := lock.Get(ctx, "leader"); err != nil || got.Value != "" || got.Term != 8 {
 		t.Fatalf("Get with a value of term 7 on a Lease of term 8: %+v, %v; want term 8, no value", got, err)
 	}
