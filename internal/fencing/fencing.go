@@ -6,8 +6,7 @@
 // (a store that restarted empty, a deleted row) is created again above every term it held as
 // long as the writer's clock is not behind the clocks of those who wrote them by more than
 // the time elapsed since, and the lease changed hands less than once a second on average
-// before. Seconds keep the terms within an int32 (a Kubernetes Lease's leaseTransitions)
-// until 2092.
+// before. Seconds keep the terms within an int32 until 2092.
 package fencing
 
 import "time"
