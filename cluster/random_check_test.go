@@ -239,6 +239,12 @@ func (s *rsim) bound() (armedBound, bool) {
 			// (A holder asked to hand over releases once its callbacks have returned, which
 			// may take longer than any bound (R2): the asker, or the others as for a crashed
 			// holder, take the lease.)
+			if clean && n.open == nil {
+				// Whatever ended its leadership (a deadline as much as the request), its
+				// attempts wait for its callbacks while its record is asked: once the lease
+				// moves on, it stays left out until they have returned, as below.
+				n.handOver = true
+			}
 			continue
 		}
 		if n.handOver {
