@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/health"
+	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 // ElectionService holds what every cluster service shares: Webda's election parameters and an
@@ -59,7 +60,7 @@ type pendingRegistration struct {
 var _ cluster.Cluster = (*ElectionService)(nil)
 
 // jsonTiming names L and R as configurations write them.
-var jsonTiming = cluster.TimingNames{LeaseDuration: `parameter "leaseDuration"`, RenewInterval: `parameter "renewInterval"`}
+var jsonTiming = leaseconf.Names{LeaseDuration: `parameter "leaseDuration"`, RenewInterval: `parameter "renewInterval"`}
 
 // Validate checks the parameters, naming the one at fault (E0). A cluster service that embeds
 // ElectionService calls it first thing in Init and OpenLock, so that a bad configuration fails
@@ -70,7 +71,7 @@ func (s *ElectionService) Validate() error {
 	if err != nil {
 		return err
 	}
-	if err := cluster.CheckValue(`parameter "advertise"`, s.Advertise); err != nil {
+	if err := leaseconf.CheckValue(`parameter "advertise"`, s.Advertise); err != nil {
 		return err
 	}
 	return s.validateRank(r)
@@ -136,12 +137,12 @@ func (s *ElectionService) RankConfig(cfg *cluster.ElectorConfig) {
 // (E0): the values the election runs with, for a cluster service that opens its Lock with them
 // or a tool that reads the lease of a configuration and must judge its record by them.
 func (s *ElectionService) Timing() (l, r time.Duration, err error) {
-	return cluster.ResolveTiming(s.LeaseDuration.D(), s.RenewInterval.D(), jsonTiming)
+	return leaseconf.Timing(s.LeaseDuration.D(), s.RenewInterval.D(), jsonTiming)
 }
 
 // Lease returns the name of the lease, the default applied: the name a cluster service opens
 // its record under, and a tool that reads the configured lease looks for.
-func (s *ElectionService) Lease() string { return cluster.ResolveLeaseName(s.LeaseName) }
+func (s *ElectionService) Lease() string { return leaseconf.LeaseName(s.LeaseName) }
 
 // StartElection creates the Elector over lock and starts it; registrations made before are
 // attached to it. ctx's values are kept; its cancellation does not stop the election (Stop

@@ -12,10 +12,11 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fencing"
+	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 // ElectorConfig configures an Elector. Zero values take the defaults (DefaultLeaseDuration,
-// DefaultRenewInterval, DefaultLeaseName, see ResolveTiming); InstanceID
+// DefaultRenewInterval, DefaultLeaseName; L > 0 and 0 < R < L is checked); InstanceID
 // defaults to DefaultInstanceID() and Logger to slog.Default().
 type ElectorConfig struct {
 	Lock          Lock
@@ -149,16 +150,16 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 	if cfg.Lock == nil {
 		return nil, errors.New("cluster: ElectorConfig.Lock is nil")
 	}
-	cfg.LeaseName = ResolveLeaseName(cfg.LeaseName)
+	cfg.LeaseName = leaseconf.LeaseName(cfg.LeaseName)
 	if cfg.InstanceID == "" {
 		cfg.InstanceID = DefaultInstanceID()
 	}
-	l, r, err := ResolveTiming(cfg.LeaseDuration, cfg.RenewInterval, ElectorNames)
+	l, r, err := leaseconf.Timing(cfg.LeaseDuration, cfg.RenewInterval, leaseconf.ElectorNames)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: lease %q: %w", cfg.LeaseName, err)
 	}
 	cfg.LeaseDuration, cfg.RenewInterval = l, r
-	if err := CheckValue("ElectorConfig.Advertise", cfg.Advertise); err != nil {
+	if err := leaseconf.CheckValue("ElectorConfig.Advertise", cfg.Advertise); err != nil {
 		return nil, fmt.Errorf("cluster: lease %q: %w", cfg.LeaseName, err)
 	}
 	rank, err := resolveRank(cfg)

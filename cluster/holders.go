@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 // SlotNamer is implemented by a Lock whose record names cannot take SlotName's default form
@@ -19,7 +21,7 @@ type SlotNamer interface {
 // (H1): the lease's own name when n is 1, so that one holder is exactly the election of
 // Elector; otherwise NAME/slot, or what lock's SlotName says.
 func SlotName(lock Lock, lease string, slot, n int) string {
-	lease = ResolveLeaseName(lease)
+	lease = leaseconf.LeaseName(lease)
 	if n <= 1 {
 		return lease
 	}
@@ -68,7 +70,7 @@ var _ Cluster = (*Holders)(nil)
 // NewElector checks it (E0); n must be at least 1. cfg.Observer receives the events of every
 // slot: Event.Lease is the slot's record name.
 func NewHolders(cfg ElectorConfig, n int) (*Holders, error) {
-	cfg.LeaseName = ResolveLeaseName(cfg.LeaseName)
+	cfg.LeaseName = leaseconf.LeaseName(cfg.LeaseName)
 	if n < 1 {
 		return nil, fmt.Errorf("cluster: lease %q: %d holders: want at least 1", cfg.LeaseName, n)
 	}

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 // ErrHeld is returned, wrapped, by Locker.TryAcquire when a live holder has the key (P3).
@@ -72,7 +74,7 @@ func NewLocker(cfg LockerConfig) (*Locker, error) {
 	if cfg.Lock == nil {
 		return nil, errors.New("cluster: LockerConfig.Lock is nil")
 	}
-	l, r, err := ResolveTiming(cfg.LeaseDuration, cfg.RenewInterval, ElectorNames)
+	l, r, err := leaseconf.Timing(cfg.LeaseDuration, cfg.RenewInterval, leaseconf.ElectorNames)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: Locker: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 // PartitionsConfig configures a partitioned election: K partitions, each a record of its own
@@ -90,11 +92,11 @@ type ownership struct {
 
 // RosterName returns the name of the roster of the partitioned election name (D5): where to
 // read its members (Roster.Members) from a tool that does not run the election.
-func RosterName(name string) string { return ResolveLeaseName(name) + ".members" }
+func RosterName(name string) string { return leaseconf.LeaseName(name) + ".members" }
 
 // NewPartitions checks cfg and returns a partitioned election, not started.
 func NewPartitions(cfg PartitionsConfig) (*Partitions, error) {
-	name := ResolveLeaseName(cfg.LeaseName)
+	name := leaseconf.LeaseName(cfg.LeaseName)
 	switch {
 	case cfg.Lock == nil:
 		return nil, errors.New("cluster: PartitionsConfig.Lock is nil")

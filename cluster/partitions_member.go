@@ -8,13 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 // memberLeaseName names the member lease of instance id in the partitioned election name (D10):
 // a hash of the ID, so that any ID makes a name every Lock accepts.
 func memberLeaseName(name, id string) string {
 	sum := sha256.Sum256([]byte(id))
-	return ResolveLeaseName(name) + ".member-" + hex.EncodeToString(sum[:8])
+	return leaseconf.LeaseName(name) + ".member-" + hex.EncodeToString(sum[:8])
 }
 
 // partitionSession is the Session a member writes in the records of the partitions it claims:

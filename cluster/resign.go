@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 var (
@@ -54,7 +56,7 @@ func resign(ctx context.Context, lock Lock, name, to string, preempt bool) (Reco
 	if lock == nil {
 		return Record{}, errors.New("cluster: Resign: the Lock is nil")
 	}
-	name = ResolveLeaseName(name)
+	name = leaseconf.LeaseName(name)
 	lock = recoverLock{lock}
 	for {
 		rec, err := lock.Get(ctx, name)

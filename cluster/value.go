@@ -4,26 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 // MaxValueBytes bounds the value a holder publishes (V1): it travels in every renewal, and a
 // Kubernetes annotation or a store document is no place for a payload.
-const MaxValueBytes = 1024
-
-// CheckValue returns an error naming name (the flag or parameter that set v) when v cannot be
-// published: longer than MaxValueBytes, or more than one line (V1). Readers print the value
-// alone on a line (leasehold leader), so a line break would make two answers of one.
-func CheckValue(name, v string) error {
-	if len(v) > MaxValueBytes {
-		return fmt.Errorf("%s: the value is %d bytes, at most %d", name, len(v), MaxValueBytes)
-	}
-	if strings.ContainsAny(v, "\r\n") {
-		return fmt.Errorf("%s: the value must be one line", name)
-	}
-	return nil
-}
+const MaxValueBytes = leaseconf.MaxValueBytes
 
 // CurrentValue returns the value the holder of r published for its current term, "" when the
 // record is released or its value was written for another term (V2): a writer that does not
@@ -79,7 +67,7 @@ func Leader(ctx context.Context, lock Lock, name string) (LeaderInfo, error) {
 	if lock == nil {
 		return LeaderInfo{}, errors.New("cluster: Leader: the Lock is nil")
 	}
-	name = ResolveLeaseName(name)
+	name = leaseconf.LeaseName(name)
 	rec, err := recoverLock{lock}.Get(ctx, name)
 	if errors.Is(err, ErrNotFound) {
 		return LeaderInfo{}, nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 // ObserveConfig configures Observe.
@@ -42,7 +44,7 @@ func Observe(ctx context.Context, cfg ObserveConfig) (<-chan Record, error) {
 	if cfg.Lock == nil {
 		return nil, errors.New("cluster: ObserveConfig.Lock is nil")
 	}
-	cfg.LeaseName = ResolveLeaseName(cfg.LeaseName)
+	cfg.LeaseName = leaseconf.LeaseName(cfg.LeaseName)
 	if cfg.Interval < 0 {
 		return nil, fmt.Errorf("cluster: lease %q: ObserveConfig.Interval %v must be positive", cfg.LeaseName, cfg.Interval)
 	}

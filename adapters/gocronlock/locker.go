@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/go-co-op/gocron/v2"
+
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 // ErrLate is returned, wrapped, by Locker.Lock when it could take the key only after a
@@ -55,7 +57,7 @@ var _ gocron.Locker = (*Locker)(nil)
 
 // NewLocker checks cfg and returns a Locker. Errors name the parameter at fault.
 func NewLocker(cfg LockerConfig) (*Locker, error) {
-	l, r, err := cluster.ResolveTiming(cfg.LeaseDuration, cfg.RenewInterval, cluster.ElectorNames)
+	l, r, err := leaseconf.Timing(cfg.LeaseDuration, cfg.RenewInterval, leaseconf.ElectorNames)
 	if err != nil {
 		return nil, fmt.Errorf("gocronlock: NewLocker: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/leaseconf"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -178,7 +179,7 @@ func (l *electionLog) logStop(stop func(context.Context) error) func(context.Con
 }
 
 // configTiming names L and R as a configuration writes them.
-var configTiming = cluster.TimingNames{LeaseDuration: `parameter "leaseDuration"`, RenewInterval: `parameter "renewInterval"`}
+var configTiming = leaseconf.Names{LeaseDuration: `parameter "leaseDuration"`, RenewInterval: `parameter "renewInterval"`}
 
 // clusterTypes are the cluster services the command drives: the first service of one of these
 // types is the configuration's cluster service. A cluster type of the application's own is

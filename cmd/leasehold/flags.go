@@ -16,6 +16,7 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/health"
+	"github.com/leasehold/leasehold/internal/leaseconf"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -200,7 +201,7 @@ const (
 
 // checkFloors refuses an L or an R below the command's floors, saying why, in the names of
 // whoever wrote them.
-func checkFloors(l, r time.Duration, names cluster.TimingNames) error {
+func checkFloors(l, r time.Duration, names leaseconf.Names) error {
 	if err := checkLeaseFloor(l, names.LeaseDuration); err != nil {
 		return err
 	}
@@ -289,7 +290,7 @@ func (c *commonFlags) rankConfig(cfg *cluster.ElectorConfig) {
 }
 
 // flagTiming names L and R as the command line writes them.
-var flagTiming = cluster.TimingNames{LeaseDuration: "--lease-duration", RenewInterval: "--renew-interval"}
+var flagTiming = leaseconf.Names{LeaseDuration: "--lease-duration", RenewInterval: "--renew-interval"}
 
 // validate checks the flags once parsed, naming the one at fault, and fills in the default
 // store.
@@ -313,7 +314,7 @@ func (c *commonFlags) validate(fs *flag.FlagSet, usage string) error {
 	if err := checkFloors(c.leaseDuration, c.renewInterval, flagTiming); err != nil {
 		return badInput(usage, "%v", err)
 	}
-	if _, _, err := cluster.ResolveTiming(c.leaseDuration, c.renewInterval, flagTiming); err != nil {
+	if _, _, err := leaseconf.Timing(c.leaseDuration, c.renewInterval, flagTiming); err != nil {
 		return badInput(usage, "%v", err)
 	}
 	if c.logFormat != "text" && c.logFormat != "json" {

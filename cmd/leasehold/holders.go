@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/leaseconf"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -55,7 +56,7 @@ func holdersElection(cfg cluster.ElectorConfig, n int, elog *electionLog, where,
 		return nil, badInput(usage, "%v", err)
 	}
 	return &election{
-		lease: cluster.ResolveLeaseName(cfg.LeaseName), id: cfg.InstanceID, l: cfg.LeaseDuration, r: cfg.RenewInterval,
+		lease: leaseconf.LeaseName(cfg.LeaseName), id: cfg.InstanceID, l: cfg.LeaseDuration, r: cfg.RenewInterval,
 		where: where, urlEnv: urlEnv,
 		Cluster: h,
 		start:   h.Start,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/leaseconf"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -71,7 +72,7 @@ func newPartitionsElection(ctx context.Context, f *commonFlags, k, maxMoves int,
 		_ = pe.close(context.WithoutCancel(ctx))
 		return nil, badInput(usage, "--partitions %d: %v", k, err)
 	}
-	pe.p, pe.lease, pe.id, pe.l, pe.r = p, cluster.ResolveLeaseName(cfg.LeaseName), p.InstanceID(), cfg.LeaseDuration, cfg.RenewInterval
+	pe.p, pe.lease, pe.id, pe.l, pe.r = p, leaseconf.LeaseName(cfg.LeaseName), p.InstanceID(), cfg.LeaseDuration, cfg.RenewInterval
 	return pe, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/leaseconf"
 	leaseholdprom "github.com/leasehold/leasehold/metrics/prometheus"
 	"github.com/leasehold/leasehold/store/driver"
 )
@@ -233,7 +234,7 @@ func (o *runOptions) check(fs *flag.FlagSet) error {
 	if f.set["hold-at-least"] && o.restart {
 		return badInput(runUsage, "--hold-at-least and --restart cannot be used together: with --restart CMD never finishes")
 	}
-	if err := cluster.CheckValue("--advertise", f.advertise); err != nil {
+	if err := leaseconf.CheckValue("--advertise", f.advertise); err != nil {
 		return badInput(runUsage, "%v", err)
 	}
 	if err := f.validateRank(runUsage); err != nil {
