@@ -57,7 +57,7 @@ func TestE5AnswerAfterTheDeadline(t *testing.T) {
 		if !e.IsLeader() {
 			t.Fatal("a does not lead at start")
 		}
-		faults.set(func(f *faultStore) { f.latency = 2400 * time.Millisecond }) // Get + Patch: 4.8s
+		faults.Set(func(f *faultStore) { f.Latency = 2400 * time.Millisecond }) // Get + Patch: 4.8s
 		w.at(sec(10.2))
 		if e.IsLeader() {
 			t.Fatal("IsLeader is true at 10.2s, after the deadline at 10s")

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -25,6 +26,12 @@ type ElectorConfig struct {
 	RenewInterval time.Duration // R: time between two attempts, lower than L
 	InstanceID    string
 	Logger        *slog.Logger
+
+	// Session is the token this Elector writes beside InstanceID in the records it holds, to
+	// tell its own records from another process's under the same ID (E12): a random one when
+	// empty, as it should be. Electors that share one are one process to the election, so
+	// only Electors that never run on one lease at once may: the keys of a per-key lock.
+	Session string
 
 	// Observer, when set, receives every Event of the election, in order, on the election's
 	// goroutine: it must return quickly (hand the event to a channel or a counter) and must
@@ -175,7 +182,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		lock:     recoverLock{cfg.Lock},
 		name:     cfg.LeaseName,
 		id:       cfg.InstanceID,
-		session:  newSession(),
+		session:  cmp.Or(cfg.Session, newSession()),
 		l:        cfg.LeaseDuration,
 		r:        cfg.RenewInterval,
 		log:      log,

@@ -78,7 +78,7 @@ func TestE1AttemptSchedule(t *testing.T) {
 
 		// Each store call now takes 6 s: a renewal (one write on the revision held, E10) takes
 		// 6 s > R.
-		a.faults.set(func(f *faultStore) { f.latency = 6 * time.Second })
+		a.faults.Set(func(f *faultStore) { f.Latency = 6 * time.Second })
 		a.mu.Lock()
 		a.events = nil
 		a.mu.Unlock()
@@ -176,8 +176,8 @@ func TestE2LostRaceIsAFailure(t *testing.T) {
 		a := w.node("a", 0, 0).start()
 		w.at(sec(1))
 		n := 0
-		a.faults.set(func(f *faultStore) {
-			f.beforeWrite = func() {
+		a.faults.Set(func(f *faultStore) {
+			f.BeforeWrite = func() {
 				// Another writer changes the record's revision just before each of a's writes.
 				n++
 				_ = w.mem.Patch(context.Background(), "cluster:leader", map[string]any{"revision": fmt.Sprint("other", n)}, nil)
@@ -197,7 +197,7 @@ func TestE2LostRaceIsAFailure(t *testing.T) {
 		if got := a.deTimes(); len(got) != 1 || w.rel(got[0]) != sec(5) {
 			t.Fatalf("deregistered at %v; want once at 5s", got)
 		}
-		a.faults.set(func(f *faultStore) { f.beforeWrite = nil }) // let Stop release
+		a.faults.Set(func(f *faultStore) { f.BeforeWrite = nil }) // let Stop release
 	})
 }
 
@@ -209,7 +209,7 @@ func TestE3AttemptTimeout(t *testing.T) {
 		w.at(0)
 		b := w.node("b", 0, 0).start()
 		w.at(sec(1))
-		b.faults.set(func(f *faultStore) { f.hang = true })
+		b.faults.Set(func(f *faultStore) { f.Hang = true })
 		w.at(sec(16))
 		fails := b.eventsOf(AttemptFailed)
 		if len(fails) != 1 || fails[0].Reason != ReasonTimeout || w.rel(fails[0].Time) != sec(15) {
@@ -217,15 +217,15 @@ func TestE3AttemptTimeout(t *testing.T) {
 		}
 		// A lock that ignores its context: the attempt still counts as failed at L-R, and no
 		// other attempt starts while it is in flight (attempts never overlap).
-		b.faults.set(func(f *faultStore) { f.hang, f.ignore = true, true })
+		b.faults.Set(func(f *faultStore) { f.Hang, f.Ignore = true, true })
 		w.at(sec(40))
-		calls := func() int { b.faults.mu.Lock(); defer b.faults.mu.Unlock(); return b.faults.calls }
+		calls := b.faults.Calls
 		before := calls()
 		w.at(sec(100))
 		if got := calls(); got != before {
 			t.Fatalf("b made %d store calls while an attempt was stuck; want 0", got-before)
 		}
-		b.faults.heal()
+		b.faults.Heal()
 		w.at(sec(106))
 		if calls() == before {
 			t.Fatal("b made no attempt after the stuck one returned")
@@ -242,7 +242,7 @@ func TestE4LeaderStopsAtOnceOnError(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
 		w.at(sec(1))
-		a.faults.set(func(f *faultStore) { f.err = errInjected })
+		a.faults.Set(func(f *faultStore) { f.Err = errInjected })
 		w.at(sec(5))
 		if a.e.IsLeader() {
 			t.Fatal("a leads after a failed attempt at 5s")
@@ -255,7 +255,7 @@ func TestE4LeaderStopsAtOnceOnError(t *testing.T) {
 			t.Fatalf("deregistered ran at %v; want once at 5s", got)
 		}
 		// Healed: it leads again at its next attempt, the record being held by itself.
-		a.faults.heal()
+		a.faults.Heal()
 		w.at(sec(10))
 		if !a.e.IsLeader() {
 			t.Fatal("a does not lead again after the store healed")
@@ -287,7 +287,7 @@ func TestE5DeadlineWhileAttemptPending(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
 		w.at(sec(6)) // last successful attempt: the one at 5s
-		a.faults.set(func(f *faultStore) { f.hang = true })
+		a.faults.Set(func(f *faultStore) { f.Hang = true })
 		w.at(sec(15) - time.Nanosecond)
 		if !a.e.IsLeader() {
 			t.Fatal("a stopped leading before 15s")
@@ -322,7 +322,7 @@ func TestE5LateSuccessDoesNotLead(t *testing.T) {
 		// L = 20s, R = 5s: deadline (L+R)/2 = 12.5s, timeout L-R = 15s. Each store call takes
 		// 7s, so read + create answer at 14s: after the deadline, before the timeout.
 		a := w.node("a", 20*time.Second, 5*time.Second)
-		a.faults.set(func(f *faultStore) { f.latency = 7 * time.Second })
+		a.faults.Set(func(f *faultStore) { f.Latency = 7 * time.Second })
 		a.start()
 		w.at(sec(14))
 		if a.e.IsLeader() {
@@ -352,8 +352,8 @@ func TestE6CrashTakeoverOnOwnClock(t *testing.T) {
 		b := w.node("b", 0, 0).start() // attempts at 4.999, 9.999, 14.999, ...
 		w.at(sec(5))
 		// A leader whose clock is far behind: its renewedAt is years old. b must not care.
-		a.faults.set(func(f *faultStore) {
-			f.beforeWrite = func() {}
+		a.faults.Set(func(f *faultStore) {
+			f.BeforeWrite = func() {}
 		})
 		if err := w.mem.Patch(context.Background(), "cluster:leader", map[string]any{"renewedAt": "1990-01-01T00:00:00Z"}, nil); err != nil {
 			t.Fatal(err)
@@ -549,7 +549,7 @@ func (panicLock) Update(context.Context, string, Record) (Record, error) { panic
 func TestE8ErrorsLoggedAndRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &logCapture{}
-		e, err := NewElector(ElectorConfig{Lock: panicLock{}, LeaseName: "jobs", InstanceID: "a", Logger: logs.logger()})
+		e, err := NewElector(ElectorConfig{Lock: panicLock{}, LeaseName: "jobs", InstanceID: "a", Logger: logs.Logger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -558,9 +558,9 @@ func TestE8ErrorsLoggedAndRetried(t *testing.T) {
 		}
 		time.Sleep(11 * time.Second)
 		synctest.Wait()
-		recs := logs.find("leasehold: attempt failed")
+		recs := logs.Find("leasehold: attempt failed")
 		if len(recs) != 3 { // attempts at 0, 5, 10
-			t.Fatalf("logged %d failed attempts; want 3 (at 0s, 5s, 10s): %v", len(recs), logs.all())
+			t.Fatalf("logged %d failed attempts; want 3 (at 0s, 5s, 10s): %v", len(recs), logs.All())
 		}
 		for _, r := range recs {
 			if r["lease"] != "jobs" || r["instance"] != "a" || r["level"] != "WARN" || !strings.Contains(fmt.Sprint(r["error"]), "panicked: boom") {
@@ -608,7 +608,7 @@ func TestE7StopReleasesAfterLostRenewalAnswer(t *testing.T) {
 		w.at(0)
 		b := w.node("b", 0, 0).start()
 		w.at(sec(1))
-		a.faults.set(func(f *faultStore) { f.writeThenHang = true })
+		a.faults.Set(func(f *faultStore) { f.WriteThenHang = true })
 		w.at(sec(6)) // a's renewal of 5s wrote the record, its answer hangs
 		if err := a.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)

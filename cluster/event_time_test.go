@@ -49,7 +49,7 @@ func TestW7StoppedLeadingTimeIsTheDeadline(t *testing.T) {
 		if !e.IsLeader() {
 			t.Fatal("a does not lead at 6s")
 		}
-		fs.set(func(f *faultStore) { f.err = errors.New("injected") })
+		fs.Set(func(f *faultStore) { f.Err = errors.New("injected") })
 		time.Sleep(14 * time.Second) // to 20s: the attempt at 10s failed, the deadline was 15s
 		synctest.Wait()
 		mu.Lock()

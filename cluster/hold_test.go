@@ -83,7 +83,7 @@ func TestC6StopNotBeforeEnds(t *testing.T) {
 			w.at(sec(1))
 			res := w.stopNotBefore(context.Background(), a, sec(60))
 			w.at(sec(7))
-			a.faults.set(func(f *faultStore) { f.err = errInjected }) // the attempt at 10s fails
+			a.faults.Set(func(f *faultStore) { f.Err = errInjected }) // the attempt at 10s fails
 			w.at(sec(10))
 			if r, ok := returned(res); !ok || r.at != sec(10) {
 				t.Fatalf("StopNotBefore returned %v at %v (%v); want at 10s, when the leadership was lost", ok, r.at, r.err)

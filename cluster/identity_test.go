@@ -21,7 +21,7 @@ func TestE12TwoProcessesOneInstanceID(t *testing.T) {
 				logs := &logCapture{}
 				a := w.node("web-1", 0, 0).start()
 				w.at(sec(1))
-				b := w.nodeWith("web-1", 0, 0, logs.logger()).start()
+				b := w.nodeWith("web-1", 0, 0, logs.Logger()).start()
 				// a renews at 0, 5, ..., 30 s; it ends at 32 s.
 				for d := sec(1); d <= sec(32); d += sec(0.25) {
 					w.at(d)
@@ -35,7 +35,7 @@ func TestE12TwoProcessesOneInstanceID(t *testing.T) {
 				if got := b.eventsOf(BecameLeader); len(got) != 0 {
 					t.Fatalf("b (the second web-1) became leader while a led: %+v", got)
 				}
-				warns := logs.find("leasehold: another process uses this instance ID: following its leadership; give each process an ID of its own")
+				warns := logs.Find("leasehold: another process uses this instance ID: following its leadership; give each process an ID of its own")
 				if len(warns) != 1 || warns[0]["level"] != "WARN" || warns[0]["lease"] != "leader" || warns[0]["instance"] != "web-1" {
 					t.Fatalf("warnings %v; want one at WARN naming the lease and the instance ID", warns)
 				}
@@ -62,7 +62,7 @@ func TestE12TwoProcessesOneInstanceID(t *testing.T) {
 				if a.e.IsLeader() {
 					t.Fatal("a still leads")
 				}
-				if n := len(logs.find("leasehold: another process uses this instance ID: following its leadership; give each process an ID of its own")); n != 1 {
+				if n := len(logs.Find("leasehold: another process uses this instance ID: following its leadership; give each process an ID of its own")); n != 1 {
 					t.Fatalf("%d warnings in all; want one per Elector", n)
 				}
 			})
@@ -77,9 +77,9 @@ func TestE11NewTermAfterLostLeadership(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
 		w.at(sec(4))
-		a.faults.set(func(f *faultStore) { f.err = errInjected }) // the attempt at 5 s fails
+		a.faults.Set(func(f *faultStore) { f.Err = errInjected }) // the attempt at 5 s fails
 		w.at(sec(6))
-		a.faults.heal()
+		a.faults.Heal()
 		if a.e.IsLeader() {
 			t.Fatal("a leads after a failed attempt (E4)")
 		}

@@ -27,7 +27,7 @@ func TestLostCreationRaceLoggedAtInfo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &logCapture{}
 		var events []Event
-		e, err := NewElector(ElectorConfig{Lock: createLostLock{}, LeaseName: "jobs", InstanceID: "a", Logger: logs.logger(),
+		e, err := NewElector(ElectorConfig{Lock: createLostLock{}, LeaseName: "jobs", InstanceID: "a", Logger: logs.Logger(),
 			Observer: func(ev Event) { events = append(events, ev) }})
 		if err != nil {
 			t.Fatal(err)
@@ -40,10 +40,10 @@ func TestLostCreationRaceLoggedAtInfo(t *testing.T) {
 		if err := e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if recs := logs.find("leasehold: attempt failed"); len(recs) != 0 {
+		if recs := logs.Find("leasehold: attempt failed"); len(recs) != 0 {
 			t.Errorf("a lost creation race logged as a failed attempt: %v", recs)
 		}
-		recs := logs.find("leasehold: lost the race to create the lease")
+		recs := logs.Find("leasehold: lost the race to create the lease")
 		if len(recs) != 1 || recs[0]["level"] != "INFO" {
 			t.Errorf("lost-race records %v, want one at INFO", recs)
 		}

@@ -125,7 +125,7 @@ func TestD8CrashClaimsSoonAfterTheTakeover(t *testing.T) {
 		const call = 200 * time.Millisecond
 		start := func(id string) *pmember {
 			fs := newFaultStore(w.mem)
-			fs.set(func(f *faultStore) { f.latency = call })
+			fs.Set(func(f *faultStore) { f.Latency = call })
 			p, err := NewPartitions(PartitionsConfig{
 				Lock: NewStoreLock(watchingStore{fs}), LeaseName: "work", Partitions: k, LeaseDuration: testL, RenewInterval: testR,
 				InstanceID: id, Logger: quietLogger(),
@@ -375,9 +375,9 @@ func TestD6WatchFailuresLoggedOncePerR(t *testing.T) {
 		const k = 8
 		lock := NewStoreLock(w.mem)
 		var logs logCapture
-		startPartitions(t, failingWatchLock{Lock: lock, Roster: lock.(Roster)}, k, logs.logger())
+		startPartitions(t, failingWatchLock{Lock: lock, Roster: lock.(Roster)}, k, logs.Logger())
 		w.at(3*testR + testR/2)
-		lines := logs.find("leasehold: partitions: watch ended, read and watched again R later")
+		lines := logs.Find("leasehold: partitions: watch ended, read and watched again R later")
 		// The k watches fail at the start, then again R later, each R: a line each time.
 		if len(lines) < 3 || len(lines) > 4 {
 			t.Fatalf("%d lines about the failed watches over 3.5 R; want one per R: %v", len(lines), lines)

@@ -88,14 +88,14 @@ func runPartitionsSeed(t *testing.T, seed uint64) {
 			ctx, cancel := context.WithTimeout(context.Background(), testL)
 			go func() { defer cancel(); _ = m.p.Stop(ctx) }()
 		case r < 6:
-			m.faults.set(func(f *faultStore) { f.err = errInjected })
-			time.AfterFunc(time.Duration(rng.Int64N(int64(30*time.Second))), m.faults.heal)
+			m.faults.Set(func(f *faultStore) { f.Err = errInjected })
+			time.AfterFunc(time.Duration(rng.Int64N(int64(30*time.Second))), m.faults.Heal)
 		case r < 8:
-			m.faults.set(func(f *faultStore) { f.hang = true })
-			time.AfterFunc(time.Duration(rng.Int64N(int64(30*time.Second))), m.faults.heal)
+			m.faults.Set(func(f *faultStore) { f.Hang = true })
+			time.AfterFunc(time.Duration(rng.Int64N(int64(30*time.Second))), m.faults.Heal)
 		default:
-			m.faults.set(func(f *faultStore) { f.latency = testL - testR + time.Second })
-			time.AfterFunc(time.Duration(rng.Int64N(int64(30*time.Second))), m.faults.heal)
+			m.faults.Set(func(f *faultStore) { f.Latency = testL - testR + time.Second })
+			time.AfterFunc(time.Duration(rng.Int64N(int64(30*time.Second))), m.faults.Heal)
 		}
 	}
 	// Calm: every fault healed, every member back.

@@ -103,13 +103,13 @@ func TestQ2WindowRestartsWhenLeadingEnds(t *testing.T) {
 		w.at(sec(1))
 		a := w.watchNode("a", nil).start()
 		w.at(sec(19))
-		b.faults.set(func(f *faultStore) { f.err = errInjected })
+		b.faults.Set(func(f *faultStore) { f.Err = errInjected })
 		w.at(sec(20))
 		if b.e.IsLeader() {
 			t.Fatal("b still leads after its renewal failed")
 		}
 		w.at(sec(36))
-		b.faults.heal()
+		b.faults.Heal()
 		w.at(sec(40))
 		if got := w.times(a.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(30))) {
 			t.Fatalf("a became leader at %v; want 30s", got)
@@ -403,14 +403,14 @@ func TestQ2RequestSeenOnceWritten(t *testing.T) {
 		ranked(b.e, 5, sec(30))
 		b.start() // 1, 6, ..., asks at 31
 		w.at(sec(30.5))
-		b.faults.set(func(f *faultStore) { f.beforeWrite = func() { time.Sleep(2 * time.Second) } })
+		b.faults.Set(func(f *faultStore) { f.BeforeWrite = func() { time.Sleep(2 * time.Second) } })
 		w.at(sec(32))
 		a.crash()
 		w.at(sec(33))
 		if rec := w.record(); rec["nextHolder"] != "b" || rec["preempt"] != true {
 			t.Fatalf("record at 33s: %v; want a's with b's request", rec)
 		}
-		b.faults.set(func(f *faultStore) { f.beforeWrite = nil })
+		b.faults.Set(func(f *faultStore) { f.BeforeWrite = nil })
 		w.at(sec(48) - time.Nanosecond)
 		if b.e.IsLeader() {
 			t.Fatal("b took over before L had passed since its request landed")

@@ -19,7 +19,7 @@ import (
 type watchingStore struct{ *faultStore }
 
 func (s watchingStore) Watch(ctx context.Context, key string, fn func(store.Change)) error {
-	return s.inner.(store.Watcher).Watch(ctx, key, fn)
+	return s.Inner().(store.Watcher).Watch(ctx, key, fn)
 }
 
 // countLock counts the calls an Elector makes to its Lock and controls its watch: cut it with
@@ -422,9 +422,9 @@ func TestE9HeartbeatsDoNotPutOffAFailedTakeover(t *testing.T) {
 		w.at(sec(12))
 		a.crash() // last renewal at 10s: expires for b at 25s
 		w.at(sec(24))
-		b.faults.set(func(f *faultStore) { f.err = errInjected })
+		b.faults.Set(func(f *faultStore) { f.Err = errInjected })
 		w.at(sec(26)) // the takeover at 25s failed
-		b.faults.heal()
+		b.faults.Heal()
 		if got := b.eventsOf(AttemptFailed); len(got) != 1 || w.rel(got[0].Time) != sec(25) {
 			t.Fatalf("b's failed attempts: %v; want one at 25s", got)
 		}
@@ -530,7 +530,7 @@ func TestE9UnsupportedPollsAfterOneLogLine(t *testing.T) {
 		w.at(sec(1))
 		n := &node{t: t, faults: newFaultStore(w.mem)}
 		cl := &countLock{inner: NewStoreLock(watchingStore{n.faults}), unsupported: true}
-		e, err := NewElector(ElectorConfig{Lock: cl, LeaseName: "leader", LeaseDuration: testL, RenewInterval: testR, InstanceID: "b", Logger: logs.logger()})
+		e, err := NewElector(ElectorConfig{Lock: cl, LeaseName: "leader", LeaseDuration: testL, RenewInterval: testR, InstanceID: "b", Logger: logs.Logger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -540,7 +540,7 @@ func TestE9UnsupportedPollsAfterOneLogLine(t *testing.T) {
 		if got := cl.counts(); got != (lockCounts{gets: 7, watches: 1}) {
 			t.Fatalf("b's calls by 31.5s: %+v; want reads at 1, 6, ..., 31s and one watch", got)
 		}
-		recs := logs.find("leasehold: lease watch not supported, polling every R")
+		recs := logs.Find("leasehold: lease watch not supported, polling every R")
 		if len(recs) != 1 || recs[0]["level"] != "INFO" {
 			t.Fatalf("log lines about the watch: %v; want one at INFO", recs)
 		}

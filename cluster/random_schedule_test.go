@@ -175,18 +175,18 @@ func (s *rsim) fault(n *rnode, kind string) {
 	}
 	s.heal(n) // lets calls blocked past their context go on before the new fault
 	n.mu.Lock()
-	n.f.set(func(f *faultStore) {
+	n.f.Set(func(f *faultStore) {
 		switch kind {
 		case "latency-small", "latency-band", "latency-high":
-			f.latency = latency
+			f.Latency = latency
 		case "error":
-			f.err = fmt.Errorf("store of %s: %w", n.id, errInjected)
+			f.Err = fmt.Errorf("store of %s: %w", n.id, errInjected)
 		case "hang":
-			f.hang = true
+			f.Hang = true
 		case "hang-ignoring-ctx":
-			f.hang, f.ignore = true, true
+			f.Hang, f.Ignore = true, true
 		case "write-then-hang":
-			f.writeThenHang = true
+			f.WriteThenHang = true
 		}
 	})
 	n.clean = false
@@ -219,7 +219,7 @@ func (s *rsim) partition(live []*rnode) {
 }
 
 func (s *rsim) heal(n *rnode) {
-	n.f.heal()
+	n.f.Heal()
 	n.mu.Lock()
 	n.maybeCleanLocked()
 	n.mu.Unlock()

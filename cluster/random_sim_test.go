@@ -313,7 +313,7 @@ func (s *rsim) finish() {
 // behind; it does nothing after finish.
 func (s *rsim) teardown() {
 	for _, n := range s.nodes {
-		n.f.heal()
+		n.f.Heal()
 	}
 	for _, n := range s.nodes {
 		switch n.state {

@@ -166,11 +166,7 @@ func (s recStore) Delete(ctx context.Context, key string, cond *store.Condition)
 // before a heal and still runs after it.
 type trackStore struct{ n *rnode }
 
-func faultsClear(f *faultStore) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.latency == 0 && f.err == nil && !f.hang && !f.writeThenHang
-}
+func faultsClear(f *faultStore) bool { return f.Clear() }
 
 func (s trackStore) begin() bool {
 	if faultsClear(s.n.f) {

@@ -85,9 +85,8 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 	n := s.n
 	defer func() { n.trace("watch ends: %v", err) }()
 	// The establishment is a request: it fails, hangs or waits as the store's calls do.
-	n.f.mu.Lock()
-	latency, ferr, hang, release := n.f.latency, n.f.err, n.f.hang, n.f.release
-	n.f.mu.Unlock()
+	st := n.f.State()
+	latency, ferr, hang, release := st.Latency, st.Err, st.Hang, st.Released
 	switch {
 	case ferr != nil:
 		return ferr
@@ -172,9 +171,8 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 			return ctx.Err()
 		case <-timer.C:
 		case <-beats:
-			n.f.mu.Lock()
-			ferr, hang := n.f.err, n.f.hang
-			n.f.mu.Unlock()
+			st := n.f.State()
+			ferr, hang := st.Err, st.Hang
 			if ferr != nil {
 				return ferr
 			}
@@ -193,9 +191,7 @@ func (s trackStore) Watch(ctx context.Context, key string, fn func(store.Change)
 			docs := sub.docs
 			sub.docs = nil
 			sub.mu.Unlock()
-			n.f.mu.Lock()
-			ferr := n.f.err
-			n.f.mu.Unlock()
+			ferr := n.f.State().Err
 			if ferr != nil {
 				return ferr // the connection is gone with the store's
 			}

@@ -204,9 +204,9 @@ func TestR2RequestDuringRenewal(t *testing.T) {
 		w.at(sec(1))
 		b := w.node("b", 0, 0).start()
 		w.at(sec(2))
-		a.faults.set(func(f *faultStore) {
-			f.beforeWrite = func() {
-				a.faults.set(func(f *faultStore) { f.beforeWrite = nil }) // once
+		a.faults.Set(func(f *faultStore) {
+			f.BeforeWrite = func() {
+				a.faults.Set(func(f *faultStore) { f.BeforeWrite = nil }) // once
 				if _, err := Resign(context.Background(), NewStoreLock(w.mem), "leader", "b"); err != nil {
 					t.Errorf("Resign: %v", err)
 				}

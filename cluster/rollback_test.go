@@ -74,7 +74,7 @@ func TestRollbackToARevisionSeenBefore(t *testing.T) {
 				w.at(sec(12))         // b saw the renewals of 5 and 10 s
 				// The primary dies; the replica promoted had only A. The old leader cannot
 				// reach it: its renewal at 15 s hangs, and it leads until 10 + (L + R)/2.
-				a.faults.set(func(f *faultStore) { f.hang = true })
+				a.faults.Set(func(f *faultStore) { f.Hang = true })
 				if err := rb.rollback(snap, mode.silent); err != nil {
 					t.Fatal(err)
 				}
@@ -115,11 +115,11 @@ func TestRollbackToOwnOldRecord(t *testing.T) {
 				snap := rb.snapshot() // b's record, term 1
 				a := w.rollbackNode("a", rb, mode.watch).start()
 				w.at(sec(2))
-				b.faults.set(func(f *faultStore) { f.err = errInjected }) // b stops leading at 5 s
+				b.faults.Set(func(f *faultStore) { f.Err = errInjected }) // b stops leading at 5 s
 				w.at(sec(17))                                             // a took over at 16 s: term 2
-				b.faults.set(func(f *faultStore) { f.err = nil })
+				b.faults.Set(func(f *faultStore) { f.Err = nil })
 				w.at(sec(22)) // b follows a since its attempt at 20 s; a renewed at 21 s
-				a.faults.set(func(f *faultStore) { f.hang = true })
+				a.faults.Set(func(f *faultStore) { f.Hang = true })
 				if err := rb.rollback(snap, mode.silent); err != nil {
 					t.Fatal(err)
 				}
@@ -162,7 +162,7 @@ func TestRollbackToAnOldRelease(t *testing.T) {
 		}
 		snap := rb.snapshot() // released, term 1
 		w.at(sec(13))         // a took it over at 6 s (term 2), renewed at 11 s; c saw term 2
-		a.faults.set(func(f *faultStore) { f.hang = true })
+		a.faults.Set(func(f *faultStore) { f.Hang = true })
 		if err := rb.rollback(snap, false); err != nil {
 			t.Fatal(err)
 		}

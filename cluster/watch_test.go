@@ -147,13 +147,13 @@ func TestO1ObserveCancel(t *testing.T) {
 	}{
 		{"waiting", nil, true},
 		{"delivering", nil, false},
-		{"reading", func(f *faultStore) { f.hang = true }, false},
+		{"reading", func(f *faultStore) { f.Hang = true }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := newFaultStore(memory.New())
 				if tc.setup != nil {
-					f.set(tc.setup)
+					f.Set(tc.setup)
 				}
 				ctx, cancel := context.WithCancel(context.Background())
 				ch, err := Observe(ctx, ObserveConfig{Lock: NewStoreLock(f), Interval: time.Second})
@@ -186,7 +186,7 @@ func TestO1ObserveErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		f := newFaultStore(w.mem)
-		f.set(func(f *faultStore) { f.err = errInjected })
+		f.Set(func(f *faultStore) { f.Err = errInjected })
 		var (
 			mu   sync.Mutex
 			errs []string
@@ -207,9 +207,9 @@ func TestO1ObserveErrors(t *testing.T) {
 		wait := collect(w, ch)
 		w.node("a", 0, 0).start()
 		w.at(sec(1.5))
-		f.set(func(f *faultStore) { f.err, f.hang = nil, true })
+		f.Set(func(f *faultStore) { f.Err, f.Hang = nil, true })
 		w.at(sec(2.5))
-		f.heal()
+		f.Heal()
 		w.at(sec(3.5))
 		cancel()
 		got := wait()
@@ -251,12 +251,12 @@ func TestO1ObserveConfig(t *testing.T) {
 		<-ch
 		time.Sleep(DefaultRenewInterval - time.Nanosecond)
 		synctest.Wait()
-		if n := f.callCount(); n != 1 {
+		if n := f.Calls(); n != 1 {
 			t.Errorf("%d reads before the default interval had passed, want 1", n)
 		}
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		if n := f.callCount(); n != 2 {
+		if n := f.Calls(); n != 2 {
 			t.Errorf("%d reads once the default interval had passed, want 2", n)
 		}
 		cancel()
@@ -264,12 +264,6 @@ func TestO1ObserveConfig(t *testing.T) {
 			t.Error("channel not closed")
 		}
 	})
-}
-
-func (f *faultStore) callCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls
 }
 
 // O1, U2: a leader that reports itself unhealthy, then healthy again, keeps its term: each

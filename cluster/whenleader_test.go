@@ -54,9 +54,9 @@ func TestW1W3RegisterAnyTime(t *testing.T) {
 		w.at(sec(1))
 		during.register(w, a.e) // while leading: runs at once (W2)
 		w.at(sec(2))
-		a.faults.set(func(f *faultStore) { f.err = errInjected })
+		a.faults.Set(func(f *faultStore) { f.Err = errInjected })
 		w.at(sec(6))
-		a.faults.heal()
+		a.faults.Heal()
 		w.at(sec(11)) // leads again at its attempt of 10s
 		if err := a.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
@@ -106,7 +106,7 @@ func TestW4OrderAndIndependence(t *testing.T) {
 		fast.register(w, a.e)
 		a.start()
 		w.at(sec(1))
-		a.faults.set(func(f *faultStore) { f.err = errInjected })
+		a.faults.Set(func(f *faultStore) { f.Err = errInjected })
 		w.at(sec(5)) // leadership ends at 5s
 		if got, want := slow.get(), []string{"fn-start@0s"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("slow registration: %v; want %v (deregistered must wait for fn)", got, want)
@@ -129,7 +129,7 @@ func TestW5ErrorAndPanicLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &logCapture{}
 		w := newWorld(t)
-		e, err := NewElector(ElectorConfig{Lock: NewStoreLock(w.mem), InstanceID: "a", Logger: logs.logger()})
+		e, err := NewElector(ElectorConfig{Lock: NewStoreLock(w.mem), InstanceID: "a", Logger: logs.Logger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,10 +152,10 @@ func TestW5ErrorAndPanicLogged(t *testing.T) {
 				t.Fatalf("calls %q; want %s", got, want)
 			}
 		}
-		if r := logs.find("leasehold: leader callback failed"); len(r) != 1 || r[0]["error"] != "job failed" || r[0]["lease"] != "leader" {
+		if r := logs.Find("leasehold: leader callback failed"); len(r) != 1 || r[0]["error"] != "job failed" || r[0]["lease"] != "leader" {
 			t.Fatalf("error log %v; want one record with the error and the lease", r)
 		}
-		if r := logs.find("leasehold: leader callback panicked"); len(r) != 1 || r[0]["panic"] != "job panicked" {
+		if r := logs.Find("leasehold: leader callback panicked"); len(r) != 1 || r[0]["panic"] != "job panicked" {
 			t.Fatalf("panic log %v; want one record with the panic", r)
 		}
 	})
@@ -439,9 +439,9 @@ func TestW6RemoveFromOwnCallbacks(t *testing.T) {
 			t.Errorf("remove from fn: %v; want %v", got, want)
 		}
 		// Leadership ends at 5s (deregistered, which removes), and comes back at 10s.
-		a.faults.set(func(f *faultStore) { f.err = errInjected })
+		a.faults.Set(func(f *faultStore) { f.Err = errInjected })
 		w.at(sec(6))
-		a.faults.heal()
+		a.faults.Heal()
 		w.at(sec(11))
 		if !a.e.IsLeader() {
 			t.Fatal("a does not lead again")

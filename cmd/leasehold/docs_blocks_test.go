@@ -711,9 +711,18 @@ func source(t *testing.T, dirs ...string) string {
 	sourcesOnce.Do(func() {
 		sources = map[string]string{}
 		for _, dir := range []string{".", "cluster", "cmd/leasehold", "metrics/prometheus"} {
+			// A directory's packages below it count as its own: the products built on the
+			// engine live under cluster/.
 			files, err := filepath.Glob(filepath.Join(repoRoot, dir, "*.go"))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if dir != "." {
+				below, err := filepath.Glob(filepath.Join(repoRoot, dir, "*", "*.go"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				files = append(files, below...)
 			}
 			var b strings.Builder
 			for _, f := range files {

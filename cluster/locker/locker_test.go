@@ -1,4 +1,4 @@
-package cluster
+package locker
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/leakcheck"
 	"github.com/leasehold/leasehold/store/memory"
 )
@@ -18,8 +19,8 @@ import (
 func (w *world) locker(id string) (*Locker, *faultStore) {
 	w.t.Helper()
 	f := newFaultStore(w.mem)
-	l, err := NewLocker(LockerConfig{
-		Lock: NewStoreLock(f), InstanceID: id, LeaseDuration: testL, RenewInterval: testR, Logger: quietLogger(),
+	l, err := New(Config{
+		Lock: cluster.NewStoreLock(f), InstanceID: id, LeaseDuration: testL, RenewInterval: testR, Logger: quietLogger(),
 	})
 	if err != nil {
 		w.t.Fatal(err)
@@ -29,7 +30,7 @@ func (w *world) locker(id string) (*Locker, *faultStore) {
 
 // holderOf returns the holder named in key's record, "" when released or missing.
 func (w *world) holderOf(key string) string {
-	rec, err := NewStoreLock(w.mem).Get(context.Background(), key)
+	rec, err := cluster.NewStoreLock(w.mem).Get(context.Background(), key)
 	if err != nil {
 		return ""
 	}
@@ -47,18 +48,18 @@ func closed(ch <-chan struct{}) bool {
 
 func TestP0LockerConfigAndKeys(t *testing.T) {
 	for _, tc := range []struct {
-		cfg  LockerConfig
+		cfg  Config
 		want string
 	}{
-		{LockerConfig{}, "LockerConfig.Lock is nil"},
-		{LockerConfig{Lock: NewStoreLock(memory.New()), LeaseDuration: time.Second, RenewInterval: time.Second}, "RenewInterval 1s must be positive and less than LeaseDuration 1s"},
-		{LockerConfig{Lock: NewStoreLock(memory.New()), LeaseDuration: -time.Second}, "LeaseDuration -1s must be positive"},
+		{Config{}, "Config.Lock is nil"},
+		{Config{Lock: cluster.NewStoreLock(memory.New()), LeaseDuration: time.Second, RenewInterval: time.Second}, "RenewInterval 1s must be positive and less than LeaseDuration 1s"},
+		{Config{Lock: cluster.NewStoreLock(memory.New()), LeaseDuration: -time.Second}, "LeaseDuration -1s must be positive"},
 	} {
-		if _, err := NewLocker(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("NewLocker(%+v) = %v, want an error saying %q", tc.cfg, err, tc.want)
+		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v) = %v, want an error saying %q", tc.cfg, err, tc.want)
 		}
 	}
-	l, err := NewLocker(LockerConfig{Lock: NewStoreLock(memory.New()), Logger: quietLogger()})
+	l, err := New(Config{Lock: cluster.NewStoreLock(memory.New()), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +81,9 @@ func TestP2AcquireThenLose(t *testing.T) {
 	}{
 		// Renewals at 0, 5 s succeed; from 6 s calls hang: the renewal at 10 s never
 		// answers, and the deadline is 5 s + (L+R)/2 = 15 s, before E3's timeout (20 s).
-		{"no answer", func(f *faultStore) { f.hang = true }, 15 * time.Second},
+		{"no answer", func(f *faultStore) { f.Hang = true }, 15 * time.Second},
 		// The renewal at 10 s fails: the holding ends at once (E4).
-		{"error", func(f *faultStore) { f.err = errInjected }, 10 * time.Second},
+		{"error", func(f *faultStore) { f.Err = errInjected }, 10 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -95,11 +96,11 @@ func TestP2AcquireThenLose(t *testing.T) {
 				if h.Key() != "job" || h.Term() == 0 {
 					t.Fatalf("Key, Term = %q, %d; want job and a term", h.Key(), h.Term())
 				}
-				if term, ok := TermOf(h.Context()); !ok || term != h.Term() {
-					t.Fatalf("TermOf(Context) = %d, %v; want %d", term, ok, h.Term())
+				if term, ok := cluster.TermOf(h.Context()); !ok || term != h.Term() {
+					t.Fatalf("cluster.TermOf(Context) = %d, %v; want %d", term, ok, h.Term())
 				}
 				w.at(6 * time.Second)
-				f.set(tc.fault)
+				f.Set(tc.fault)
 				w.at(tc.lostAt - time.Millisecond)
 				if closed(h.Done()) {
 					t.Fatalf("Done closed before %v", tc.lostAt)
@@ -111,7 +112,7 @@ func TestP2AcquireThenLose(t *testing.T) {
 				// A lost key is not taken again behind the holder's back: its Elector waits R
 				// for the key's next Acquire, then stops, and the record, still the
 				// Locker's, is released once the store answers again.
-				f.heal()
+				f.Heal()
 				w.at(tc.lostAt + testR - time.Millisecond)
 				if closed(h.e.Done()) {
 					t.Fatal("the Elector stopped before R had passed since the loss")
@@ -120,7 +121,7 @@ func TestP2AcquireThenLose(t *testing.T) {
 				if !closed(h.e.Done()) {
 					t.Fatal("the Elector still runs R after the loss")
 				}
-				if rec, _ := NewStoreLock(w.mem).Get(context.Background(), "job"); rec.Holder != "" || rec.Term < h.Term() {
+				if rec, _ := cluster.NewStoreLock(w.mem).Get(context.Background(), "job"); rec.Holder != "" || rec.Term < h.Term() {
 					t.Fatalf("record after the loss: %+v, want released, term %d or above", rec, h.Term())
 				}
 				// Release after the loss only reports how the election ended: released.
@@ -146,12 +147,12 @@ func TestP2ReacquireTakesOverTheLostElector(t *testing.T) {
 		}
 		// Renewals at 0 and 5 s succeed, the one at 10 s fails: the holding ends then (E4).
 		w.at(6 * time.Second)
-		f.set(func(f *faultStore) { f.err = errInjected })
+		f.Set(func(f *faultStore) { f.Err = errInjected })
 		w.at(10 * time.Second)
 		if !closed(h.Done()) {
 			t.Fatal("Done not closed at the failed renewal")
 		}
-		f.heal()
+		f.Heal()
 		got := make(chan *Held, 1)
 		go func() {
 			h2, err := l.Acquire(context.Background(), "job")
@@ -214,12 +215,12 @@ func TestP2WaitingAcquireTakesOverTheLostElector(t *testing.T) {
 			got <- h2
 		}()
 		w.at(6 * time.Second)
-		f.set(func(f *faultStore) { f.err = errInjected })
+		f.Set(func(f *faultStore) { f.Err = errInjected })
 		w.at(10 * time.Second)
 		if !closed(h.Done()) || len(got) != 0 {
 			t.Fatal("want the holding lost at the failed renewal (10s), the second Acquire waiting")
 		}
-		f.heal()
+		f.Heal()
 		w.at(15 * time.Second)
 		if len(got) == 0 {
 			t.Fatal("the waiting Acquire did not take the key at the Elector's next attempt (15s)")
@@ -244,12 +245,12 @@ func TestP3TryAcquireAfterALoss(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.at(6 * time.Second)
-		f.set(func(f *faultStore) { f.err = errInjected })
+		f.Set(func(f *faultStore) { f.Err = errInjected })
 		w.at(10 * time.Second)
 		if !closed(h.Done()) {
 			t.Fatal("Done not closed at the failed renewal")
 		}
-		f.heal()
+		f.Heal()
 		w.at(11 * time.Second)
 		h2, err := l.TryAcquire(context.Background(), "job")
 		if err != nil {
@@ -363,8 +364,8 @@ func TestP3TryAcquireLiveHolder(t *testing.T) {
 func TestP3TryAcquireCrashedHolder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		dead, err := NewStoreLock(w.mem).Create(context.Background(), "job",
-			Record{Holder: "dead", Term: 7, AcquiredAt: time.Now(), RenewedAt: time.Now(), Duration: testL})
+		dead, err := cluster.NewStoreLock(w.mem).Create(context.Background(), "job",
+			cluster.Record{Holder: "dead", Term: 7, AcquiredAt: time.Now(), RenewedAt: time.Now(), Duration: testL})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -382,7 +383,7 @@ func TestP3TryAcquireCrashedHolder(t *testing.T) {
 		if err := h.Release(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		f.set(func(f *faultStore) { f.err = errInjected })
+		f.Set(func(f *faultStore) { f.Err = errInjected })
 		if _, err := b.TryAcquire(context.Background(), "job"); !errors.Is(err, errInjected) || errors.Is(err, ErrHeld) {
 			t.Fatalf("TryAcquire on a failing store = %v, want the store's error", err)
 		}
@@ -400,7 +401,7 @@ func TestP1AcquireCancelled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rev, _ := NewStoreLock(w.mem).Get(context.Background(), "job")
+		rev, _ := cluster.NewStoreLock(w.mem).Get(context.Background(), "job")
 		ctx, cancel := context.WithCancel(context.Background())
 		tr := leakcheck.New()
 		res := make(chan error, 1)
@@ -425,7 +426,7 @@ func TestP1AcquireCancelled(t *testing.T) {
 		if left := tr.Running(); len(left) != 0 {
 			t.Fatalf("Acquire left goroutines running:\n%s", strings.Join(left, "\n\n"))
 		}
-		if rec, _ := NewStoreLock(w.mem).Get(context.Background(), "job"); rec.Holder != "a" || rec.Term != rev.Term {
+		if rec, _ := cluster.NewStoreLock(w.mem).Get(context.Background(), "job"); rec.Holder != "a" || rec.Term != rev.Term {
 			t.Fatalf("record after the cancelled Acquire: %+v, want a's, term %d", rec, rev.Term)
 		}
 		if err := ha.Release(context.Background()); err != nil {
@@ -487,8 +488,8 @@ func TestP5OneKeyOnceInALocker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		var logs logCapture
-		l, err := NewLocker(LockerConfig{
-			Lock: NewStoreLock(w.mem), InstanceID: "a", LeaseDuration: testL, RenewInterval: testR, Logger: logs.logger(),
+		l, err := New(Config{
+			Lock: cluster.NewStoreLock(w.mem), InstanceID: "a", LeaseDuration: testL, RenewInterval: testR, Logger: logs.Logger(),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -536,7 +537,7 @@ func TestP5OneKeyOnceInALocker(t *testing.T) {
 		if err := second.Release(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if twins := logs.find("leasehold: another process uses this instance ID: following its leadership; give each process an ID of its own"); len(twins) != 0 {
+		if twins := logs.Find("leasehold: another process uses this instance ID: following its leadership; give each process an ID of its own"); len(twins) != 0 {
 			t.Fatalf("two Electors of the Locker shared the key: %v", twins)
 		}
 	})
@@ -551,12 +552,12 @@ func TestP2IsHeldAtTheDeadline(t *testing.T) {
 		w := newWorld(t)
 		succeeded := 0
 		late := make(chan struct{})
-		l, err := NewLocker(LockerConfig{
-			Lock: NewStoreLock(newFaultStore(w.mem)), InstanceID: "a", LeaseDuration: testL, RenewInterval: testR, Logger: quietLogger(),
+		l, err := New(Config{
+			Lock: cluster.NewStoreLock(newFaultStore(w.mem)), InstanceID: "a", LeaseDuration: testL, RenewInterval: testR, Logger: quietLogger(),
 			// The renewal at R answers, and its event holds up the election goroutine until
 			// the test lets it go: the deadline of the attempt at 0, (L+R)/2, passes meanwhile.
-			Observer: func(ev Event) {
-				if ev.Kind == AttemptSucceeded {
+			Observer: func(ev cluster.Event) {
+				if ev.Kind == cluster.AttemptSucceeded {
 					if succeeded++; succeeded == 2 {
 						<-late
 					}
@@ -609,7 +610,7 @@ func TestP6ReacquireAfterAnUnreleasedLoss(t *testing.T) {
 		// Renewals at 0 and 5 s succeed; from 6 s calls hang, so the holding is lost at its
 		// deadline, 5 s + (L+R)/2 = 15 s, and the release Stop sends never lands.
 		w.at(6 * time.Second)
-		f.set(func(f *faultStore) { f.hang = true })
+		f.Set(func(f *faultStore) { f.Hang = true })
 		w.at(15 * time.Second)
 		if !closed(h.Done()) {
 			t.Fatal("Done not closed at the deadline")
@@ -617,8 +618,8 @@ func TestP6ReacquireAfterAnUnreleasedLoss(t *testing.T) {
 		if err := h.Release(context.Background()); err == nil {
 			t.Fatal("Release after the loss reported a release that cannot have landed")
 		}
-		f.heal()
-		if rec, err := NewStoreLock(w.mem).Get(context.Background(), "job"); err != nil || rec.Holder != "a" || rec.Term != h.Term() {
+		f.Heal()
+		if rec, err := cluster.NewStoreLock(w.mem).Get(context.Background(), "job"); err != nil || rec.Holder != "a" || rec.Term != h.Term() {
 			t.Fatalf("record after the loss = %+v, %v; want still a's, term %d", rec, err, h.Term())
 		}
 		start := w.since()

@@ -1,31 +1,47 @@
-package cluster
+// Package locker hands out leases on named keys: a distributed mutex around one job at a time
+// per key, over any cluster.Lock.
+//
+// Each held key is an election of the engine (cluster.Elector) on the lease named by the key,
+// so a held key is renewed, lost and released by the Elector's rules; the keys of one Locker
+// share its Lock, and so the store's connection.
+//
+// # Holding a key
+//
+// Acquire blocks until this process holds a key; TryAcquire gives up on a live holder. The
+// Held it returns carries the holding's term, a fencing token (Held.Term), and a context
+// cancelled when the key is lost or released (Held.Context): work done under the lock stops
+// then. Release lets the next holder in within R.
+package locker
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 // ErrHeld is returned, wrapped, by Locker.TryAcquire when a live holder has the key (P3).
-var ErrHeld = errors.New("cluster: key held by a live holder")
+var ErrHeld = errors.New("locker: key held by a live holder")
 
-// LockerConfig configures a Locker. Zero values take the defaults, as in ElectorConfig:
-// DefaultLeaseDuration, DefaultRenewInterval, DefaultInstanceID() and slog.Default().
-type LockerConfig struct {
-	Lock          Lock
+// Config configures a Locker. Zero values take the defaults, as in ElectorConfig:
+// cluster.DefaultLeaseDuration, cluster.DefaultRenewInterval, cluster.DefaultInstanceID() and slog.Default().
+type Config struct {
+	Lock          cluster.Lock
 	InstanceID    string
 	LeaseDuration time.Duration // L: how long a key's lease is valid without renewal
 	RenewInterval time.Duration // R: time between two attempts, lower than L
 	Logger        *slog.Logger
 
 	// Observer, when set, receives every Event of every key's election (Event.Lease is the
-	// key), with the constraints of ElectorConfig.Observer.
-	Observer func(Event)
+	// key), with the constraints of cluster.ElectorConfig.Observer.
+	Observer func(cluster.Event)
 }
 
 // Locker hands out leases on named keys: a distributed mutex around one job at a time per key
@@ -34,11 +50,11 @@ type LockerConfig struct {
 // of one Locker share its Lock, and so the store's connection. A Locker is safe for
 // concurrent use.
 type Locker struct {
-	lock     Lock
+	lock     cluster.Lock
 	id       string
 	l, r     time.Duration
 	log      *slog.Logger
-	observer func(Event)
+	observer func(cluster.Event)
 	// session is the token every key's Elector writes (E12): a record of a key this Locker
 	// lost unreleased is still its own, taken again at the next Acquire's first attempt (P6).
 	// P5 keeps two Electors of one key from sharing it at once.
@@ -69,17 +85,17 @@ type spare struct {
 	timer *time.Timer // ends the wait: the Elector is then stopped
 }
 
-// NewLocker checks cfg as NewElector checks an ElectorConfig (E0) and returns a Locker.
-func NewLocker(cfg LockerConfig) (*Locker, error) {
+// New checks cfg as cluster.NewElector checks a cluster.ElectorConfig (E0) and returns a Locker.
+func New(cfg Config) (*Locker, error) {
 	if cfg.Lock == nil {
-		return nil, errors.New("cluster: LockerConfig.Lock is nil")
+		return nil, errors.New("locker: Config.Lock is nil")
 	}
 	l, r, err := leaseconf.Timing(cfg.LeaseDuration, cfg.RenewInterval, leaseconf.ElectorNames)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: Locker: %w", err)
+		return nil, fmt.Errorf("locker: %w", err)
 	}
 	if cfg.InstanceID == "" {
-		cfg.InstanceID = DefaultInstanceID()
+		cfg.InstanceID = cluster.DefaultInstanceID()
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -96,7 +112,7 @@ func (l *Locker) InstanceID() string { return l.id }
 type Held struct {
 	key  string
 	term uint64
-	e    *Elector
+	e    *cluster.Elector
 	l    *Locker
 	won  chan context.Context // the Elector's leaderships, as WhenLeader starts them
 	free func()               // ends the key's turn in the Locker (P5)
@@ -150,10 +166,10 @@ type tryVerdict struct {
 }
 
 // observe follows C5's rule, on the election's goroutine: it only records.
-func (v *tryVerdict) observe(key string, ev Event) {
+func (v *tryVerdict) observe(key string, ev cluster.Event) {
 	var err error
 	switch ev.Kind {
-	case ObservedRevision:
+	case cluster.ObservedRevision:
 		v.mu.Lock()
 		v.seen++
 		live := v.seen > 1
@@ -161,12 +177,12 @@ func (v *tryVerdict) observe(key string, ev Event) {
 		if !live {
 			return // the first sight of the record: its holder may have crashed
 		}
-		err = fmt.Errorf("cluster: lock %q: %q wrote it again (term %d): %w", key, ev.Holder, ev.Term, ErrHeld)
-	case AttemptFailed:
-		if ev.Reason == ReasonConflict {
-			err = fmt.Errorf("cluster: lock %q: another instance won the race for it: %w", key, ErrHeld)
+		err = fmt.Errorf("locker: key %q: %q wrote it again (term %d): %w", key, ev.Holder, ev.Term, ErrHeld)
+	case cluster.AttemptFailed:
+		if ev.Reason == cluster.ReasonConflict {
+			err = fmt.Errorf("locker: key %q: another instance won the race for it: %w", key, ErrHeld)
 		} else {
-			err = fmt.Errorf("cluster: lock %q: the store did not answer (%s): %w", key, ev.Reason, ev.Err)
+			err = fmt.Errorf("locker: key %q: the store did not answer (%s): %w", key, ev.Reason, ev.Err)
 		}
 	default:
 		return
@@ -179,7 +195,7 @@ func (v *tryVerdict) observe(key string, ev Event) {
 
 func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, error) {
 	if key == "" {
-		return nil, errors.New("cluster: Locker: empty key")
+		return nil, errors.New("locker: empty key")
 	}
 	sp, free, err := l.turn(ctx, key, try)
 	if err != nil {
@@ -187,7 +203,7 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, erro
 	}
 	verdict := &tryVerdict{err: make(chan error, 1)}
 	var (
-		e   *Elector
+		e   *cluster.Elector
 		won chan context.Context
 	)
 	if sp != nil {
@@ -198,17 +214,16 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, erro
 	} else {
 		observer := l.observer
 		if try {
-			observer = Observers(func(ev Event) { verdict.observe(key, ev) }, l.observer)
+			observer = cluster.Observers(func(ev cluster.Event) { verdict.observe(key, ev) }, l.observer)
 		}
-		e, err = NewElector(ElectorConfig{
+		e, err = cluster.NewElector(cluster.ElectorConfig{
 			Lock: l.lock, LeaseName: key, LeaseDuration: l.l, RenewInterval: l.r,
-			InstanceID: l.id, Logger: l.log, Observer: observer,
+			InstanceID: l.id, Logger: l.log, Observer: observer, Session: l.session,
 		})
 		if err != nil {
 			free()
-			return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
+			return nil, fmt.Errorf("locker: key %q: %w", key, err)
 		}
-		e.session = l.session
 		won = make(chan context.Context, 1)
 		e.WhenLeader(func(lctx context.Context) error {
 			// The latest leadership replaces one nobody took: that one may have ended.
@@ -226,7 +241,7 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, erro
 		}, nil)
 		if err := e.Start(context.WithoutCancel(ctx)); err != nil {
 			free()
-			return nil, fmt.Errorf("cluster: lock %q: %w", key, err)
+			return nil, fmt.Errorf("locker: key %q: %w", key, err)
 		}
 	}
 	var fail error
@@ -237,7 +252,7 @@ wait:
 			if lctx.Err() != nil {
 				continue // a leadership of the spare Elector that ended before this Acquire
 			}
-			term, _ := TermOf(lctx)
+			term, _ := cluster.TermOf(lctx)
 			h := &Held{key: key, term: term, e: e, l: l, won: won, free: free, ctx: lctx, auto: make(chan struct{})}
 			// A function run when the holding ends, not a goroutine waiting for it: thousands of
 			// keys held would otherwise park a goroutine (and its stack) each.
@@ -246,7 +261,7 @@ wait:
 		case fail = <-verdict.err:
 			break wait
 		case <-ctx.Done():
-			fail = fmt.Errorf("cluster: lock %q: %w", key, ctx.Err())
+			fail = fmt.Errorf("locker: key %q: %w", key, ctx.Err())
 			break wait
 		}
 	}
@@ -270,7 +285,7 @@ wait:
 func (l *Locker) turn(ctx context.Context, key string, try bool) (sp *spare, free func(), err error) {
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, nil, fmt.Errorf("cluster: lock %q: %w", key, err)
+			return nil, nil, fmt.Errorf("locker: key %q: %w", key, err)
 		}
 		l.mu.Lock()
 		t, ok := l.local[key]
@@ -297,7 +312,7 @@ func (l *Locker) turn(ctx context.Context, key string, try bool) (sp *spare, fre
 		parked := t.parked
 		l.mu.Unlock()
 		if try {
-			return nil, nil, fmt.Errorf("cluster: lock %q: this Locker (%q) is acquiring or holding it: %w", key, l.id, ErrHeld)
+			return nil, nil, fmt.Errorf("locker: key %q: this Locker (%q) is acquiring or holding it: %w", key, l.id, ErrHeld)
 		}
 		select {
 		case <-t.done:
@@ -386,7 +401,7 @@ func (h *Held) Term() uint64 { return h.term }
 // released. Work done under the lock must stop when it closes.
 func (h *Held) Done() <-chan struct{} { return h.ctx.Done() }
 
-// Context returns a context cancelled when Done closes, carrying the term (TermOf) and the
+// Context returns a context cancelled when Done closes, carrying the term (cluster.TermOf) and the
 // values of Acquire's context.
 func (h *Held) Context() context.Context { return h.ctx }
 
@@ -416,19 +431,27 @@ func (h *Held) Release(ctx context.Context) error {
 		h.stop()
 	case heldLeading:
 		if err := h.e.Stop(ctx); err != nil {
-			return fmt.Errorf("cluster: lock %q: release: %w", h.key, err)
+			return fmt.Errorf("locker: key %q: release: %w", h.key, err)
 		}
 	}
 	select {
 	case <-h.auto:
 	case <-ctx.Done():
-		return fmt.Errorf("cluster: lock %q: release: %w", h.key, ctx.Err())
+		return fmt.Errorf("locker: key %q: release: %w", h.key, ctx.Err())
 	}
 	l.mu.Lock()
 	err := h.stopErr
 	l.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("cluster: lock %q: release: %w", h.key, err)
+		return fmt.Errorf("locker: key %q: release: %w", h.key, err)
 	}
 	return nil
+}
+
+// newSession returns the token of 16 random hex digits the Elector of every key of a Locker
+// writes (E12, P6).
+func newSession() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
 }
