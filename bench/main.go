@@ -3,7 +3,7 @@
 // (SIGKILL of the leader process), clean handover (SIGTERM), the steady-state cost of 3 and
 // 50 instances on one lease (backend requests/s, CPU seconds per instance-hour, resident
 // memory), and many elections in one process (1,000 and 10,000 lease names over PostgreSQL
-// and Redis, through one Elector per name and through one cluster.Locker). The anchors are k8s.io/client-go/tools/leaderelection with a LeaseLock against
+// and Redis, through one Elector per name and through one locker.Locker). The anchors are k8s.io/client-go/tools/leaderelection with a LeaseLock against
 // the same kube-apiserver as leasehold's Kubernetes backend, and go.etcd.io/etcd/client/v3's
 // concurrency Election against the same embedded etcd as leasehold's etcd store.
 //
@@ -72,7 +72,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	instances := fs.String("instances", "3,50", "comma-separated instance counts for the steady-state figures")
 	many := fs.String("many", "1000,10000", "comma-separated lease-name counts for the many-elections figures (empty: none)")
 	manyBackends := fs.String("many-backends", "postgres,redis", "backends of the many-elections figures")
-	manyVia := fs.String("many-via", "elector,locker", "how the many-elections process holds its leases: elector (one cluster.Elector per lease name), locker (one cluster.Locker for every key), or both")
+	manyVia := fs.String("many-via", "elector,locker", "how the many-elections process holds its leases: elector (one cluster.Elector per lease name), locker (one locker.Locker for every key), or both")
 	partitions := fs.String("partitions", "", "comma-separated partition counts K for the partitions scenario (empty: none), e.g. 1024,10000")
 	partsMembers := fs.String("partitions-instances", "3,10", "comma-separated member counts N of the partitions scenario (at least 2 each)")
 	partsBackends := fs.String("partitions-backends", "postgres,redis", "backends of the partitions scenario")

@@ -45,7 +45,7 @@ type manyResult struct {
 	Unconfirmed int `json:"unconfirmed,omitempty"`
 }
 
-// How a many worker holds its leases: one Elector per lease name, or one cluster.Locker for
+// How a many worker holds its leases: one Elector per lease name, or one locker.Locker for
 // every key (the --many-via flag).
 const (
 	viaElector = "elector"

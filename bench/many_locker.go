@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/locker"
 	"github.com/leasehold/leasehold/internal/proctest"
 )
 
-// runManyLocker holds n keys through one cluster.Locker over one store in this process, as a
+// runManyLocker holds n keys through one locker.Locker over one store in this process, as a
 // program holding per-key locks does: one goroutine per key acquires it, keeps it until Done
 // closes, and acquires it again. It measures as runMany does, counting as lost every Done
 // that closes during the window, and then checks each key still held against the store: its
@@ -29,7 +30,7 @@ func runManyLocker(w *proctest.Worker) int {
 	ctx := context.Background()
 
 	c := newManyCounters()
-	locker, err := cluster.NewLocker(cluster.LockerConfig{
+	lk, err := locker.New(locker.Config{
 		Lock:          countingLock{lock},
 		InstanceID:    w.ID,
 		LeaseDuration: w.LeaseDuration,
@@ -54,7 +55,7 @@ func runManyLocker(w *proctest.Worker) int {
 		acquireCtx, cancel = context.WithCancel(ctx)
 		wg                 sync.WaitGroup
 		mu                 sync.Mutex
-		current            = make([]*cluster.Held, n) // each key's holding, nil between two
+		current            = make([]*locker.Held, n) // each key's holding, nil between two
 		releaseErrs        atomic.Int64
 	)
 	defer cancel()
@@ -65,7 +66,7 @@ func runManyLocker(w *proctest.Worker) int {
 		key := fmt.Sprintf("%s-%d", w.Lease, i)
 		wg.Go(func() {
 			for {
-				held, err := locker.Acquire(acquireCtx, key)
+				held, err := lk.Acquire(acquireCtx, key)
 				if err != nil {
 					return // the run is over (Acquire fails only when its ctx ends)
 				}
@@ -108,7 +109,7 @@ func runManyLocker(w *proctest.Worker) int {
 	res.Lost = done.Load()
 
 	mu.Lock()
-	held := make([]*cluster.Held, 0, n)
+	held := make([]*locker.Held, 0, n)
 	for _, h := range current {
 		if h != nil {
 			held = append(held, h)
@@ -134,7 +135,7 @@ func runManyLocker(w *proctest.Worker) int {
 // do not name this instance (id) with the holding's term although its Done stays open for L
 // after the read: losses the Locker did not report. A key lost meanwhile, its Done closed,
 // is no such case.
-func confirmHeld(lock cluster.Lock, id string, held []*cluster.Held, l time.Duration) int {
+func confirmHeld(lock cluster.Lock, id string, held []*locker.Held, l time.Duration) int {
 	var bad atomic.Int64
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup

@@ -18,7 +18,7 @@ import (
 	"github.com/leasehold/leasehold/store"
 )
 
-// The many-elections scenario through one cluster.Locker, small: 200 keys held by one worker
+// The many-elections scenario through one locker.Locker, small: 200 keys held by one worker
 // process over PostgreSQL and over Redis for 2 s. Every key is held (P1, P4), every key the
 // Locker still holds at the end is its own in the store, with its term (no loss left
 // unreported, P2), and once the worker has released them every record is free (E7). Speed is

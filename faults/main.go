@@ -3,7 +3,7 @@
 //
 //	go run ./faults --backend file,postgres --duration 10m --out docs/faults
 //	go run ./faults --ci        # every backend reachable here, the CI bounds, fails on a violation
-//	go run ./faults --backend postgres --locker  # the workers hold the lease through a cluster.Locker
+//	go run ./faults --backend postgres --locker  # the workers hold the lease through a locker.Locker
 //	go run ./faults --soak      # 1,000 faults per backend and cluster, a report each under docs/faults/soak
 //
 // It exits 1 when a campaign found a violation, 2 on a usage or setup error, 130 when
@@ -45,7 +45,7 @@ func run() int {
 	ci := fs.Bool("ci", false, "CI mode: 3 instances, L=1s, R=250ms, at least 50 faults per backend, every reachable backend; unreachable ones are skipped unless LEASEHOLD_REQUIRE_SERVERS=1 (LEASEHOLD_REQUIRE_KUBE=1 for kubernetes)")
 	out := fs.String("out", "", "directory for report.md, report.json and the SVG timelines (default: none, summary only; --soak: docs/faults/soak)")
 	quiet := fs.Bool("quiet", false, "do not log each fault")
-	locker := fs.Bool("locker", false, "the workers hold the lease through a cluster.Locker (Acquire, act while held, acquire again when lost) instead of an Elector")
+	locker := fs.Bool("locker", false, "the workers hold the lease through a locker.Locker (Acquire, act while held, acquire again when lost) instead of an Elector")
 	soakMode := fs.Bool("soak", false, "soak: every backend and store cluster (or --backend), at least 1,000 faults each (--min-faults), one report per backend under --out/<backend> (default docs/faults/soak), with the logs when a rule broke; a backend whose finished report is there is skipped, so an interrupted soak resumes")
 	redo := fs.Bool("redo", false, "with --soak: run the backends whose finished report is there again")
 	if err := fs.Parse(os.Args[1:]); err != nil {

@@ -12,7 +12,7 @@
 // tick on; the ticks in between are skipped.
 //
 // A [Locker] spreads the runs over the fleet: each run takes its job's key with a try-lock
-// (cluster.Locker.TryAcquire), and the replica that gets it runs the tick while the others
+// (locker.Locker.TryAcquire), and the replica that gets it runs the tick while the others
 // skip it. Keys cost nothing while no job runs, and a replica that is slow or stuck holds
 // only the jobs it runs. It needs one more setting, [LockerConfig.Hold], and the jobs'
 // schedules aligned across replicas: cron jobs (gocron.CronJob), or duration jobs started at

@@ -11,6 +11,7 @@ import (
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/locker"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
@@ -19,7 +20,7 @@ import (
 var ErrLate = errors.New("gocronlock: key taken after its holder's lease expired; the run is skipped")
 
 // LockerConfig configures a Locker. Lock, InstanceID, LeaseDuration, RenewInterval, Logger and
-// Observer are those of cluster.LockerConfig, with its defaults and checks.
+// Observer are those of locker.Config, with its defaults and checks.
 type LockerConfig struct {
 	Lock          cluster.Lock
 	InstanceID    string
@@ -38,11 +39,11 @@ type LockerConfig struct {
 	KeyPrefix string
 }
 
-// Locker is a gocron.Locker over a cluster.Locker: each run of a job takes the job's key
+// Locker is a gocron.Locker over a locker.Locker: each run of a job takes the job's key
 // with TryAcquire, and keeps it for Hold (see the package documentation for the rule and
 // its guarantees). A Locker is safe for concurrent use.
 type Locker struct {
-	cl     *cluster.Locker
+	cl     *locker.Locker
 	hold   time.Duration
 	l, r   time.Duration
 	prefix string
@@ -68,7 +69,7 @@ func NewLocker(cfg LockerConfig) (*Locker, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	cl, err := cluster.NewLocker(cluster.LockerConfig{
+	cl, err := locker.New(locker.Config{
 		Lock: cfg.Lock, InstanceID: cfg.InstanceID, LeaseDuration: l, RenewInterval: r,
 		Logger: log, Observer: cfg.Observer,
 	})
@@ -81,8 +82,8 @@ func NewLocker(cfg LockerConfig) (*Locker, error) {
 // InstanceID returns the holder name written in the records of the keys this Locker takes.
 func (l *Locker) InstanceID() string { return l.cl.InstanceID() }
 
-// Lock takes the key of the job named key (KeyPrefix + key) with cluster.Locker.TryAcquire,
-// for one run. It returns an error wrapping cluster.ErrHeld when another replica's run holds
+// Lock takes the key of the job named key (KeyPrefix + key) with locker.Locker.TryAcquire,
+// for one run. It returns an error wrapping locker.ErrHeld when another replica's run holds
 // the key, or this Locker's does (a run of an earlier tick, still running or within its
 // Hold), and the store's error when the store does not answer: gocron then skips the run.
 //
@@ -144,7 +145,7 @@ func (l *Locker) Close(ctx context.Context) error {
 // runLock is one run's hold of its job's key.
 type runLock struct {
 	l     *Locker
-	h     *cluster.Held
+	h     *locker.Held
 	until time.Time // the key is kept at least until then
 	once  sync.Once
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasehold/leasehold/adapters/gocronlock"
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/locker"
 	"github.com/leasehold/leasehold/store/memory"
 )
 
@@ -67,10 +68,10 @@ func TestLockKeepsTheKeyForHold(t *testing.T) {
 			t.Fatal(err)
 		}
 		// a's own next run and b's are refused while the key is kept.
-		if _, err := a.Lock(ctx, "job"); !errors.Is(err, cluster.ErrHeld) {
+		if _, err := a.Lock(ctx, "job"); !errors.Is(err, locker.ErrHeld) {
 			t.Fatalf("a's second Lock within Hold = %v, want ErrHeld", err)
 		}
-		if _, err := b.Lock(ctx, "job"); !errors.Is(err, cluster.ErrHeld) {
+		if _, err := b.Lock(ctx, "job"); !errors.Is(err, locker.ErrHeld) {
 			t.Fatalf("b's Lock within Hold = %v, want ErrHeld", err)
 		}
 		if took := time.Since(start); took >= fleetHold {
@@ -84,7 +85,7 @@ func TestLockKeepsTheKeyForHold(t *testing.T) {
 		}
 		// A run longer than Hold: the key is released at Unlock.
 		time.Sleep(2 * fleetHold)
-		if _, err := a.Lock(ctx, "job"); !errors.Is(err, cluster.ErrHeld) {
+		if _, err := a.Lock(ctx, "job"); !errors.Is(err, locker.ErrHeld) {
 			t.Fatalf("a's Lock while b's run goes on past Hold = %v, want ErrHeld", err)
 		}
 		unlocked := time.Now()
@@ -121,7 +122,7 @@ func TestLockKeepsTheKeyForHold(t *testing.T) {
 
 // releasingLocker is the classic distributed lock around gocron's runs: held while the run
 // goes on, released at Unlock. It is the control of TestOneRunPerTick.
-type releasingLocker struct{ l *cluster.Locker }
+type releasingLocker struct{ l *locker.Locker }
 
 func (r releasingLocker) Lock(ctx context.Context, key string) (gocron.Lock, error) {
 	h, err := r.l.TryAcquire(ctx, key)
@@ -131,7 +132,7 @@ func (r releasingLocker) Lock(ctx context.Context, key string) (gocron.Lock, err
 	return releasingLock{h}, nil
 }
 
-type releasingLock struct{ h *cluster.Held }
+type releasingLock struct{ h *locker.Held }
 
 func (r releasingLock) Unlock(ctx context.Context) error { return r.h.Release(ctx) }
 
@@ -143,7 +144,7 @@ func (r releasingLock) Unlock(ctx context.Context) error { return r.h.Release(ct
 func TestOneRunPerTick(t *testing.T) {
 	holding := func(t *testing.T, lock cluster.Lock, id string) gocron.Locker { return newTestLocker(t, lock, id) }
 	releasing := func(t *testing.T, lock cluster.Lock, id string) gocron.Locker {
-		l, err := cluster.NewLocker(cluster.LockerConfig{Lock: lock, InstanceID: id, LeaseDuration: fleetL, RenewInterval: fleetR, Logger: quietLog})
+		l, err := locker.New(locker.Config{Lock: lock, InstanceID: id, LeaseDuration: fleetL, RenewInterval: fleetR, Logger: quietLog})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ type Report struct {
 	RenewInterval time.Duration `json:"renew_interval_ns"`
 	Slack         time.Duration `json:"slack_ns"`
 	Network       bool          `json:"network"`          // the proxy faults applied
-	Locker        bool          `json:"locker,omitempty"` // the workers held the lease through a cluster.Locker
+	Locker        bool          `json:"locker,omitempty"` // the workers held the lease through a locker.Locker
 	// Partitions is the partitions mode's number of partitions (0: not that mode), and
 	// PartitionLeaderships the ownerships of every partition that checkPartitions checked.
 	Partitions           int `json:"partitions,omitempty"`

@@ -12,7 +12,7 @@ import (
 var lockerBackends = []string{"file", "postgres", "redis"}
 
 // TestCampaignLockerCI is the CI mode of the campaign with every worker holding the lease
-// through a cluster.Locker (Options.Locker): the same faults, bounds and checks as
+// through a locker.Locker (Options.Locker): the same faults, bounds and checks as
 // TestCampaignCI (every kind once, then at random up to ciMinFaults or LEASEHOLD_FAULTS_MIN
 // faults), over lockerBackends, for at least LEASEHOLD_FAULTS_LOCKER_DURATION each (default
 // ciDefaultDuration). A key lost while its holder acts, a Done that closes late (an action

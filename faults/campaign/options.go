@@ -20,7 +20,7 @@ type Options struct {
 	Seed          uint64        // of the fault schedule; 0 picks one (reported)
 	LeaseDuration time.Duration // L
 	RenewInterval time.Duration // R
-	// Locker makes every worker hold the lease through a cluster.Locker, acquiring it again
+	// Locker makes every worker hold the lease through a locker.Locker, acquiring it again
 	// each time it is lost, instead of running an Elector (runLockerWorker).
 	Locker bool
 	// Partitions, when not 0, makes every worker run a cluster.Partitions of that many

@@ -94,7 +94,7 @@ func (f closerFunc) Close() error { return f() }
 // succeed (lines "attempt ID T ok|fail", on each change), and while it leads acts on the fenced
 // resource every ActionInterval with the term of its leadership (cluster.TermOf). It stops on
 // SIGTERM and dies with the runner as proctest.ServeWorker's workers do. In the Locker mode
-// (Options.Locker) it holds the lease through a cluster.Locker instead (runLockerWorker), in
+// (Options.Locker) it holds the lease through a locker.Locker instead (runLockerWorker), in
 // the partitions mode (Options.Partitions) through a cluster.Partitions (runPartitionsWorker).
 func MaybeWorker() { proctest.ServeWorker("faults", runWorker) }
 

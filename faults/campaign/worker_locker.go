@@ -7,13 +7,14 @@ import (
 	"os"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/locker"
 	"github.com/leasehold/leasehold/internal/proctest"
 )
 
-// envLocker, set to 1, makes a worker hold the lease through a cluster.Locker (Options.Locker).
+// envLocker, set to 1, makes a worker hold the lease through a locker.Locker (Options.Locker).
 const envLocker = "LEASEHOLD_FAULTS_LOCKER"
 
-// runLockerWorker holds the lease's name as a key of a cluster.Locker, as a job holding a
+// runLockerWorker holds the lease's name as a key of a locker.Locker, as a job holding a
 // per-key lock does: it acquires the key, acts on the fenced resource with the holding's Term
 // while IsHeld says so (its Context alone lags the deadline after a pause), and when Done
 // closes (the key lost) acquires it again, a new holding with a new term (P1, P2). Its
@@ -23,7 +24,7 @@ const envLocker = "LEASEHOLD_FAULTS_LOCKER"
 // succeeded within L.
 func runLockerWorker(w *proctest.Worker, lock cluster.Lock) int {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	locker, err := cluster.NewLocker(cluster.LockerConfig{
+	locker, err := locker.New(locker.Config{
 		Lock:          lock,
 		InstanceID:    w.ID,
 		LeaseDuration: w.LeaseDuration,
@@ -55,7 +56,7 @@ func runLockerWorker(w *proctest.Worker, lock cluster.Lock) int {
 
 // holdLoop acquires the key, holds it until it is lost or stop closes, and starts again. It
 // returns the result of the release when stop closes.
-func holdLoop(ctx context.Context, w *proctest.Worker, locker *cluster.Locker, act *actor, log *slog.Logger, stop <-chan struct{}) error {
+func holdLoop(ctx context.Context, w *proctest.Worker, locker *locker.Locker, act *actor, log *slog.Logger, stop <-chan struct{}) error {
 	for {
 		held, err := locker.Acquire(ctx, w.Lease)
 		if err != nil {
