@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fencing"
+	"github.com/leasehold/leasehold/internal/wallclock"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
@@ -250,7 +251,7 @@ func (e *Elector) nextTerm(prev uint64, now time.Time) uint64 {
 // from: the term's floor and the times it writes (M2). Every decision compares monotonic
 // readings instead.
 func (e *Elector) wall(now time.Time) time.Time {
-	return now.Round(0).Add(time.Duration(e.wallSkew.Load()))
+	return now.Round(0).Add(time.Duration(e.wallSkew.Load()) + wallclock.Offset())
 }
 
 // LeaseName returns the name of the lease.

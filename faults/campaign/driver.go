@@ -344,6 +344,11 @@ func (d *driver) handle(m message) {
 		p.watchAcks++
 		return
 	}
+	if c, ok := parseClockLine(m.line); ok && c.Instance == p.ID {
+		p.clock, p.clockAt = c.Offset, c.T
+		p.clockAcks++
+		return
+	}
 	if a, ok := parseAttemptLine(m.line); ok && a.Instance == p.ID {
 		p.attempts = map[bool]string{true: "ok", false: "fail"}[a.OK]
 		return

@@ -32,6 +32,9 @@ const (
 	DupWatch     Kind = "watch-dup"     // they arrive twice
 	ReorderWatch Kind = "watch-reorder" // they arrive by pairs, the newer first
 	CutWatch     Kind = "watch-cut"     // its watch goes silent without an error, longer than L
+
+	// A wall clock that jumps, the monotonic clock going on (M2).
+	ClockJump Kind = "clock-jump" // one instance's wall clock jumps an hour either way, longer than L
 	// The members' faults, over a cluster backend (RegisterClusterBackend): they hit one
 	// server process of the store, not an instance.
 	MemberKillLeader    Kind = "member-kill-leader"    // SIGKILL the cluster's leader member, start it again later
@@ -85,6 +88,7 @@ var weights = []struct {
 	{DupWatch, 1, false, 0},
 	{ReorderWatch, 1, false, 0},
 	{CutWatch, 1, false, 0},
+	{ClockJump, 1, false, 0},
 	{MemberKillLeader, 0, false, 3},
 	{MemberKillFollower, 0, false, 2},
 	{MemberKillUsed, 0, true, 2},
@@ -132,9 +136,11 @@ type Fault struct {
 	Slot   int    `json:"slot,omitempty"`
 	Start  int64  `json:"start"` // when it was injected
 	End    int64  `json:"end"`   // when it was lifted (SIGCONT, heal, restart); Start for an instant
-	// Param is the pause, partition, outage or watch fault length, or the latency added.
+	// Param is the pause, partition, outage, watch fault or clock jump length, or the latency
+	// added.
 	Param time.Duration `json:"param_ns,omitempty"`
-	// Watch is a watch fault's WatchFault ("delay 120ms").
+	// Watch is a watch fault's WatchFault ("delay 120ms"), or a clock jump's offset
+	// ("clock -1h0m0s").
 	Watch string `json:"watch,omitempty"`
 	// Takeover is the change of leader the fault provoked, when it hit the leader. After a
 	// member's fault, it is the return of a leader once the store answered again, if the
@@ -255,7 +261,7 @@ func (d *driver) inject() error {
 		target = fs[d.rng.IntN(len(fs))]
 	case Latency, Reset:
 		target = d.slots[d.rng.IntN(len(d.slots))].cur
-	case DropWatch, DelayWatch, DupWatch, ReorderWatch, CutWatch:
+	case DropWatch, DelayWatch, DupWatch, ReorderWatch, CutWatch, ClockJump:
 		var live []*proc
 		for _, s := range d.slots {
 			if p := s.cur; p != nil && p.ready && !p.exited && !p.paused && !p.signalled {
@@ -415,6 +421,30 @@ func (d *driver) inject() error {
 		}
 		// Not bounded: nobody crashed. The checks that no two lead and that every action is
 		// fenced hold through it as through every fault.
+		f.Takeover = d.anyTakeover(target.ID, leads, f.Start)
+	case ClockJump:
+		offset := time.Hour
+		if d.rng.IntN(2) == 0 {
+			offset = -offset
+		}
+		// Longer than L: the instance renews, takes over or follows under the jumped clock.
+		f.Param = short
+		f.Watch = clockPrefix + offset.String()
+		if f.Start, err = d.setClock(target, offset); err != nil {
+			return err
+		}
+		if err = d.sleep(f.Param); err != nil {
+			return err
+		}
+		f.End = proctest.Now()
+		if !target.exited {
+			if f.End, err = d.setClock(target, 0); err != nil {
+				return err
+			}
+		}
+		// Reported, not bounded, as a watch fault's: the instance's decisions are taken on its
+		// monotonic clock, so a takeover here has another cause (a starved process). The checks
+		// of every fault hold through it: no two leaders, no stale action accepted.
 		f.Takeover = d.anyTakeover(target.ID, leads, f.Start)
 	case MemberKillLeader, MemberKillFollower, MemberKillUsed, MemberPauseLeader, MemberPauseFollower,
 		MemberCut, MemberFailover, MemberFailoverLossy, ClusterRestart:

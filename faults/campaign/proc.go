@@ -23,10 +23,13 @@ type proc struct {
 	exited    bool
 	err       error
 
-	watchControl string     // the control file of its watch faults
-	watch        WatchFault // the watch fault in force, by its last watch line
-	watchAt      int64      // when that line says it came into force
-	watchAcks    int        // watch lines so far
+	watchControl string        // the control file of its watch faults
+	watch        WatchFault    // the watch fault in force, by its last watch line
+	watchAt      int64         // when that line says it came into force
+	watchAcks    int           // watch lines so far
+	clock        time.Duration // the wall-clock offset in force, by its last clock line
+	clockAt      int64         // when that line says it came into force
+	clockAcks    int           // clock lines so far
 }
 
 // slot is one of the K places an instance runs in: a worker killed or stopped is replaced in

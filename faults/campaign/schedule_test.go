@@ -11,14 +11,14 @@ import (
 // fakeCluster stands for a cluster in the schedule's tests: pick only asks whether there is one.
 type fakeCluster struct{ storecluster.Cluster }
 
-// The schedule's kinds: 10 over a store without a network (kills, pauses, a clean stop, the
-// watch faults), 15 with one (the proxy's faults too), 15 over a cluster through proxies and 10
-// over one the instances reach directly.
+// The schedule's kinds: 11 over a store without a network (kills, pauses, a clean stop, the
+// watch faults, a clock jump), 16 with one (the proxy's faults too), 15 over a cluster through
+// proxies and 10 over one the instances reach directly.
 func TestKindsOfTheSchedules(t *testing.T) {
 	for _, c := range []struct {
 		network, cluster bool
 		want             int
-	}{{false, false, 10}, {true, false, 15}, {true, true, 15}, {false, true, 10}} {
+	}{{false, false, 11}, {true, false, 16}, {true, true, 15}, {false, true, 10}} {
 		if got := len(kindsFor(c.network, c.cluster)); got != c.want {
 			t.Errorf("network %v, cluster %v: %d kinds %v, want %d", c.network, c.cluster, got, kindsFor(c.network, c.cluster), c.want)
 		}
@@ -89,7 +89,7 @@ func TestFirstRoundHasEveryKind(t *testing.T) {
 func TestMissingKinds(t *testing.T) {
 	rep := &Report{Faults: []Fault{{Kind: KillLeader}, {Kind: KillLeader}, {Kind: PauseLeader}}}
 	got := rep.MissingKinds()
-	want := []Kind{KillFollower, PauseFollower, StopLeader, DropWatch, DelayWatch, DupWatch, ReorderWatch, CutWatch}
+	want := []Kind{KillFollower, PauseFollower, StopLeader, DropWatch, DelayWatch, DupWatch, ReorderWatch, CutWatch, ClockJump}
 	if !slices.Equal(got, want) {
 		t.Errorf("MissingKinds() = %v, want %v", got, want)
 	}

@@ -15,6 +15,7 @@ var kindColour = map[Kind]string{
 	StopLeader: "#2ca02c", Latency: "#bcbd22", Reset: "#17becf", PartitionLeader: "#8c564b",
 	PartitionFollower: "#c49c94", Outage: "#7f7f7f",
 	DropWatch: "#aec7e8", DelayWatch: "#ffbb78", DupWatch: "#98df8a", ReorderWatch: "#e377c2", CutWatch: "#393b79",
+	ClockJump:        "#f7b6d2",
 	MemberKillLeader: "#e6550d", MemberKillFollower: "#fdae6b", MemberKillUsed: "#a63603", MemberPauseLeader: "#756bb1",
 	MemberPauseFollower: "#bcbddc", MemberCut: "#636363", MemberFailover: "#31a354", MemberFailoverLossy: "#a1d99b",
 	ClusterRestart: "#000000",

@@ -22,7 +22,7 @@ const (
 )
 
 // serveWatchControl makes the worker apply the control file's fault to fw at each SIGUSR1 and
-// report it (a watchLine). It catches SIGUSR1 at once, before the worker reports ready; fw nil
+// report it (a watchLine), or the file's wall-clock offset (a clockLine). It catches SIGUSR1 at once, before the worker reports ready; fw nil
 // (a Lock that cannot watch) reports the fault without applying it.
 func serveWatchControl(id, path string, fw *FaultyWatcher) {
 	sig := make(chan os.Signal, 1)
@@ -32,6 +32,12 @@ func serveWatchControl(id, path string, fw *FaultyWatcher) {
 			b, err := os.ReadFile(path)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "faults worker %s: %s: %v\n", id, envWatchControl, err)
+				continue
+			}
+			if ok, err := applyClock(id, string(b)); ok {
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "faults worker %s: %v\n", id, err)
+				}
 				continue
 			}
 			f, err := ParseWatchFault(string(b))
@@ -48,12 +54,15 @@ func serveWatchControl(id, path string, fw *FaultyWatcher) {
 }
 
 // writeWatchControl writes f into the control file at path.
-func writeWatchControl(path string, f WatchFault) error {
+func writeWatchControl(path string, f WatchFault) error { return writeControl(path, f.String()) }
+
+// writeControl writes text into the control file at path, renamed into place.
+func writeControl(path, text string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".watch-*")
 	if err != nil {
 		return err
 	}
-	_, err = tmp.WriteString(f.String())
+	_, err = tmp.WriteString(text)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
