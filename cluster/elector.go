@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fencing"
-	"github.com/leasehold/leasehold/internal/wallclock"
 	"github.com/leasehold/leasehold/internal/leaseconf"
+	"github.com/leasehold/leasehold/internal/wallclock"
 )
 
 // ElectorConfig configures an Elector. Zero values take the defaults (DefaultLeaseDuration,
