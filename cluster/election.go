@@ -65,203 +65,286 @@ func (e *Elector) observe(rec Record, seenAt time.Time) observation {
 	return observation{rec: rec, rev: rec.Revision, holder: rec.Holder, term: rec.Term, expires: seenAt.Add(d)}
 }
 
-// run is the election goroutine: it starts attempts, keeps the leadership deadline and
-// handles Stop. All election state lives in its local variables.
-func (e *Elector) run(startCtx context.Context) {
-	defer close(e.runDone)
-	defer e.exit() // before runDone: a Stop that sees runDone sees done too, unless the watch is late
-	base := context.WithoutCancel(startCtx)
+// loop is the state of the election: it belongs to the election goroutine, which alone reads
+// and writes it (run, and the methods run calls, on that goroutine).
+type loop struct {
+	base    context.Context // Start's context without its cancellation: the attempts' and the watch's
+	s       sched           // the plan for the next attempt (push.go)
+	pending *attempt        // the attempt in flight, if any
+	timer   *time.Timer     // the next wake-up: see wakeAt
 	// E9: the watch starts when the instance first follows another holder, so an instance
 	// that leads all its leases (many leases in one process) keeps no watch; it is ended as
 	// the shutdown begins, and done is closed once it has returned too (Stop waits for it
 	// within its context).
-	var mb *mailbox
-	watching, stopWatch := false, func() {}
-	defer func() { stopWatch() }()
+	mb         *mailbox // nil until the watch starts, and when the Lock cannot watch
+	watching   bool
+	stopWatch  func()
+	stopHealth func() // U1-U3; ended with the watch
+}
+
+// newLoop starts the health check and returns the election's state at its start: the first
+// attempt is due at once (E1).
+func (e *Elector) newLoop(startCtx context.Context) *loop {
+	lp := &loop{base: context.WithoutCancel(startCtx), stopWatch: func() {}}
 	e.rank.startedAt = time.Now()
-	stopHealth := e.startHealth(base) // U1-U3; ended with the watch
-	defer stopHealth()
-	var (
-		s       = sched{next: time.Now()} // when the next attempt may start (E1), and why
-		pending *attempt                  // the attempt in flight, if any
-		timer   = time.NewTimer(time.Hour)
-	)
-	defer timer.Stop()
+	lp.stopHealth = e.startHealth(lp.base)
+	lp.s = sched{next: time.Now()} // when the next attempt may start (E1), and why
+	lp.timer = time.NewTimer(time.Hour)
+	return lp
+}
+
+// end releases what the loop holds: its timer, the health check's and the watch's goroutines
+// (ended without waiting for them).
+func (lp *loop) end() {
+	lp.timer.Stop()
+	lp.stopHealth()
+	lp.stopWatch()
+}
+
+// run is the election goroutine: it starts attempts, keeps the leadership deadline and
+// handles Stop. All election state lives in its loop; each wake-up is handled by a method.
+func (e *Elector) run(startCtx context.Context) {
+	defer close(e.runDone)
+	defer e.exit() // before runDone: a Stop that sees runDone sees done too, unless the watch is late
+	lp := e.newLoop(startCtx)
+	defer lp.end()
 	for {
 		now := time.Now()
-		lead := e.leading.Load()
-		if lead != nil && !now.Before(lead.deadline) {
-			// E5: no attempt succeeded within (L+R)/2 of the start of the last successful
-			// one; IsLeader already says false, now the callbacks learn it too.
-			e.stopLeading(ReasonDeadline, nil)
-			lead = nil
-		}
-		if pending != nil && !pending.failed && !now.Before(pending.start.Add(e.l-e.r)) {
-			// E3: no answer within L-R. The attempt stays in flight until it returns (attempts
-			// never overlap), but it has failed, and a leader stops leading at once (E4).
-			e.timeOut(pending, now)
-			lead = nil
-		}
-		if mb != nil {
+		lead := e.expire(lp, now)
+		if lp.mb != nil {
 			// E9: the watch's latest heartbeat, which does not wake this goroutine: it only
 			// puts the next read off.
-			s.push.beat(mb.alive())
+			lp.s.push.beat(lp.mb.alive())
 		}
-		var due time.Time
-		if pending == nil {
-			var known *Record
-			if due, known = e.due(&s, now); !now.Before(due) {
-				at, ok := e.askAt(s.obs.rec)
-				pending = e.startAttempt(base, now, s.obs, known, lead != nil, ok && !now.Before(at))
-				s.next, s.lastStart, s.soon = now.Add(e.r), now, false
-			}
-		}
-
-		// Sleep until the earliest of: the leadership deadline, the attempt's timeout, the
-		// next attempt.
-		var wake time.Time
-		consider := func(t time.Time) {
-			if wake.IsZero() || t.Before(wake) {
-				wake = t
-			}
-		}
-		if lead != nil {
-			consider(lead.deadline)
-		}
-		if pending != nil && !pending.failed {
-			consider(pending.start.Add(e.l - e.r))
-		}
-		if pending == nil {
-			consider(due)
-		}
-		var tc <-chan time.Time
-		if !wake.IsZero() {
-			timer.Reset(wake.Sub(now))
-			tc = timer.C
-		}
-		var pc <-chan outcome
-		var mc <-chan struct{}
-		if pending != nil {
-			pc = pending.done
-		} else if mb != nil {
-			// The watch's calls wait in the mailbox while an attempt is in flight: they are
-			// judged against its outcome.
-			mc = mb.ready
-		}
-
+		due := e.startDue(lp, now, lead != nil)
+		tc := lp.sleep(now, e.wakeAt(lp, lead, due))
+		pc, mc := lp.inputs()
 		select {
-		case <-tc:
+		case <-tc: // a deadline or the next attempt: the top of the loop sees to it
 		case <-e.poke:
-			s.soon = true // a gate opened (D6): attempt now rather than at the next R
+			lp.hurry() // a gate opened (D6): attempt now rather than at the next R
 		case <-e.rank.wake:
 			// The health check's verdict changed (U1, U2): a leader writes it into its
 			// record at once; a candidate that passes again may take a free lease at once.
-			s.soon = true
+			lp.hurry()
 		case <-mc:
-			ev, up := mb.take()
-			s.push.up = up
-			if ev != nil {
-				e.onPush(&s, ev)
-			}
+			e.onMail(lp)
 		case out := <-pc:
-			a := pending
-			pending = nil
-			if !a.failed && !out.returned.Before(a.start.Add(e.l-e.r)) {
-				// E3 as above: an attempt that returned at L-R or later had no answer within
-				// it, whether this goroutine woke for its outcome or for the timeout first. An
-				// attempt whose context ends at L-R returns at that very instant; which of the
-				// two ready cases this select takes is chance, and must not decide the reason.
-				e.timeOut(a, out.returned)
-			}
-			a.cancel()
-			if a.failed {
-				s.known = nil
-				continue // already counted as failed by its timeout
-			}
-			switch out.kind {
-			case held:
-				s.obs, s.known = observation{}, &out.rec
-				s.push.read(out.rec)
-				if !e.held(base, a, out) {
-					s.soon = true // E11: that term was led already: write a new one at once
-				}
-			case followed:
-				s.known = nil
-				e.checkTwin(out.rec)
-				if !watching {
-					watching = true
-					mb, stopWatch = e.startWatch(base)
-				}
-				s.push.read(out.rec)
-				if lead := e.leading.Load(); lead != nil {
-					e.stopLeading(ReasonTakenBy, nil)
-				}
-				e.emit(Event{Kind: AttemptSucceeded, Holder: out.rec.Holder, Term: out.rec.Term, Duration: out.at.Sub(a.start)})
-				if out.rec.Revision != s.obs.rev {
-					if out.rec.Holder != s.obs.holder || out.rec.Term != s.obs.term {
-						e.log.Info("leasehold: observed leader", "holder", out.rec.Holder, "term", out.rec.Term)
-						e.emit(Event{Kind: ObservedLeader, Holder: out.rec.Holder, Term: out.rec.Term})
-					}
-					s.obs = e.observe(out.rec, out.at)
-					e.emit(Event{Kind: ObservedRevision, Holder: out.rec.Holder, Term: out.rec.Term, Time: out.at})
-				}
-				// E6: the next attempt comes the moment that revision expires, if before the
-				// next regular one (see due).
-			case failed:
-				s.known = nil
-				reason := failReason(out.err) // hook (resign.go): error, conflict or resign (R2)
-				e.attemptFailed(reason, out.err, out.at.Sub(a.start))
-				if e.leading.Load() != nil {
-					e.stopLeading(reason, out.err) // E4
-				}
-				if reason == ReasonResign {
-					// R2: release without waiting R: the next attempt waits for the
-					// callbacks that stopLeading just ended, then releases.
-					s.soon = true
-				}
-			}
+			e.onOutcome(lp, out)
 		case ctx := <-e.stopReq:
-			stopWatch() // it returns while the shutdown goes on
-			stopHealth()
-			e.stopErr <- e.shutdown(ctx, pending, s.known)
+			e.onStop(ctx, lp)
 			return
 		case <-startCtx.Done():
-			// Nothing waits for this shutdown, so it is bounded by L-R. A Stop called now or
-			// later waits for it, then finishes what it left undone: whether the attempt in
-			// flight was drained is recorded, as its outcome can be read only once.
-			close(e.ending)
-			stopWatch()
-			stopHealth()
-			ctx, cancel := context.WithTimeout(base, e.l-e.r)
-			e.stopLeading(ReasonStop, nil)
-			known := s.known
-			if pending != nil {
-				known = nil // the outcome drained below is not looked at: read before releasing
-				pending.cancel()
-				select {
-				case <-pending.done:
-					pending = nil
-				case <-ctx.Done():
-				}
-			}
-			var err error
-			if pending != nil {
-				err = fmt.Errorf("cluster: lease %q: stop: an attempt is still waiting for the lock, lease not released: %w", e.name, ctx.Err())
-			} else {
-				err = e.shutdown(ctx, nil, known)
-			}
-			cancel()
-			if err != nil {
-				e.log.Warn("leasehold: election ended by its context", "error", err)
-			}
-			e.leftover = leftover{err: err, pending: pending}
+			e.onStartEnd(lp)
 			return
 		case <-e.halt:
-			if l := e.leading.Load(); l != nil {
-				l.cancel()
-			}
+			e.onHalt()
 			return
 		}
+	}
+}
+
+// expire applies the deadlines that have passed at now: the leadership's (E5) and the
+// attempt's (E3). It returns the leadership still on, nil if none.
+func (e *Elector) expire(lp *loop, now time.Time) *leadership {
+	lead := e.leading.Load()
+	if lead != nil && !now.Before(lead.deadline) {
+		// E5: no attempt succeeded within (L+R)/2 of the start of the last successful
+		// one; IsLeader already says false, now the callbacks learn it too.
+		e.stopLeading(ReasonDeadline, nil)
+		lead = nil
+	}
+	if p := lp.pending; p != nil && !p.failed && !now.Before(p.start.Add(e.l-e.r)) {
+		// E3: no answer within L-R. The attempt stays in flight until it returns (attempts
+		// never overlap), but it has failed, and a leader stops leading at once (E4).
+		e.timeOut(p, now)
+		lead = nil
+	}
+	return lead
+}
+
+// startDue starts the next attempt if none is in flight and it is due at now (E1); leading
+// says whether this instance leads. It returns when the next attempt is due, for wakeAt.
+func (e *Elector) startDue(lp *loop, now time.Time, leading bool) time.Time {
+	if lp.pending != nil {
+		return time.Time{}
+	}
+	due, known := e.due(&lp.s, now)
+	if !now.Before(due) {
+		at, ok := e.askAt(lp.s.obs.rec)
+		lp.pending = e.startAttempt(lp.base, now, lp.s.obs, known, leading, ok && !now.Before(at))
+		lp.s.next, lp.s.lastStart, lp.s.soon = now.Add(e.r), now, false
+	}
+	return due
+}
+
+// wakeAt returns when the election goroutine wakes unless something comes first: the
+// earliest of the leadership deadline, the attempt's timeout, the next attempt (zero: none).
+func (e *Elector) wakeAt(lp *loop, lead *leadership, due time.Time) time.Time {
+	var wake time.Time
+	consider := func(t time.Time) {
+		if wake.IsZero() || t.Before(wake) {
+			wake = t
+		}
+	}
+	if lead != nil {
+		consider(lead.deadline)
+	}
+	if lp.pending != nil && !lp.pending.failed {
+		consider(lp.pending.start.Add(e.l - e.r))
+	}
+	if lp.pending == nil {
+		consider(due)
+	}
+	return wake
+}
+
+// sleep sets the timer to wake, and returns its channel (nil when wake is zero).
+func (lp *loop) sleep(now, wake time.Time) <-chan time.Time {
+	if wake.IsZero() {
+		return nil
+	}
+	lp.timer.Reset(wake.Sub(now))
+	return lp.timer.C
+}
+
+// inputs returns the channels the loop listens to besides its timer and the Elector's: the
+// outcome of the attempt in flight, or else the watch's mailbox. The watch's calls wait in
+// the mailbox while an attempt is in flight: they are judged against its outcome.
+func (lp *loop) inputs() (<-chan outcome, <-chan struct{}) {
+	switch {
+	case lp.pending != nil:
+		return lp.pending.done, nil
+	case lp.mb != nil:
+		return nil, lp.mb.ready
+	}
+	return nil, nil
+}
+
+// hurry makes the next attempt start as soon as none is in flight.
+func (lp *loop) hurry() { lp.s.soon = true }
+
+// onMail takes the watch's latest call from its mailbox (E9).
+func (e *Elector) onMail(lp *loop) {
+	ev, up := lp.mb.take()
+	lp.s.push.up = up
+	if ev != nil {
+		e.onPush(&lp.s, ev)
+	}
+}
+
+// onOutcome handles the outcome of the attempt in flight.
+func (e *Elector) onOutcome(lp *loop, out outcome) {
+	a := lp.pending
+	lp.pending = nil
+	if !a.failed && !out.returned.Before(a.start.Add(e.l-e.r)) {
+		// E3 as in expire: an attempt that returned at L-R or later had no answer within
+		// it, whether this goroutine woke for its outcome or for the timeout first. An
+		// attempt whose context ends at L-R returns at that very instant; which of the
+		// two ready cases run's select takes is chance, and must not decide the reason.
+		e.timeOut(a, out.returned)
+	}
+	a.cancel()
+	s := &lp.s
+	s.known = nil
+	if a.failed {
+		return // already counted as failed by its timeout
+	}
+	switch out.kind {
+	case held:
+		s.obs, s.known = observation{}, &out.rec
+		s.push.read(out.rec)
+		if !e.held(lp.base, a, out) {
+			s.soon = true // E11: that term was led already: write a new one at once
+		}
+	case followed:
+		e.onFollowed(lp, a, out)
+	case failed:
+		reason := failReason(out.err) // hook (resign.go): error, conflict or resign (R2)
+		e.attemptFailed(reason, out.err, out.at.Sub(a.start))
+		if e.leading.Load() != nil {
+			e.stopLeading(reason, out.err) // E4
+		}
+		if reason == ReasonResign {
+			// R2: release without waiting R: the next attempt waits for the
+			// callbacks that stopLeading just ended, then releases.
+			s.soon = true
+		}
+	}
+}
+
+// onFollowed handles an attempt that found another instance holding the lease: this
+// instance follows it, and watches its record (E6, E9).
+func (e *Elector) onFollowed(lp *loop, a *attempt, out outcome) {
+	s := &lp.s
+	e.checkTwin(out.rec)
+	if !lp.watching {
+		lp.watching = true
+		lp.mb, lp.stopWatch = e.startWatch(lp.base)
+	}
+	s.push.read(out.rec)
+	if lead := e.leading.Load(); lead != nil {
+		e.stopLeading(ReasonTakenBy, nil)
+	}
+	e.emit(Event{Kind: AttemptSucceeded, Holder: out.rec.Holder, Term: out.rec.Term, Duration: out.at.Sub(a.start)})
+	if out.rec.Revision != s.obs.rev {
+		if out.rec.Holder != s.obs.holder || out.rec.Term != s.obs.term {
+			e.log.Info("leasehold: observed leader", "holder", out.rec.Holder, "term", out.rec.Term)
+			e.emit(Event{Kind: ObservedLeader, Holder: out.rec.Holder, Term: out.rec.Term})
+		}
+		s.obs = e.observe(out.rec, out.at)
+		e.emit(Event{Kind: ObservedRevision, Holder: out.rec.Holder, Term: out.rec.Term, Time: out.at})
+	}
+	// E6: the next attempt comes the moment that revision expires, if before the next
+	// regular one (see due).
+}
+
+// onStop answers Stop (E7): the watch and the health check end, and the result of the
+// shutdown goes back to Stop.
+func (e *Elector) onStop(ctx context.Context, lp *loop) {
+	lp.stopWatch() // it returns while the shutdown goes on
+	lp.stopHealth()
+	e.stopErr <- e.shutdown(ctx, lp.pending, lp.s.known)
+}
+
+// onStartEnd ends the election when Start's context ends. Nothing waits for this shutdown,
+// so it is bounded by L-R. A Stop called now or later waits for it, then finishes what it
+// left undone: whether the attempt in flight was drained is recorded, as its outcome can be
+// read only once.
+func (e *Elector) onStartEnd(lp *loop) {
+	close(e.ending)
+	lp.stopWatch()
+	lp.stopHealth()
+	ctx, cancel := context.WithTimeout(lp.base, e.l-e.r)
+	defer cancel()
+	e.stopLeading(ReasonStop, nil)
+	known, pending := lp.s.known, lp.pending
+	if pending != nil {
+		known = nil // the outcome drained below is not looked at: read before releasing
+		pending.cancel()
+		select {
+		case <-pending.done:
+			pending = nil
+		case <-ctx.Done():
+		}
+	}
+	var err error
+	if pending != nil {
+		err = fmt.Errorf("cluster: lease %q: stop: an attempt is still waiting for the lock, lease not released: %w", e.name, ctx.Err())
+	} else {
+		err = e.shutdown(ctx, nil, known)
+	}
+	if err != nil {
+		e.log.Warn("leasehold: election ended by its context", "error", err)
+	}
+	e.leftover = leftover{err: err, pending: pending}
+}
+
+// onHalt ends the election as a crash would (tests): the callbacks' contexts end, nothing is
+// released.
+func (e *Elector) onHalt() {
+	if l := e.leading.Load(); l != nil {
+		l.cancel()
 	}
 }
 
@@ -406,21 +489,43 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 			}
 		}
 	}
-	fail := func(err error) outcome { return outcome{kind: failed, err: err, at: time.Now()} }
-	var (
-		rec Record
-		err error
-		now time.Time
-	)
 	seen := e.seen.Load() // before this read's term counts (B2)
 	askedAgain := false   // a request lost its race, and the attempt read once more (Q2)
-read:
 	for {
-		rec, err = e.lock.Get(ctx, e.name)
-		now = time.Now()
+		r, out, done := e.read(ctx, obs, seen, &reread)
+		if done {
+			return out
+		}
+		out, lost := e.decide(ctx, r, obs, leading, ask)
+		if lost && !askedAgain {
+			// Another write landed between the read and the request: the holder's renewal at
+			// this very instant, most often. Which of two goroutines due at one instant writes
+			// first is the scheduler's choice; reading once more and asking on what is found
+			// makes the request land at this instant either way, rather than R later.
+			askedAgain = true
+			continue
+		}
+		return out
+	}
+}
+
+// reading is what an attempt's read returned, and when.
+type reading struct {
+	rec Record
+	err error
+	at  time.Time
+}
+
+// read reads the record for try, and runs the hook on it. It returns done, with the outcome
+// of the attempt, when the record is a state the store went back to (B2) or the hook answered
+// the attempt; a release that conflicted (stale) reads once more, as reread records.
+func (e *Elector) read(ctx context.Context, obs observation, seen uint64, reread *bool) (reading, outcome, bool) {
+	for {
+		rec, err := e.lock.Get(ctx, e.name)
+		now := time.Now()
 		if err == nil && wentBack(rec, seen, obs, now, e.owns(rec)) {
 			e.unclaim()
-			return outcome{kind: followed, rec: rec, at: now}
+			return reading{}, outcome{kind: followed, rec: rec, at: now}, true
 		}
 		if err == nil {
 			e.see(rec.Term)
@@ -430,64 +535,73 @@ read:
 		// on every record (or error) read or known before deciding by E2.
 		out, done := e.onRead(ctx, &rec, err, obs, now)
 		if !done {
-			break
+			return reading{rec: rec, err: err, at: now}, outcome{}, false
 		}
-		if out.stale && !reread {
+		if out.stale && !*reread {
 			// The release conflicted: the record changed while the callbacks were awaited.
-			reread = true
+			*reread = true
 			continue
 		}
-		return out
+		return reading{}, out, true
 	}
-	wall := stamp(e.wall(now), Record{})
+}
+
+// decide acts on what try read by E2: it creates a missing record, takes over or renews one
+// it may hold, or follows another holder's, asking it to hand over when ask allows (Q2). lost
+// says that request lost a race.
+func (e *Elector) decide(ctx context.Context, r reading, obs observation, leading, ask bool) (_ outcome, lost bool) {
+	rec, now := r.rec, r.at
 	switch {
-	case errors.Is(err, ErrNotFound):
-		e.wrote.Store(true)
-		// E11: above every term this instance has seen, and the wall clock's floor: a record
-		// lost with its term (a store restarted empty, a deleted row) does not go back to 1.
-		created, err := e.lock.Create(ctx, e.name, e.carry(Record{
-			Holder: e.id, Session: e.session, Term: e.nextTerm(0, now), AcquiredAt: wall, RenewedAt: wall, Duration: e.l,
-		}))
-		if errors.Is(err, ErrConflict) {
-			err = fmt.Errorf("%w: %w", errLostCreation, err)
-		}
-		if err != nil {
-			return fail(err)
-		}
-		e.see(created.Term)
-		return outcome{kind: held, rec: created, at: time.Now()}
-	case err != nil:
-		return fail(err)
+	case errors.Is(r.err, ErrNotFound):
+		return e.create(ctx, now), false
+	case r.err != nil:
+		return failure(r.err), false
 	case e.owns(rec), rec.Holder == "" || (rec.Revision == obs.rev && !now.Before(obs.expires)):
 		// Its own (renew, or a new term when not leading), or released, or expired on this
 		// instance's own clock (E6): take over. A record naming this instance ID with another
 		// session is another process's (E12): followed until it expires.
-		rec = e.takeOrRenew(rec, now, leading)
-	default:
-		if ok, _ := e.askable(rec); ok && ask {
-			// Q2, U2: a holder this instance outranks, or that reports itself unhealthy.
-			// The request is a revision first seen once written (E6), not at the read.
-			var lost bool
-			if rec, now, lost = e.ask(ctx, rec, now); lost && !askedAgain {
-				// Another write landed between the read and the request: the holder's
-				// renewal at this very instant, most often. Which of two goroutines due at
-				// one instant writes first is the scheduler's choice; reading once more and
-				// asking on what is found makes the request land at this instant either way,
-				// rather than R later.
-				askedAgain = true
-				goto read
-			}
-		}
-		return outcome{kind: followed, rec: rec, at: now}
+		return e.write(ctx, e.takeOrRenew(rec, now, leading)), false
 	}
+	if ok, _ := e.askable(rec); ok && ask {
+		// Q2, U2: a holder this instance outranks, or that reports itself unhealthy. The
+		// request is a revision first seen once written (E6), not at the read.
+		rec, now, lost = e.ask(ctx, rec, now)
+	}
+	return outcome{kind: followed, rec: rec, at: now}, lost
+}
+
+// create writes the missing record, held by this instance (E2).
+func (e *Elector) create(ctx context.Context, now time.Time) outcome {
+	wall := stamp(e.wall(now), Record{})
+	e.wrote.Store(true)
+	// E11: above every term this instance has seen, and the wall clock's floor: a record
+	// lost with its term (a store restarted empty, a deleted row) does not go back to 1.
+	created, err := e.lock.Create(ctx, e.name, e.carry(Record{
+		Holder: e.id, Session: e.session, Term: e.nextTerm(0, now), AcquiredAt: wall, RenewedAt: wall, Duration: e.l,
+	}))
+	if errors.Is(err, ErrConflict) {
+		err = fmt.Errorf("%w: %w", errLostCreation, err)
+	}
+	if err != nil {
+		return failure(err)
+	}
+	e.see(created.Term)
+	return outcome{kind: held, rec: created, at: time.Now()}
+}
+
+// write writes rec, read and decided on, to hold it: a compare-and-swap on its revision.
+func (e *Elector) write(ctx context.Context, rec Record) outcome {
 	e.wrote.Store(true)
 	updated, err := e.lock.Update(ctx, e.name, rec)
 	if err != nil {
-		return fail(err)
+		return failure(err)
 	}
 	e.see(updated.Term)
 	return outcome{kind: held, rec: updated, at: time.Now()}
 }
+
+// failure is the outcome of an attempt that failed with err, now.
+func failure(err error) outcome { return outcome{kind: failed, err: err, at: time.Now()} }
 
 // wentBack says whether rec, free to take at once by E2 (released, or this instance's own), is
 // a state the store went back to (B2): its term is below one this instance has seen, which no
