@@ -710,7 +710,7 @@ var (
 func source(t *testing.T, dirs ...string) string {
 	sourcesOnce.Do(func() {
 		sources = map[string]string{}
-		for _, dir := range []string{".", "cluster", "cmd/leasehold", "metrics/prometheus"} {
+		for _, dir := range []string{".", "cluster", "cmd/leasehold", "cmd/leasehold/internal/supervise", "metrics/prometheus"} {
 			// A directory's packages below it count as its own: the products built on the
 			// engine live under cluster/.
 			files, err := filepath.Glob(filepath.Join(repoRoot, dir, "*.go"))
@@ -755,7 +755,7 @@ func checkTextBlock(t *testing.T, text string) error {
 	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 	switch {
 	case docLogMessage.MatchString(text):
-		src := source(t, ".", "cluster", "cmd/leasehold")
+		src := source(t, ".", "cluster", "cmd/leasehold", "cmd/leasehold/internal/supervise")
 		for _, m := range docLogMessage.FindAllStringSubmatch(text, -1) {
 			if !strings.Contains(src, `"leasehold: `+m[1]+`"`) {
 				return fmt.Errorf("the log message %q is not one the code logs", "leasehold: "+m[1])

@@ -23,17 +23,16 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/leasehold/leasehold/cmd/leasehold/internal/supervise"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == keeperArg {
-		os.Exit(keeperMain(os.Args[2:])) // leasehold run's keeper, between it and CMD (keeper.go)
+	if len(os.Args) > 1 && os.Args[1] == supervise.KeeperArg {
+		os.Exit(supervise.KeeperMain(os.Args[2:])) // leasehold run's keeper, between it and CMD
 	}
 	os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr))
 }
-
-// keeperArg, as the first argument, runs the keeper: leasehold run starts it, never a user.
-const keeperArg = "__keeper"
 
 // Exit statuses.
 const (

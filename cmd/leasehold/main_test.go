@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/cmd/leasehold/internal/supervise"
 )
 
 // bin is the leasehold binary under test.
@@ -33,8 +35,8 @@ func TestMain(m *testing.M) {
 		os.Exit(cmdHelper(mode))
 	}
 	// The keeper of a supervisor run within the tests (it runs /proc/self/exe: this binary).
-	if len(os.Args) > 1 && os.Args[1] == keeperArg {
-		os.Exit(keeperMain(os.Args[2:]))
+	if len(os.Args) > 1 && os.Args[1] == supervise.KeeperArg {
+		os.Exit(supervise.KeeperMain(os.Args[2:]))
 	}
 	dir, err := os.MkdirTemp("", "leasehold-cmd-test-")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cmd/leasehold/internal/supervise"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 	"github.com/leasehold/leasehold/store"
 )
@@ -104,22 +105,22 @@ func runPartitions(f *commonFlags, k, maxMoves int, grace time.Duration, graceSe
 		return 0, graceError(grace, pe.l, pe.r)
 	}
 
-	reaper := becomeSubreaper(log)
+	reaper := supervise.BecomeSubreaper(log)
 	exited := make(chan int, k)
-	sups := make([]*supervisor, k)
+	sups := make([]*supervise.Supervisor, k)
 	for i := range sups {
-		s := newSupervisor(argv, pe.lease, pe.id, grace, restart, log.With("partition", i), pe.urlEnv)
-		s.reaper = reaper
-		s.exited = exited
-		s.extraEnv = []string{"LEASEHOLD_PARTITION=" + strconv.Itoa(i)}
-		sups[i] = s
+		sups[i] = supervise.New(supervise.Config{
+			Argv: argv, Env: cmdEnviron(pe.urlEnv), Lease: pe.lease, ID: pe.id,
+			ExtraEnv: []string{"LEASEHOLD_PARTITION=" + strconv.Itoa(i)}, Grace: grace, Restart: restart,
+			Reaper: reaper, Log: log.With("partition", i), Exited: exited,
+		})
 	}
 	pe.p.WhenOwner(func(ctx context.Context, partition int) error {
-		return sups[partition].lead(ctx)
+		return sups[partition].Lead(ctx)
 	}, nil)
 
 	sigs := make(chan os.Signal, 8)
-	notifySignals(sigs)
+	supervise.NotifySignals(sigs)
 	defer signal.Stop(sigs)
 
 	if err := pe.p.Start(ctx); err != nil {
@@ -141,12 +142,12 @@ func runPartitions(f *commonFlags, k, maxMoves int, grace time.Duration, graceSe
 	for {
 		select {
 		case sig := <-sigs:
-			if !isStopSignal(sig) {
+			if !supervise.IsStopSignal(sig) {
 				forwardAll(sups, sig)
 				continue
 			}
 			for _, s := range sups {
-				s.stopSignal.Store(sig)
+				s.SetStopSignal(sig)
 			}
 			log.Info("leasehold: stopping", "signal", sig)
 			if stop() != nil {
@@ -164,10 +165,10 @@ func runPartitions(f *commonFlags, k, maxMoves int, grace time.Duration, graceSe
 }
 
 // forwardAll sends sig to the group of every partition's CMD that runs.
-func forwardAll(sups []*supervisor, sig os.Signal) {
+func forwardAll(sups []*supervise.Supervisor, sig os.Signal) {
 	var wg sync.WaitGroup
 	for _, s := range sups {
-		wg.Go(func() { s.forward(sig) })
+		wg.Go(func() { s.Forward(sig) })
 	}
 	wg.Wait()
 }

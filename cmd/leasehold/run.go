@@ -14,10 +14,13 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cmd/leasehold/internal/supervise"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 	leaseholdprom "github.com/leasehold/leasehold/metrics/prometheus"
 	"github.com/leasehold/leasehold/store/driver"
@@ -289,7 +292,7 @@ type runningCommand struct {
 	o       *runOptions
 	log     *slog.Logger
 	el      *election
-	sup     *supervisor
+	sup     *supervise.Supervisor
 	cand    *candidacy
 	sigs    chan os.Signal
 	cleanup []func()
@@ -329,18 +332,19 @@ func startRun(o *runOptions, log *slog.Logger) (_ *runningCommand, err error) {
 		return nil, graceError(o.grace, el.l, el.r)
 	}
 
-	r.sup = newSupervisor(o.cmd, el.lease, el.id, o.grace, o.restart, log, el.urlEnv)
-	r.sup.reaper = becomeSubreaper(log)
-	r.sup.hold = o.holdAtLeast
+	r.sup = supervise.New(supervise.Config{
+		Argv: o.cmd, Env: cmdEnviron(el.urlEnv), Lease: el.lease, ID: el.id, Grace: o.grace,
+		Restart: o.restart, Hold: o.holdAtLeast, Reaper: supervise.BecomeSubreaper(log), Log: log,
+	})
 	el.WhenLeader(func(ctx context.Context) error {
 		if !r.cand.lead() {
 			return nil
 		}
-		return r.sup.lead(ctx)
+		return r.sup.Lead(ctx)
 	}, nil)
 
 	r.sigs = make(chan os.Signal, 8)
-	notifySignals(r.sigs)
+	supervise.NotifySignals(r.sigs)
 	r.cleanup = append(r.cleanup, func() { signal.Stop(r.sigs) })
 
 	if o.metricsAddr != "" {
@@ -349,7 +353,7 @@ func startRun(o *runOptions, log *slog.Logger) (_ *runningCommand, err error) {
 			stopOnError()
 			return nil, fmt.Errorf("--metrics-addr: %w", err)
 		}
-		r.cleanup = append(r.cleanup, serveMetrics(ln, collector, view, r.sup.view))
+		r.cleanup = append(r.cleanup, serveMetrics(ln, collector, view, func() cmdView { return cmdView(r.sup.State()) }))
 		log.Info("leasehold: serving /metrics, /healthz and /status", "addr", ln.Addr().String())
 	}
 
@@ -396,21 +400,21 @@ func (r *runningCommand) loop() int {
 				return giveUp(el, o.grace, log, a, "--wait "+o.wait.String())
 			}
 		case sig := <-r.sigs:
-			if !isStopSignal(sig) {
-				sup.forward(sig)
+			if !supervise.IsStopSignal(sig) {
+				sup.Forward(sig)
 				continue
 			}
-			sup.stopSignal.Store(sig)
+			sup.SetStopSignal(sig)
 			log.Info("leasehold: stopping", "signal", sig)
 			if err := stopElection(el, o.grace); err != nil {
 				log.Error("leasehold: stop", "error", err)
 				return exitFailure
 			}
-			if status, ok := sup.heldStatus(); ok {
+			if status, ok := sup.HeldStatus(); ok {
 				return status // CMD had finished: the stop only cut the hold short
 			}
 			return exitOK
-		case status := <-sup.exited:
+		case status := <-sup.Exited():
 			log.Info("leasehold: CMD exited by itself: releasing the lease", "status", status)
 			if err := stopElection(el, o.grace); err != nil {
 				log.Error("leasehold: stop", "error", err)
@@ -481,19 +485,20 @@ func stopElection(el *election, grace time.Duration) error {
 	return el.stop(ctx)
 }
 
-// becomeSubreaper makes leasehold a child subreaper where the system has them (Linux): should a
-// keeper be killed, the orphans of its CMD's tree are reparented to leasehold, which ends them
-// (supervisor.sweep). Not when leasehold is PID 1, nor when it already has children as it
-// starts (`exec leasehold run` from a script that started others): processes that are none of
-// CMD's could then come to it.
-func becomeSubreaper(log *slog.Logger) bool {
-	if os.Getpid() == 1 || len(descendants(os.Getpid(), nil)) > 0 {
-		log.Debug("leasehold: not a child subreaper: PID 1, or children already")
-		return false
-	}
-	if err := setSubreaper(); err != nil {
-		log.Debug("leasehold: not a child subreaper", "error", err)
-		return false
-	}
-	return true
+// cmdEnviron is leasehold's environment less LEASEHOLD_STORE and urlEnv (the variable the
+// configuration's Registry reads its URL from, when not ""): the store's URL may carry its
+// password, which CMD has no use for.
+func cmdEnviron(urlEnv string) []string {
+	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, storeEnv+"=") || urlEnv != "" && strings.HasPrefix(kv, urlEnv+"=")
+	})
+}
+
+// handleSIGPIPE keeps a write to a broken pipe from killing leasehold (`leasehold run ... 2>&1
+// | head`): the write fails with EPIPE, and leasehold goes on, stops CMD and releases the
+// lease. Without Notify, Go's runtime dies of SIGPIPE on such a write to stdout or stderr.
+// signal.Ignore would do it too, but an ignored signal stays ignored across exec: the keeper
+// and CMD would inherit it.
+func handleSIGPIPE() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }

@@ -11,6 +11,3 @@ import (
 func runCommand([]string, io.Writer, io.Writer) (int, error) {
 	return 0, errors.New("leasehold run is not supported on this system (it needs process groups and POSIX signals)")
 }
-
-// keeperMain: there is no keeper without leasehold run.
-func keeperMain([]string) int { return exitUsage }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package supervise
 
 import (
 	"bytes"
@@ -20,18 +20,20 @@ func TestCMDStartsOnlyWhileLeading(t *testing.T) {
 		dir := t.TempDir()
 		marker := filepath.Join(dir, "started")
 		var logs bytes.Buffer
-		s := newSupervisor([]string{"/bin/sh", "-c", "echo started > " + shellQuote(marker)}, "jobs", "a",
-			maxGrace(testL, testR), false, slog.New(slog.NewTextHandler(&logs, nil)), "")
+		s := New(Config{
+			Argv: []string{"/bin/sh", "-c", `echo started > "$1"`, "sh", marker}, Env: os.Environ(),
+			Lease: "jobs", ID: "a", Grace: testGrace, Log: slog.New(slog.NewTextHandler(&logs, nil)),
+		})
 		ctx, cancel := context.WithCancel(context.Background())
 		if ends {
 			s.beforeStart = cancel // the leadership ends just as CMD is about to start
 		}
-		if err := s.lead(ctx); err != nil {
+		if err := s.Lead(ctx); err != nil {
 			t.Fatal(err)
 		}
 		cancel()
 		_, statErr := os.Stat(marker)
-		v := s.view()
+		v := s.State()
 		switch {
 		case ends && (statErr == nil || v.Starts != 0 || strings.Contains(logs.String(), "started CMD")):
 			t.Errorf("the leadership ended before CMD started, and CMD started all the same (starts %d)\n%s", v.Starts, logs.String())
@@ -41,7 +43,7 @@ func TestCMDStartsOnlyWhileLeading(t *testing.T) {
 			t.Errorf("a current leadership did not start CMD: %v, starts %d\n%s", statErr, v.Starts, logs.String())
 		}
 		select {
-		case status := <-s.exited:
+		case status := <-s.Exited():
 			if ends {
 				t.Errorf("CMD that never started reported an exit status %d", status)
 			}

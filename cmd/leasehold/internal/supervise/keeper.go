@@ -1,10 +1,10 @@
 //go:build unix
 
-package main
+package supervise
 
 // The keeper is a small process between leasehold run (the supervisor) and CMD: the same
-// binary, run again with keeperArg as its first argument (main dispatches it before anything
-// else). It starts CMD, and from then on answers for CMD's whole process tree:
+// binary, run again with KeeperArg as its first argument (main dispatches it to KeeperMain
+// before anything else). It starts CMD, and from then on answers for CMD's whole process tree:
 //
 //   - On Linux it is a child subreaper: every process CMD starts, however it detaches (double
 //     fork, setsid, a new process group), stays its descendant or is reparented to it, so it
@@ -69,12 +69,12 @@ func readStart(control *os.File, b []byte) bool {
 	}
 }
 
-// keeperMain runs the keeper for the command line "-- CMD [ARGS...]" and returns its exit
-// status.
-func keeperMain(args []string) int {
+// KeeperMain runs the keeper for the command line "-- CMD [ARGS...]" (the arguments after
+// KeeperArg) and returns its exit status.
+func KeeperMain(args []string) int {
 	if len(args) < 2 || args[0] != "--" || !isPipe(keeperControlFD) || !isPipe(keeperStatusFD) {
-		fmt.Fprintf(os.Stderr, "leasehold: %s is leasehold run's own helper, not a command\n", keeperArg)
-		return exitUsage
+		fmt.Fprintf(os.Stderr, "leasehold: %s is leasehold run's own helper, not a command\n", KeeperArg)
+		return statusUsage
 	}
 	argv := args[1:]
 	// CMD must not inherit the pipes: the supervisor's end of file on the status pipe is the
@@ -100,7 +100,7 @@ func keeperMain(args []string) int {
 	// CMD is for has not ended meanwhile. The end of the pipe instead: it has, or the
 	// supervisor is gone; CMD never starts.
 	if b := make([]byte, 1); !readStart(control, b) {
-		return exitOK
+		return statusOK
 	}
 
 	// CMD's parent-death signal follows the thread that forks it: this goroutine keeps its

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package supervise
 
 import (
 	"bufio"
@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,28 +34,48 @@ const (
 // tree takes the keeper milliseconds: it is that late only if stopped or stuck.
 const keeperWait = time.Second
 
-// supervisor runs CMD while this instance leads: its lead method is the election's LeaderFunc.
-// CMD runs under a keeper (keeper.go), which answers for CMD's whole process tree.
-type supervisor struct {
-	argv    []string
-	env     []string
-	lease   string
-	id      string
-	grace   time.Duration
-	restart bool
-	log     *slog.Logger
-	// reaper: leasehold is a child subreaper (Linux; see runCommand): the orphans of a killed
-	// keeper's tree are reparented to it, and sweep ends them.
-	reaper bool
-	// hold is --hold-at-least: a CMD that exits by itself leaves the lease held until hold
+// Config is what a Supervisor runs, and how.
+type Config struct {
+	// Argv is CMD and its arguments.
+	Argv []string
+	// Env is CMD's environment, before the lease's variables: LEASEHOLD_LEASE (Lease),
+	// LEASEHOLD_INSTANCE_ID (ID), LEASEHOLD_TERM and LEASEHOLD_SLOT (from the leadership's
+	// context), then ExtraEnv.
+	Env      []string
+	Lease    string
+	ID       string
+	ExtraEnv []string
+	// Grace is the time CMD's tree has to stop after SIGTERM, before SIGKILL.
+	Grace time.Duration
+	// Restart runs CMD again when it exits while its leadership lasts (--restart).
+	Restart bool
+	// Hold is --hold-at-least: a CMD that exits by itself leaves the lease held until Hold
 	// after it started (C6).
-	hold time.Duration
-	// extraEnv is added to CMD's environment after the lease's variables (run --partitions:
-	// LEASEHOLD_PARTITION).
+	Hold time.Duration
+	// Reaper says that this process is a child subreaper (see BecomeSubreaper): the orphans
+	// of a killed keeper's tree are reparented to it, and the supervisor ends them.
+	Reaper bool
+	Log    *slog.Logger
+	// Exited receives CMD's status when CMD exits by itself without Restart: the caller then
+	// releases the lease and exits with it. Supervisors may share one; when nil, New makes one.
+	Exited chan int
+}
+
+// Supervisor runs CMD while this instance leads: its Lead method is the election's
+// LeaderFunc. CMD runs under a keeper (keeper.go), which answers for CMD's whole process tree.
+type Supervisor struct {
+	argv     []string
+	env      []string
+	lease    string
+	id       string
+	grace    time.Duration
+	restart  bool
+	log      *slog.Logger
+	reaper   bool
+	hold     time.Duration
 	extraEnv []string
 
-	// exited receives CMD's status when it exits by itself without --restart: leasehold then
-	// releases the lease and exits with it.
+	// exited receives CMD's status when it exits by itself without --restart.
 	exited chan int
 	// stopSignal, once set (SIGINT or SIGTERM received), is sent to CMD instead of SIGTERM.
 	stopSignal atomic.Value
@@ -115,18 +134,29 @@ func (c *child) send(sig os.Signal, tree bool) {
 	_, _ = c.control.Write([]byte{b}) // fails once the keeper is gone: so is the tree
 }
 
-// newSupervisor returns the supervisor of CMD (argv); CMD's environment is leasehold's without
-// the variables holding the store's URL: LEASEHOLD_STORE, and urlEnv when not "".
-func newSupervisor(argv []string, lease, id string, grace time.Duration, restart bool, log *slog.Logger, urlEnv string) *supervisor {
-	return &supervisor{
-		argv: argv, env: cmdEnviron(urlEnv), lease: lease, id: id, grace: grace, restart: restart, log: log,
-		exited: make(chan int, 1),
+// New returns the supervisor of CMD as c describes it.
+func New(c Config) *Supervisor {
+	exited := c.Exited
+	if exited == nil {
+		exited = make(chan int, 1)
+	}
+	return &Supervisor{
+		argv: c.Argv, env: c.Env, lease: c.Lease, id: c.ID, grace: c.Grace, restart: c.Restart,
+		log: c.Log, reaper: c.Reaper, hold: c.Hold, extraEnv: c.ExtraEnv, exited: exited,
 	}
 }
 
-// lead runs CMD for one leadership: it returns once CMD and its whole process tree have ended,
-// which the election waits for before anything else may lead (W4, E7).
-func (s *supervisor) lead(ctx context.Context) error {
+// Exited returns the channel that receives CMD's status when CMD exits by itself without
+// Restart (Config.Exited, or the one New made).
+func (s *Supervisor) Exited() <-chan int { return s.exited }
+
+// SetStopSignal makes sig (the SIGINT or SIGTERM leasehold received) the signal CMD's tree
+// gets when its leadership ends, instead of SIGTERM.
+func (s *Supervisor) SetStopSignal(sig os.Signal) { s.stopSignal.Store(sig) }
+
+// Lead runs CMD for one leadership, the context's: it returns once CMD and its whole process
+// tree have ended, which the election waits for before anything else may lead (W4, E7).
+func (s *Supervisor) Lead(ctx context.Context) error {
 	term, _ := cluster.TermOf(ctx)
 	slot, _ := cluster.SlotOf(ctx) // 0 without --holders
 	backoff := minBackoff
@@ -184,7 +214,7 @@ func (s *supervisor) lead(ctx context.Context) error {
 // holdLease keeps this leadership, and with it the lease, which the election goes on renewing,
 // until hold has passed since c started (C6). It ends early with the leadership: the lease
 // lost, or leasehold stopping.
-func (s *supervisor) holdLease(ctx context.Context, c *child) {
+func (s *Supervisor) holdLease(ctx context.Context, c *child) {
 	until := c.started.Add(s.hold)
 	d := time.Until(until)
 	if s.hold <= 0 || d <= 0 {
@@ -202,15 +232,16 @@ func (s *supervisor) holdLease(ctx context.Context, c *child) {
 	}
 }
 
-// heldStatus is the status of a CMD that exited by itself while the lease was held after it.
-func (s *supervisor) heldStatus() (int, bool) {
+// HeldStatus returns the status of a CMD that exited by itself while the lease was held after
+// it (Config.Hold), and whether there is one.
+func (s *Supervisor) HeldStatus() (int, bool) {
 	if p := s.held.Load(); p != nil {
 		return *p, true
 	}
 	return 0, false
 }
 
-func (s *supervisor) finish(status int) {
+func (s *Supervisor) finish(status int) {
 	select {
 	case s.exited <- status:
 	default:
@@ -221,9 +252,9 @@ func (s *supervisor) finish(status int) {
 // environment, in a process group of its own. It returns once CMD has started. CMD starts
 // only while ctx, its leadership, is current (C1): the keeper, once running, waits for the
 // go-ahead, which startChild gives only if ctx has not ended, under s.mu. A leadership that
-// ends after that finds CMD started, and lead stops it; one that ended before never starts
+// ends after that finds CMD started, and Lead stops it; one that ended before never starts
 // it: errLeadershipEnded.
-func (s *supervisor) startChild(ctx context.Context, term uint64, slot int) (*child, error) {
+func (s *Supervisor) startChild(ctx context.Context, term uint64, slot int) (*child, error) {
 	path, err := keeperPath()
 	if err != nil {
 		return nil, fmt.Errorf("the keeper: %w", err)
@@ -252,8 +283,8 @@ func (s *supervisor) startChild(ctx context.Context, term uint64, slot int) (*ch
 
 // keeperCommand is the keeper's command line: leasehold itself, told to keep CMD, with the
 // lease's variables in CMD's environment.
-func (s *supervisor) keeperCommand(path string, term uint64, slot int) *exec.Cmd {
-	cmd := exec.Command(path, append([]string{keeperArg, "--"}, s.argv...)...)
+func (s *Supervisor) keeperCommand(path string, term uint64, slot int) *exec.Cmd {
+	cmd := exec.Command(path, append([]string{KeeperArg, "--"}, s.argv...)...)
 	cmd.Args[0] = os.Args[0]
 	cmd.Env = append(append([]string(nil), s.env...),
 		"LEASEHOLD_LEASE="+s.lease,
@@ -271,7 +302,7 @@ func (s *supervisor) keeperCommand(path string, term uint64, slot int) *exec.Cmd
 
 // runKeeper starts the keeper, gives it the go-ahead while ctx is current, and sends on
 // started whether CMD started. Then it waits for the keeper to exit and records CMD's end.
-func (s *supervisor) runKeeper(ctx context.Context, c *child, cmd *exec.Cmd, statusR *os.File, started chan<- error) {
+func (s *Supervisor) runKeeper(ctx context.Context, c *child, cmd *exec.Cmd, statusR *os.File, started chan<- error) {
 	// The parent-death signal follows the thread that forks (see keeperAttr): this
 	// goroutine keeps its thread until the keeper has exited, then gives it back.
 	runtime.LockOSThread()
@@ -320,7 +351,7 @@ func (s *supervisor) runKeeper(ctx context.Context, c *child, cmd *exec.Cmd, sta
 // goAhead tells the keeper to start CMD, under s.mu, unless ctx (the leadership) has ended:
 // then it closes the control pipe, which makes the keeper exit without starting CMD, and
 // returns false.
-func (s *supervisor) goAhead(ctx context.Context, c *child) bool {
+func (s *Supervisor) goAhead(ctx context.Context, c *child) bool {
 	if s.beforeStart != nil {
 		s.beforeStart()
 	}
@@ -378,7 +409,7 @@ func (c *child) readStatus(statusR *os.File) (first <-chan error, readDone <-cha
 // with CMD's status, only once the tree is empty. Otherwise it was killed or crashed: CMD dies
 // with it (on Linux, its parent-death signal), and sweep ends the rest; a CMD whose end the
 // keeper did not report counts as exited.
-func (s *supervisor) keeperExited(c *child, ps *os.ProcessState) {
+func (s *Supervisor) keeperExited(c *child, ps *os.ProcessState) {
 	reported := false
 	select {
 	case <-c.exited:
@@ -388,7 +419,7 @@ func (s *supervisor) keeperExited(c *child, ps *os.ProcessState) {
 	if !reported || !ps.Exited() || ps.ExitCode() != c.status {
 		status := exitStatus(ps)
 		if status == 0 {
-			status = exitFailure
+			status = statusFailure
 		}
 		if !c.killedKeeper.Load() {
 			s.log.Error("leasehold: the keeper of CMD died: ending CMD's tree, as if CMD had exited",
@@ -407,7 +438,7 @@ func (s *supervisor) keeperExited(c *child, ps *os.ProcessState) {
 
 // terminate ends CMD's whole tree: SIGTERM (or the signal leasehold received), then SIGKILL
 // once the grace has passed. It returns when no process of the tree is left.
-func (s *supervisor) terminate(c *child) {
+func (s *Supervisor) terminate(c *child) {
 	sig := sigTerm
 	if v := s.stopSignal.Load(); v != nil {
 		sig = v.(os.Signal)
@@ -421,7 +452,7 @@ func (s *supervisor) terminate(c *child) {
 // empty; once the grace has passed, the tree gets SIGKILL, from the keeper and from the
 // supervisor itself (kill). A keeper that has still not exited keeperWait later is killed, and
 // sweep ends the tree. what names the processes in the log.
-func (s *supervisor) end(c *child, sig os.Signal, what string) {
+func (s *Supervisor) end(c *child, sig os.Signal, what string) {
 	if sig != nil {
 		c.send(sig, true)
 	}
@@ -450,7 +481,7 @@ func (s *supervisor) end(c *child, sig os.Signal, what string) {
 // kill SIGKILLs CMD's tree from the supervisor, at the time its keeper is asked to, so that the
 // tree dies at the end of the grace even if the keeper is slow to run (a loaded machine) or
 // stopped: CMD's group and, on Linux, every descendant of the keeper. The keeper reaps them.
-func (s *supervisor) kill(c *child) {
+func (s *Supervisor) kill(c *child) {
 	select {
 	case <-c.exited: // CMD's group may be empty, its number reused
 	default:
@@ -468,7 +499,7 @@ func (s *supervisor) kill(c *child) {
 // foreign reports whether a child of leasehold's is in leasehold's own process group: not a
 // keeper (which has a group of its own) nor anything of CMD's tree, but a process leasehold
 // itself started, such as a credential helper of a store's client.
-func (s *supervisor) foreign(pid int) bool {
+func (s *Supervisor) foreign(pid int) bool {
 	pgid, err := syscall.Getpgid(pid)
 	return err == nil && pgid == syscall.Getpgrp()
 }
@@ -478,7 +509,7 @@ func (s *supervisor) foreign(pid int) bool {
 // were reparented: to leasehold when it is a child subreaper (s.reaper), which finds them
 // among its own descendants (see foreign) and reaps them; otherwise to init, and only those of
 // CMD's group can be reached. It SIGKILLs them until none is left.
-func (s *supervisor) sweep(c *child) {
+func (s *Supervisor) sweep(c *child) {
 	self := os.Getpid()
 	warned := time.Now()
 	for {
@@ -505,8 +536,8 @@ func (s *supervisor) sweep(c *child) {
 	}
 }
 
-// forward sends a signal to CMD's group, if CMD runs.
-func (s *supervisor) forward(sig os.Signal) {
+// Forward sends sig to CMD's process group, if CMD runs.
+func (s *Supervisor) Forward(sig os.Signal) {
 	s.mu.Lock()
 	c := s.current
 	s.mu.Unlock()
@@ -517,23 +548,24 @@ func (s *supervisor) forward(sig os.Signal) {
 	c.send(sig, false)
 }
 
-func (s *supervisor) view() cmdView {
+// State is what runs now and what ran: the CMD part of leasehold run's /status.
+type State struct {
+	Running    bool // CMD runs
+	PID        int  // CMD's pid, while it runs
+	Starts     int  // how many times CMD started
+	LastStatus *int // the exit status of the last CMD that ended, if any
+}
+
+// State returns the supervisor's State.
+func (s *Supervisor) State() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v := cmdView{Starts: s.starts, LastStatus: s.last}
+	v := State{Starts: s.starts, LastStatus: s.last}
 	if s.current != nil {
 		v.Running, v.PID = true, s.current.pid
 	}
 	return v
 }
 
-func (s *supervisor) String() string { return fmt.Sprint(s.argv) }
-
-// cmdEnviron is leasehold's environment less LEASEHOLD_STORE and urlEnv (the variable the
-// configuration's Registry reads its URL from, when not ""): the store's URL may carry its
-// password, which CMD has no use for.
-func cmdEnviron(urlEnv string) []string {
-	return slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, storeEnv+"=") || urlEnv != "" && strings.HasPrefix(kv, urlEnv+"=")
-	})
-}
+// String returns CMD's command line.
+func (s *Supervisor) String() string { return fmt.Sprint(s.argv) }
