@@ -45,9 +45,9 @@ func IsStopSignal(s os.Signal) bool { return s == syscall.SIGINT || s == syscall
 
 // BecomeSubreaper makes this process a child subreaper where the system has them (Linux), and
 // reports whether it is one (Config.Reaper): should a keeper be killed, the orphans of its
-// CMD's tree are reparented to leasehold, which ends them (Supervisor.sweep). Not when
-// leasehold is PID 1, nor when it already has children as it starts (`exec leasehold run`
-// from a script that started others): processes that are none of CMD's could then come to it.
+// CMD's tree are reparented to leasehold, which ends them (see sweep). Not when leasehold is
+// PID 1, nor when it already has children as it starts (`exec leasehold run` from a script
+// that started others): processes that are none of CMD's could then come to it.
 func BecomeSubreaper(log *slog.Logger) bool {
 	if os.Getpid() == 1 || len(descendants(os.Getpid(), nil)) > 0 {
 		log.Debug("leasehold: not a child subreaper: PID 1, or children already")

@@ -38,12 +38,16 @@ const keeperWait = time.Second
 type Config struct {
 	// Argv is CMD and its arguments.
 	Argv []string
-	// Env is CMD's environment, before the lease's variables: LEASEHOLD_LEASE (Lease),
-	// LEASEHOLD_INSTANCE_ID (ID), LEASEHOLD_TERM and LEASEHOLD_SLOT (from the leadership's
-	// context), then ExtraEnv.
-	Env      []string
-	Lease    string
-	ID       string
+	// Env is CMD's environment, before the lease's variables: LEASEHOLD_LEASE,
+	// LEASEHOLD_INSTANCE_ID, LEASEHOLD_TERM and LEASEHOLD_SLOT (the last two from the
+	// leadership's context), then ExtraEnv.
+	Env []string
+	// Lease is the lease's name, CMD's LEASEHOLD_LEASE.
+	Lease string
+	// ID is this instance's id, CMD's LEASEHOLD_INSTANCE_ID.
+	ID string
+	// ExtraEnv is added to CMD's environment after the lease's variables (run --partitions:
+	// LEASEHOLD_PARTITION).
 	ExtraEnv []string
 	// Grace is the time CMD's tree has to stop after SIGTERM, before SIGKILL.
 	Grace time.Duration
@@ -55,9 +59,11 @@ type Config struct {
 	// Reaper says that this process is a child subreaper (see BecomeSubreaper): the orphans
 	// of a killed keeper's tree are reparented to it, and the supervisor ends them.
 	Reaper bool
-	Log    *slog.Logger
-	// Exited receives CMD's status when CMD exits by itself without Restart: the caller then
-	// releases the lease and exits with it. Supervisors may share one; when nil, New makes one.
+	// Log receives the supervisor's log lines.
+	Log *slog.Logger
+	// Exited receives CMD's status when CMD exits by itself without Restart (once Hold is
+	// over): the caller then releases the lease and exits with it. Supervisors may share one;
+	// when nil, New makes one.
 	Exited chan int
 }
 
