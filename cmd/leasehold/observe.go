@@ -105,7 +105,8 @@ func (v *electionView) healthy(now time.Time) error {
 	return nil
 }
 
-// cmdView is the CMD part of /status.
+// cmdView is the CMD part of /status: supervise.State (run converts one to the other), with
+// its JSON names.
 type cmdView struct {
 	Running    bool `json:"running"`
 	PID        int  `json:"pid,omitempty"`
