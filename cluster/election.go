@@ -307,37 +307,25 @@ func (e *Elector) onStop(ctx context.Context, lp *loop) {
 	e.stopErr <- e.shutdown(ctx, lp.pending, lp.s.known)
 }
 
-// onStartEnd ends the election when Start's context ends. Nothing waits for this shutdown,
-// so it is bounded by L-R. A Stop called now or later waits for it, then finishes what it
-// left undone: whether the attempt in flight was drained is recorded, as its outcome can be
-// read only once.
+// onStartEnd stops the election when Start's context ends, as a Stop whose context lasts
+// L - R would (E7), unless a Stop has begun: then it serves that one. Its result is the
+// stop's, which a later Stop returns.
 func (e *Elector) onStartEnd(lp *loop) {
-	close(e.ending)
-	lp.stopWatch()
-	lp.stopHealth()
+	if !e.claimStop() {
+		e.onStop(<-e.stopReq, lp)
+		return
+	}
 	ctx, cancel := context.WithTimeout(lp.base, e.l-e.r)
 	defer cancel()
-	e.stopLeading(ReasonStop, nil)
-	known, pending := lp.s.known, lp.pending
-	if pending != nil {
-		known = nil // the outcome drained below is not looked at: read before releasing
-		pending.cancel()
-		select {
-		case <-pending.done:
-			pending = nil
-		case <-ctx.Done():
-		}
-	}
-	var err error
-	if pending != nil {
-		err = fmt.Errorf("cluster: lease %q: stop: an attempt is still waiting for the lock, lease not released: %w", e.name, ctx.Err())
-	} else {
-		err = e.shutdown(ctx, nil, known)
-	}
+	lp.stopWatch()
+	lp.stopHealth()
+	err := e.shutdown(ctx, lp.pending, lp.s.known)
 	if err != nil {
 		e.log.Warn("leasehold: election ended by its context", "error", err)
 	}
-	e.leftover = leftover{err: err, pending: pending}
+	// Nobody waits for this stop: a later Stop waits for the watch within its own context.
+	e.stopCore, e.stopRes, e.watchLate = err, err, true
+	close(e.stopDone)
 }
 
 // onHalt ends the election as a crash would (tests): the callbacks' contexts end, nothing is

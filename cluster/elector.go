@@ -130,17 +130,6 @@ type Elector struct {
 	done      chan struct{}        // closed when every goroutine of the election has returned
 	live      atomic.Int32         // goroutines of the election running: done closes at zero
 
-	// When the cancellation of Start's context ends the election, the election goroutine
-	// closes ending as its shutdown begins, and records in leftover, before done is closed,
-	// what that shutdown left undone for Stop to finish.
-	ending   chan struct{}
-	leftover leftover
-}
-
-// leftover is what a shutdown bounded by LeaseDuration - RenewInterval left undone.
-type leftover struct {
-	err     error    // nil when the shutdown completed
-	pending *attempt // an attempt still in flight, whose outcome nobody has read
 }
 
 var _ Cluster = (*Elector)(nil)
@@ -196,7 +185,6 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		halt:     make(chan struct{}),
 		runDone:  make(chan struct{}),
 		done:     make(chan struct{}),
-		ending:   make(chan struct{}),
 		poke:     make(chan struct{}, 1),
 	}
 	if w, ok := cfg.Lock.(Watcher); ok {
@@ -307,11 +295,10 @@ func (e *Elector) WhenLeader(fn LeaderFunc, deregistered func()) (remove func())
 }
 
 // Start starts the election in the background and returns at once: an attempt runs now,
-// then every RenewInterval. Cancelling ctx ends the election as Stop does, but as nothing waits
-// for that shutdown it is bounded by LeaseDuration - RenewInterval: callbacks still running
-// then keep the lease from being released (it expires by itself), until a Stop finishes the
-// job. ctx's values are kept for the callbacks' contexts. Start returns an error if the
-// Elector was already started or stopped.
+// then every RenewInterval. The end of ctx stops the election as Stop does, with a context of
+// its own that lasts LeaseDuration - RenewInterval (see Stop): nothing waits for that stop, so
+// it is bounded by the time the lease leaves to hand over. ctx's values are kept for the
+// callbacks' contexts. Start returns an error if the Elector was already started or stopped.
 func (e *Elector) Start(ctx context.Context) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -335,53 +322,42 @@ func (e *Elector) exit() {
 	}
 }
 
-// Stop ends the election (E7). If this instance leads, it stops leading at once: the fn
-// contexts are cancelled and Stop waits for every deregistered callback to return, then
-// releases the lease so that another instance takes over at its next attempt. When ctx ends
-// before the callbacks have returned, Stop does not release the lease (it expires by itself,
-// so the next leader's fn never overlaps this one's) and returns an error.
+// Stop ends the election (E7), the one way an election ends. If this instance leads, it
+// stops leading at once: the fn contexts are cancelled and Stop waits for every deregistered
+// callback to return, then releases the lease so that another instance takes over at its next
+// attempt. When ctx ends before the callbacks have returned, Stop does not release the lease
+// (it expires by itself, so the next leader's fn never overlaps this one's) and returns an
+// error. The end of Start's context is a Stop whose context lasts L - R.
 //
 // Stop returns once every goroutine of the election has ended, or when ctx ends, whichever
 // comes first. The one that may outlive it is the watch's (E9), when the Lock's Watch does not
 // return soon after its context ends: Stop then returns, after the release, an error wrapping
 // ctx's that names the watch, and Done is closed once the Watch has returned.
 //
-// After the cancellation of Start's context ended the election, Stop waits, within ctx, for
-// that shutdown, then finishes what its bound left undone: it waits for the attempt in
-// flight and for the callbacks, then releases the lease; its result says whether it could.
-//
-// Stop happens once: a second call, concurrent or later, waits for the first and returns its
-// result, or an error if its own ctx ends first. When the first returned before the watch had
-// ended, a later one also waits, within its own ctx, for the watch: then it returns the
-// first's result but for the watch's lateness.
+// Stop happens once: a second call, concurrent or later, and a call after the end of Start's
+// context, wait within their own ctx for the first stop and return its result; when the watch
+// had not returned by then, they also wait for it, within their ctx.
 //
 // Stop must not be called from a WhenLeader callback: it waits for every callback, so it
 // would wait for itself until ctx ends, then return an error without releasing the lease.
 // Call it on a new goroutine instead (see Cluster.WhenLeader).
 func (e *Elector) Stop(ctx context.Context) error {
-	e.mu.Lock()
-	if e.stopped {
-		e.mu.Unlock()
-		select {
-		case <-e.stopDone:
-		case <-ctx.Done():
-			return fmt.Errorf("cluster: lease %q: stop: the Stop under way has not finished: %w", e.name, ctx.Err())
-		}
-		if !e.watchLate {
-			return e.stopRes
-		}
-		select {
-		case <-e.done:
-			return e.stopCore
-		case <-ctx.Done():
-			return e.watchError(e.stopCore, ctx)
-		}
+	if !e.claimStop() {
+		return e.awaitStop(ctx)
 	}
-	e.stopped = true
+	e.mu.Lock()
 	started := e.started
 	e.mu.Unlock()
-	e.stopCore = e.stop(ctx, started)
-	e.stopRes = e.stopCore
+	var err error
+	if started {
+		e.stopReq <- ctx // the election goroutine leaves its loop only through a stop
+		err = <-e.stopErr
+		<-e.runDone // it returns right after answering
+	} else {
+		close(e.runDone)
+		close(e.done)
+	}
+	e.stopCore, e.stopRes = err, err
 	select {
 	case <-e.done: // the watch, ended as the shutdown began, has returned already
 	default:
@@ -399,36 +375,38 @@ func (e *Elector) Stop(ctx context.Context) error {
 	return e.stopRes
 }
 
+// claimStop makes the caller the one that stops the election, unless a stop has begun.
+func (e *Elector) claimStop() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return false
+	}
+	e.stopped = true
+	return true
+}
+
+// awaitStop waits, within ctx, for the stop under way and returns its result (see Stop).
+func (e *Elector) awaitStop(ctx context.Context) error {
+	select {
+	case <-e.stopDone:
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: lease %q: stop: the Stop under way has not finished: %w", e.name, ctx.Err())
+	}
+	if !e.watchLate {
+		return e.stopRes
+	}
+	select {
+	case <-e.done:
+		return e.stopCore
+	case <-ctx.Done():
+		return e.watchError(e.stopCore, ctx)
+	}
+}
+
 // watchError adds to err that the watch's goroutine had not returned when ctx ended.
 func (e *Elector) watchError(err error, ctx context.Context) error {
 	return errors.Join(err, fmt.Errorf("cluster: lease %q: stop: the lease watch has not returned (the Lock's Watch must return soon after its context ends; Done is closed once it has): %w", e.name, ctx.Err()))
-}
-
-// stop ends the election goroutine and returns the result of its shutdown (E7), without
-// waiting for the watch's goroutine.
-func (e *Elector) stop(ctx context.Context, started bool) error {
-	if !started {
-		close(e.runDone)
-		close(e.done)
-		return nil
-	}
-	select {
-	case e.stopReq <- ctx:
-		err := <-e.stopErr
-		<-e.runDone // it returns right after answering
-		return err
-	case <-e.ending:
-	}
-	select {
-	case <-e.runDone:
-	case <-ctx.Done():
-		return fmt.Errorf("cluster: lease %q: stop: the shutdown begun by the cancellation of Start's context has not ended, lease not released: %w", e.name, ctx.Err())
-	}
-	if e.leftover.err == nil {
-		return nil
-	}
-	// The election goroutine is gone: finishing its shutdown here races with nothing.
-	return e.shutdown(ctx, e.leftover.pending, nil)
 }
 
 // Done returns a channel closed once the election has ended, by Stop or by the cancellation
