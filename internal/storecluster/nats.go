@@ -389,6 +389,34 @@ func (c *natsCluster) Failover(ctx context.Context, loseWrites bool) error {
 	return err
 }
 
+var _ Prober = (*natsCluster)(nil)
+
+// natsProbeKey is the key of the bucket that Probe writes: '_' is a character store/nats
+// always escapes in its keys, so no key of the store's users is this one.
+const natsProbeKey = "storecluster_probe"
+
+// Probe implements Prober: one write into the bucket through each running member, at once,
+// each answered once the stream's leader has it stored on a majority of the replicas (a
+// JetStream publish acknowledgement). A paused member is skipped; a stream without a leader
+// answers nothing, and the probe then ends with ctx.
+func (c *natsCluster) Probe(ctx context.Context) error {
+	c.mu.Lock()
+	subject := "$KV." + c.bucket + "." + natsProbeKey
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.members))
+	for i, m := range c.members {
+		if !m.Running() || m.Paused() {
+			continue
+		}
+		wg.Go(func() {
+			_, errs[i] = natsRequest(ctx, m.Addr, subject, []byte(time.Now().Format(time.RFC3339Nano)))
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 func (c *natsCluster) Restart(ctx context.Context) error {
 	_, hadStream := c.streamLeader(ctx, c.stream())
 	for _, m := range c.members {
