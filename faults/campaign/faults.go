@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/proctest"
+	"github.com/leasehold/leasehold/internal/storecluster"
 )
 
 // Kind is a kind of fault.
@@ -152,7 +153,9 @@ type Fault struct {
 	// leader (Cluster.Leader) once the fault was lifted.
 	StoreBack int64 `json:"store_back,omitempty"`
 	// Stalls are the times after StoreBack, until the next fault, the store did not answer
-	// the runner's probes within the slack (stall.go): [from, to] on the shared clock.
+	// the runner's probes within the slack (stall.go): [from, to] on the shared clock. For a
+	// fault of the leader over a cluster, the times it did not from the fault's pick to the
+	// takeover.
 	Stalls [][2]int64 `json:"stalls,omitempty"`
 	// Leaderless is the longest time no instance led from the fault to the next one (or the end
 	// of the faults), and AfterStore the part of it after StoreBack.
@@ -235,6 +238,14 @@ func (d *driver) inject() error {
 	d.endStalls()
 	kind := d.pick()
 	half := (d.o.LeaseDuration + d.o.RenewInterval) / 2
+	// Over a cluster that can be probed, the runner probes it through a fault of the leader
+	// too: the store may stall then as after a member's fault (a fault of the leader a moment
+	// after a failover), and no instance can take over while it does (stall.go).
+	var stalls *stallWatch
+	if p, ok := d.srv.Cluster.(storecluster.Prober); ok && (kind == KillLeader || kind == PauseLeader || kind == PartitionLeader) {
+		stalls = watchStalls(d.ctx, p, d.o.Slack, stallEvery, proctest.Now)
+		defer stalls.stop()
+	}
 	var target *proc
 	switch kind {
 	case KillLeader, PauseLeader, StopLeader, PartitionLeader:
@@ -303,7 +314,7 @@ func (d *driver) inject() error {
 		}
 		f.End = proctest.Now()
 		if kind == KillLeader {
-			f.Takeover, err = d.crashTakeover(target, f.Start, leads, crashBound, half)
+			f.Takeover, err = d.crashTakeover(target, &f, leads, crashBound, half, stalls)
 		}
 	case PauseLeader, PauseFollower:
 		f.Param = short
@@ -325,9 +336,9 @@ func (d *driver) inject() error {
 		})
 		if kind == PauseLeader {
 			if lockFileBackend(d.o.Backend) {
-				f.Takeover, err = d.pauseTakeover(target, f.Start, leads, crashBound, half, &resumed)
+				f.Takeover, err = d.pauseTakeover(target, &f, leads, crashBound, half, &resumed)
 			} else {
-				f.Takeover, err = d.crashTakeover(target, f.Start, leads, crashBound, half)
+				f.Takeover, err = d.crashTakeover(target, &f, leads, crashBound, half, stalls)
 			}
 			if err != nil {
 				return err
@@ -391,7 +402,7 @@ func (d *driver) inject() error {
 			healed = true
 		})
 		if kind == PartitionLeader {
-			f.Takeover, err = d.crashTakeover(target, f.Start, leads, crashBound, half)
+			f.Takeover, err = d.crashTakeover(target, &f, leads, crashBound, half, stalls)
 			if err != nil {
 				return err
 			}
@@ -499,11 +510,14 @@ func describeTakeover(t *Takeover) string {
 	return s
 }
 
-// crashTakeover waits for an instance other than the leader hit at faultAt to lead, and
-// measures the takeover from the leader's last renewal, as E6 bounds it. If the fault came so
-// late in the leader's renew interval that its next attempt may have been in flight (and may
-// have landed unlogged), it measures from the fault instead.
-func (d *driver) crashTakeover(old *proc, faultAt int64, leads int, bound, half time.Duration) (*Takeover, error) {
+// crashTakeover waits for an instance other than the leader hit by f to lead, and measures the
+// takeover from the leader's last renewal, as E6 bounds it. If the fault came so late in the
+// leader's renew interval that its next attempt may have been in flight (and may have landed
+// unlogged), it measures from the fault instead. With stalls (the cluster's probes since
+// before the fault), the stalls until the takeover are f's, and a takeover across one is
+// measured from its end (stalledTakeover).
+func (d *driver) crashTakeover(old *proc, f *Fault, leads int, bound, half time.Duration, stalls *stallWatch) (*Takeover, error) {
+	faultAt := f.Start
 	next, err := d.nextLead(old.ID, leads, bound+settleTimeout)
 	if err != nil {
 		return nil, err
@@ -517,7 +531,12 @@ func (d *driver) crashTakeover(old *proc, faultAt int64, leads int, bound, half 
 	if faultAt >= nextAttempt-int64(25*time.Millisecond) {
 		since, label = faultAt, "the fault (an attempt may have been in flight)"
 	}
-	return &Takeover{From: old.ID, To: next.Instance, Since: label, Took: time.Duration(next.T - since), Bound: bound}, nil
+	t := &Takeover{From: old.ID, To: next.Instance, Since: label, Took: time.Duration(next.T - since), Bound: bound}
+	if stalls != nil {
+		f.Stalls = stalls.stop()
+		stalledTakeover(t, since, next.T, f.Stalls)
+	}
+	return t, nil
 }
 
 // lockFileBackend reports whether the backend's store serializes writers through a lock on a
@@ -529,7 +548,7 @@ func lockFileBackend(backend string) bool { return backend == "file" || backend 
 // write until it resumes, and then the resumed leader may renew its own lease first. So the
 // takeover is owed only if another instance leads before the pause ends; safety (no overlap,
 // no stale action accepted) is checked as for every fault.
-func (d *driver) pauseTakeover(old *proc, faultAt int64, leads int, bound, half time.Duration, resumed *bool) (*Takeover, error) {
+func (d *driver) pauseTakeover(old *proc, f *Fault, leads int, bound, half time.Duration, resumed *bool) (*Takeover, error) {
 	other := func() bool {
 		for _, l := range d.leads[leads:] {
 			if l.Instance != old.ID {
@@ -543,7 +562,7 @@ func (d *driver) pauseTakeover(old *proc, faultAt int64, leads int, bound, half 
 		return nil, err
 	}
 	if other() {
-		return d.crashTakeover(old, faultAt, leads, bound, half)
+		return d.crashTakeover(old, f, leads, bound, half, nil)
 	}
 	d.o.Logf("campaign %s: %s resumed before another instance could lead (it may have held the store's file lock while stopped)",
 		d.o.Backend, old.ID)

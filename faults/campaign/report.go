@@ -164,7 +164,7 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 			}
 			b.WriteString(" A member's fault is timed from its start; the takeovers of its row are the times without a leader once the store answered again (the fault lifted and the cluster led by a member), bounded by L + R plus the slack, except after a restart of the whole cluster.")
 			if n, longest := r.stalls(); n > 0 {
-				fmt.Fprintf(&b, " After the store answered again, the runner saw it stall %d times (its probe, a write through every member, took longer than the slack or failed; the longest %s): a time without a leader across a stall is timed from the stall's end.", n, ms(longest))
+				fmt.Fprintf(&b, " After the store answered again, and through the faults of the leader, the runner saw it stall %d times (its probe, a write through every member, took longer than the slack or failed; the longest %s): a time without a leader, or a takeover, across a stall is timed from the stall's end.", n, ms(longest))
 			}
 			b.WriteString("\n\n")
 		}
@@ -266,7 +266,8 @@ func WriteFiles(dir, command string, reps []*Report) error {
 	return os.WriteFile(filepath.Join(dir, "report.json"), append(js, '\n'), 0o644)
 }
 
-// stalls counts the stalls of the store after it answered again, and gives the longest.
+// stalls counts the stalls of the store the runner saw (after it answered again, and through
+// the faults of the leader), and gives the longest.
 func (r *Report) stalls() (n int, longest time.Duration) {
 	for _, f := range r.Faults {
 		for _, s := range f.Stalls {

@@ -14,7 +14,9 @@ import (
 // once the store answers, so the takeover after a member's fault is timed from the store's
 // last return: from StoreBack, or from the end of a stall after it (effectiveBack). The runner
 // probes the cluster (storecluster.Prober) from StoreBack to the next fault, and a probe that
-// takes longer than the slack, or fails, is a stall from its start to its answer.
+// takes longer than the slack, or fails, is a stall from its start to its answer. It probes it
+// through a fault of the leader (a kill, a pause, a partition) as well, from the fault's pick
+// to the takeover: a takeover across a stall is timed from the stall's end (stalledTakeover).
 
 // stallEvery is the time between two probes.
 const stallEvery = 50 * time.Millisecond
@@ -72,14 +74,28 @@ func (w *stallWatch) stop() [][2]int64 {
 // effectiveBack is when the store answered again for a gap without a leader that ended at
 // end: f.StoreBack, or the end of the last stall after it that began before end (end itself
 // when that stall outlasted the gap: the fleet led again while the store was stalled).
-func effectiveBack(f *Fault, end int64) int64 {
-	back := f.StoreBack
-	for _, s := range f.Stalls {
-		if s[0] < end && s[1] > back {
-			back = min(s[1], end)
+func effectiveBack(f *Fault, end int64) int64 { return afterStalls(f.StoreBack, end, f.Stalls) }
+
+// afterStalls is from, or the end of the last of stalls that began before end and ended after
+// from (end itself when that stall outlasted end).
+func afterStalls(from, end int64, stalls [][2]int64) int64 {
+	for _, s := range stalls {
+		if s[0] < end && s[1] > from {
+			from = min(s[1], end)
 		}
 	}
-	return back
+	return from
+}
+
+// stalledTakeover measures t, a takeover after a fault of the leader measured from since to
+// at (the next leader's lead line), from the end of a stall of the store in between instead,
+// as a time without a leader after a member's fault is: a stall a moment after a failover
+// held every instance's writes, and the next leader's with them.
+func stalledTakeover(t *Takeover, since, at int64, stalls [][2]int64) {
+	if back := afterStalls(since, at, stalls); back > since {
+		t.Took = time.Duration(at - back)
+		t.Since += ", then the end of a stall of the store"
+	}
 }
 
 // startStalls probes the cluster from f's StoreBack until the next fault (endStalls), when it

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/proctest"
 )
 
 // A stall of the store after it answered again moves the start of the bounded time to the
@@ -114,5 +116,52 @@ func TestStallsMerge(t *testing.T) {
 	w.add(1e12, 1e12+1)
 	if len(w.stalls) != 2 || w.stalls[0] != [2]int64{0, 10 + int64(2*stallEvery) + 5} {
 		t.Errorf("stalls %v; want the first two merged, the third apart", w.stalls)
+	}
+}
+
+// A fault of the leader over a cluster is timed as a member's: its takeover across a stall of
+// the store is measured from the stall's end. w1.1 renewed at 1000ms and was paused at 1100ms;
+// the store stalled from 1300ms to 1700ms (a moment after a failover), and w2.1 led at 2536ms:
+// 836ms after the stall, where 1536ms from the renewal broke the bound of 1.35s. A stall
+// before the renewal changes nothing; one past the takeover leaves nothing to bound.
+func TestLeaderFaultTakeoverAfterAStall(t *testing.T) {
+	o := testOptions()
+	half := (o.LeaseDuration + o.RenewInterval) / 2
+	bound := o.LeaseDuration + o.RenewInterval + o.Slack
+	takeover := func(stalls [][2]int64) (*Takeover, Fault) {
+		t.Helper()
+		d := &driver{ctx: t.Context(), o: o, inbox: proctest.NewInbox[message](), last: map[string]proctest.Line{
+			"w1.1": {Instance: "w1.1", Kind: proctest.KindRenew, Term: 1, T: 1000 * ms1, Deadline: 990*ms1 + int64(half)},
+		}}
+		d.leads = []proctest.Line{{Instance: "w2.1", Kind: proctest.KindLead, Term: 2, T: 2536 * ms1}}
+		var w *stallWatch
+		if stalls != nil {
+			done := make(chan struct{})
+			close(done)
+			w = &stallWatch{cancel: func() {}, done: done, stalls: stalls}
+		}
+		f := Fault{N: 4, Kind: PauseLeader, Target: "w1.1", Start: 1100 * ms1}
+		to, err := d.crashTakeover(&proc{Proc: &proctest.Proc{ID: "w1.1"}}, &f, 0, bound, half, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return to, f
+	}
+
+	if to, _ := takeover(nil); !to.Over() || to.Took != 1536*time.Millisecond || to.Since != "its last renewal" {
+		t.Fatalf("without probes: %+v; want 1.536s after its last renewal, beyond the bound", to)
+	}
+	to, f := takeover([][2]int64{{1300 * ms1, 1700 * ms1}})
+	if to.Over() || to.Took != 836*time.Millisecond || !strings.Contains(to.Since, "stall") {
+		t.Errorf("with a stall: %+v; want 836ms after the end of the stall, within the bound", to)
+	}
+	if len(f.Stalls) != 1 {
+		t.Errorf("the fault's stalls %v; want the one probed", f.Stalls)
+	}
+	if to, _ := takeover([][2]int64{{800 * ms1, 950 * ms1}}); !to.Over() || to.Took != 1536*time.Millisecond {
+		t.Errorf("a stall before the renewal: %+v; want 1.536s, beyond the bound", to)
+	}
+	if to, _ := takeover([][2]int64{{2000 * ms1, 2600 * ms1}}); to.Over() || to.Took != 0 {
+		t.Errorf("a stall past the takeover: %+v; want 0", to)
 	}
 }
