@@ -242,3 +242,112 @@ func TestClusterOldServerRefused(t *testing.T) {
 		refused(t, err, bucket+"_r3")
 	})
 }
+
+// TestClusterWatchConsumerSilent: the server of the watch's consumer (an ordered consumer has
+// one replica, on any server) is paused, while the watch's connection is to another server,
+// which answers every flush. A write acknowledged meanwhile does not reach the watch, and the
+// watch must not prove itself alive by heartbeats while it does not: a follower that trusts
+// them does not read, and learned the leader's renewals, after a server was killed and started
+// again, only once per L from its own reads. The watch ends with an error instead, once its
+// consumer has been behind the stream for pingTimeout, or brings the write; at most the
+// heartbeat under way at the write passes.
+func TestClusterWatchConsumerSilent(t *testing.T) {
+	c := startCluster(t)
+	raw := c.URL(nil, map[string]string{"bucket": uniqueBucket()})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	w, err := Open(ctx, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	if err := w.Create(ctx, "k", map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	type call struct {
+		change store.Change
+		at     time.Time
+		end    error
+	}
+	var (
+		s      *Store
+		calls  chan call
+		victim *storecluster.Member
+	)
+	for range 20 { // the consumer lands on any server: until it is not the connection's
+		s, err = Open(ctx, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.b.watches.pingTimeout = time.Second
+		calls = make(chan call, 1024)
+		go func(s *Store, calls chan call) {
+			err := store.Watch(store.WithHeartbeat(ctx, 20*time.Millisecond), s, "k", func(ch store.Change) { calls <- call{change: ch, at: time.Now()} })
+			calls <- call{end: err}
+		}(s, calls)
+		if first := <-calls; first.end != nil {
+			t.Fatal(first.end)
+		}
+		var server string
+		l := s.b.stream.ListConsumers(ctx)
+		for info := range l.Info() {
+			if info.Cluster != nil {
+				server = info.Cluster.Leader
+			}
+		}
+		if l.Err() != nil {
+			t.Fatal(l.Err())
+		}
+		if server != "" && server != s.b.conn.ConnectedServerName() {
+			for _, m := range c.Members() {
+				if m.Name == server {
+					victim = m
+				}
+			}
+			break
+		}
+		s.Close()
+	}
+	if victim == nil {
+		t.Fatal("no watch of 20 had its consumer on another server than its connection's")
+	}
+	t.Cleanup(func() { s.Close() })
+	if leader, err := c.Leader(ctx); err != nil {
+		t.Fatal(err)
+	} else if leader == victim {
+		// Keep the election of a new stream leader out of the write's time.
+		if err := c.Failover(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := victim.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { victim.Resume() })
+	// Through the watch's own connection: not to the paused server.
+	if err := s.Patch(ctx, "k", map[string]any{"n": 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	acked := time.Now()
+	beats := 0
+	for {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("neither the write nor the watch's end came: %v", ctx.Err())
+		case got := <-calls:
+			switch {
+			case got.end != nil:
+				t.Logf("the watch ended with its consumer on %s paused: %v", victim.Name, got.end)
+				return
+			case got.change.Heartbeat && got.at.After(acked):
+				if beats++; beats > 1 {
+					t.Fatalf("%d heartbeats after the write, which the watch did not bring: its consumer on %s is paused", beats, victim.Name)
+				}
+			case got.change.Found && got.change.Doc["n"] == float64(2):
+				t.Logf("the watch brought the write with its consumer's server %s paused (%d heartbeats before)", victim.Name, beats)
+				return
+			}
+		}
+	}
+}

@@ -45,15 +45,22 @@ import (
 //
 // Heartbeats (store.WithHeartbeat): while a watch asks for them, the hub flushes the connection
 // every interval (the shortest asked): a PING that the server answers with a PONG on the same
-// connection, after every message it sent before it, which the client has then read. The
-// ordered consumer's own idle heartbeats would prove the same, but nats.go handles them inside
-// the consumer and the KeyWatcher does not show them, and their interval is the library's, not
-// the watch's. After the PONG the hub hands the entries already received to the watches, then
-// gives each watch that asked a heartbeat. (nats.go passes the entries it has read to the
-// consumer on a goroutine of its own: an entry read just before the PONG may reach the watch
-// just after the heartbeat, an in-process delay, never a loss.) A connection that goes silent
-// without failing answers no PING: the heartbeats stop, and a flush unanswered within
-// pingTimeout ends the hub with an error, so that the watches are opened again.
+// connection, after every message it sent before it, which the client has then read. Then it
+// asks the stream's leader for the stream's last sequence, and gives each watch that asked a
+// heartbeat once the consumer has handed over the entries up to it. The PONG alone proves the
+// connection, not the consumer: an ordered consumer has one replica, on any server of a
+// cluster, and when that server dies or stalls the consumer goes silent while the connection
+// to another server answers every PING (after a server of three was killed and started again,
+// a watch brought nothing for 20 s while its heartbeats went on, and a follower that trusted
+// them learned the leader's renewals only from its own reads, once per L). A consumer behind
+// the stream for longer than pingTimeout ends the hub with an error, so that the watches are
+// opened again on a new consumer; a stream that does not answer gives no heartbeat that time.
+// The ordered consumer's own idle heartbeats would prove less (the consumer's server alive,
+// not caught up), and the KeyWatcher does not show them. (nats.go passes the entries it has
+// read to the consumer on a goroutine of its own: an entry read just before the PONG may reach
+// the watch just after the heartbeat, an in-process delay, never a loss.) A connection that
+// goes silent without failing answers no PING: the heartbeats stop, and a flush unanswered
+// within pingTimeout ends the hub with an error, so that the watches are opened again.
 
 var _ driver.Watcher = (*backend)(nil)
 
@@ -89,7 +96,12 @@ type watchHub struct {
 	refs   int // under state.mu
 	kw     jetstream.KeyWatcher
 	conn   *natsgo.Conn
+	stream jetstream.Stream // the bucket's: its leader tells the last sequence (ping)
 	status chan natsgo.Status
+	// base is the stream's last sequence once the consumer was made: the entries up to it are
+	// not the consumer's to hand over. delivered is the last sequence it handed over. Both are
+	// run's once it started.
+	base, delivered uint64
 
 	failOnce sync.Once
 	done     chan struct{} // closed when the hub has failed
@@ -99,7 +111,7 @@ type watchHub struct {
 	keys    map[string]map[*keyWatch]struct{} // by encoded key
 	beats   map[*keyWatch]time.Duration       // the watches asking for heartbeats, how often
 	beatNew chan struct{}                     // cap 1: beats changed
-	beatc   chan struct{}                     // a flush was answered
+	beatc   chan uint64                       // a flush was answered: the stream's last sequence then
 	timeout time.Duration
 }
 
@@ -229,7 +241,7 @@ func startWatchHub(ctx context.Context, s *backend, ws *watchState) (*watchHub, 
 		keys:    map[string]map[*keyWatch]struct{}{},
 		beats:   map[*keyWatch]time.Duration{},
 		beatNew: make(chan struct{}, 1),
-		beatc:   make(chan struct{}),
+		beatc:   make(chan uint64),
 		timeout: cmp.Or(ws.pingTimeout, defaultPingTimeout),
 	}
 	// Listen first, then check: a loss between the two is not missed.
@@ -244,6 +256,16 @@ func startWatchHub(ctx context.Context, s *backend, ws *watchState) (*watchHub, 
 		return nil, connErr(fmt.Errorf("store/nats: watch consumer: %w", err))
 	}
 	h.kw = kw
+	h.stream = s.stream
+	ictx, cancel := context.WithTimeout(ctx, h.timeout)
+	info, err := s.stream.Info(ictx)
+	cancel()
+	if err != nil {
+		kw.Stop()
+		s.conn.RemoveStatusListener(h.status)
+		return nil, connErr(fmt.Errorf("store/nats: watch: the stream's last sequence: %w", err))
+	}
+	h.base = info.State.LastSeq
 	go h.run()
 	go h.ping()
 	return h, nil
@@ -277,8 +299,24 @@ func (h *watchHub) run() {
 			return false
 		}
 		if e != nil {
+			h.delivered = max(h.delivered, e.Revision())
 			h.dispatch(e)
 		}
+		return true
+	}
+	// A heartbeat waits (waiting) for the consumer to hand over the entries up to due, the
+	// stream's last when the flush was answered; behind is since when it has been short of it.
+	var (
+		waiting bool
+		due     uint64
+		behind  time.Time
+	)
+	caughtUp := func() bool {
+		if !waiting || due > h.base && h.delivered < due {
+			return false
+		}
+		waiting, behind = false, time.Time{}
+		h.heartbeat()
 		return true
 	}
 	for {
@@ -287,8 +325,10 @@ func (h *watchHub) run() {
 			if !take(e, ok) {
 				return
 			}
-		case <-h.beatc:
-			// The entries received before the flush's answer first, then the heartbeat.
+			caughtUp()
+		case last := <-h.beatc:
+			// The entries received before the flush's answer first, then the heartbeat, once
+			// the consumer has handed over the stream's last entry.
 			for drained := false; !drained; {
 				select {
 				case e, ok := <-updates:
@@ -299,7 +339,17 @@ func (h *watchHub) run() {
 					drained = true
 				}
 			}
-			h.heartbeat()
+			waiting, due = true, last
+			if caughtUp() {
+				break
+			}
+			if behind.IsZero() {
+				behind = time.Now()
+			} else if time.Since(behind) > h.timeout {
+				h.fail(fmt.Errorf("store/nats: watch: the consumer has been behind the stream for %v (it handed over sequence %d, the stream is at %d)",
+					h.timeout, h.delivered, last))
+				return
+			}
 		case st := <-h.status:
 			h.fail(fmt.Errorf("store/nats: watch: the connection is %v", st))
 			return
@@ -344,8 +394,14 @@ func (h *watchHub) ping() {
 			h.fail(fmt.Errorf("store/nats: watch: no answer to a flush of the connection within %v: %w", h.timeout, err))
 			return
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+		info, err := h.stream.Info(ctx)
+		cancel()
+		if err != nil {
+			continue // no heartbeat this time: the stream may have no leader for a moment
+		}
 		select {
-		case h.beatc <- struct{}{}:
+		case h.beatc <- info.State.LastSeq:
 		case <-h.done:
 			return
 		}
