@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"time"
 )
 
 // callbacks runs the WhenLeader registrations of one Cluster. Each registration has a queue
@@ -41,7 +42,6 @@ type registration struct {
 	removed  bool
 	drained  chan struct{}      // closed when the goroutine exits
 	cancelFn context.CancelFunc // cancels the context of the fn that ran last
-	goid     uint64             // the goroutine draining the queue, while running
 
 	// Owned by the registration's goroutine.
 	fnRan bool
@@ -122,13 +122,10 @@ func (c *callbacks) enqueueLocked(r *registration, ev context.Context) {
 
 func (r *registration) drain() {
 	c := r.c
-	id := goid()
 	for {
 		c.mu.Lock()
-		r.goid = id
 		if len(r.queue) == 0 {
 			r.running = false
-			r.goid = 0
 			close(r.drained)
 			c.active--
 			if c.active == 0 {
@@ -215,13 +212,12 @@ func (r *registration) runDeregistered() {
 // remove ends the registration (W6): its fn's context is cancelled, deregistered runs if fn
 // ran since the last deregistered, and remove returns once that is done, however many times
 // it is called, so that once it has returned no callback of the registration runs or will.
-// Called from the registration's own fn or deregistered, it cannot wait for them: it ends the
-// registration and returns at once, and the registration's goroutine runs the deregistered
-// that is owed once the callback returns. Own means run on the registration's goroutine: a
-// goroutine the callback started, or another registration's callback, waits like any caller.
+// Like Stop, it waits for the registration's callbacks, so one of them must not call it: it
+// would wait for itself. A callback calls it on a new goroutine (go remove()), which returns
+// once the callback has. A remove that waits long is logged, as that is how such a call
+// shows.
 func (r *registration) remove() {
 	c := r.c
-	self := goid()
 	c.mu.Lock()
 	if !r.removed {
 		// Drop pending fn calls: the registration is ending, so only the closing deregistered
@@ -232,13 +228,22 @@ func (r *registration) remove() {
 		delete(c.regs, r)
 	}
 	drained, cancel := r.drained, r.cancelFn
-	own := r.running && self != 0 && r.goid == self
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
-	if own {
+	select {
+	case <-drained:
 		return
+	default:
 	}
+	warn := time.AfterFunc(removeWarnAfter, func() {
+		c.log.Warn("leasehold: remove still waits for the callbacks of its registration: called from one of them, it waits for itself; call it on a new goroutine there (go remove())",
+			"waited", removeWarnAfter)
+	})
+	defer warn.Stop()
 	<-drained
 }
+
+// removeWarnAfter is how long a remove waits before it is logged.
+const removeWarnAfter = time.Minute

@@ -74,25 +74,21 @@ type Cluster interface {
 	//     (W4); a slow callback delays only its own registration. Stop waits for them all.
 	//   - An error or a panic from fn or deregistered is logged and ends nothing (W5).
 	//
-	// From inside fn or deregistered, a callback may call IsLeader, InstanceID, WhenLeader
-	// (the new registration's fn runs on its own goroutine), and the remove of its own
-	// registration: that remove ends the registration and returns at once, and the
-	// deregistered still owed runs once fn has returned (run once: do the work, then
-	// remove). Only the callback itself is exempt from waiting: the remove of a goroutine it
-	// started waits for it like anyone's, so fn must stop waiting for such a goroutine once
-	// its context ends (remove cancels it first), and deregistered must not wait for one that
-	// removes. Everything else that waits for callbacks must not be called from one, nor from
-	// a goroutine a callback waits for: remove of another registration waits for that
-	// registration's callbacks (two registrations removing each other deadlock), and the
-	// cluster's Stop waits for every callback, so from a callback it would wait for itself
-	// until its context ends, then return an error without releasing the lease. To stop from
-	// a callback, call Stop on a new goroutine (go app.Stop(ctx)) and return: Stop cancels
-	// fn's context and goes on once fn has returned.
+	// From inside fn or deregistered, a callback may call IsLeader, InstanceID and WhenLeader
+	// (the new registration's fn runs on its own goroutine). What waits for callbacks must not
+	// be called from one, nor from a goroutine a callback waits for: remove waits for its
+	// registration's callbacks (from its own, it would wait for itself; two registrations
+	// removing each other deadlock), and the cluster's Stop waits for every callback, so from a
+	// callback it would wait for itself until its context ends, then return an error without
+	// releasing the lease. From a callback, call them on a new goroutine and return: go
+	// remove() ends the registration once the callback has returned (run once: do the work,
+	// then go remove()), and go app.Stop(ctx) cancels fn's context and goes on once fn has
+	// returned. fn must stop waiting for such a goroutine once its context ends.
 	//
-	// remove may be called any number of times, from any goroutine: outside the
-	// registration's own callbacks, each call returns once the registration has ended
-	// (fn's context cancelled, fn returned, deregistered run if owed, W6): after that no
-	// callback of the registration runs, or is running.
+	// remove may be called any number of times, from any goroutine but the registration's
+	// callbacks: each call returns once the registration has ended (fn's context cancelled,
+	// fn returned, deregistered run if owed, W6): after that no callback of the registration
+	// runs, or is running.
 	WhenLeader(fn LeaderFunc, deregistered func()) (remove func())
 }
 

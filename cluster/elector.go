@@ -284,9 +284,8 @@ func (e *Elector) Term() (uint64, bool) {
 //
 // The returned remove ends the registration: it cancels fn's context, calls deregistered if
 // fn ran since the last deregistered, and returns once that call has returned (W6). Calling it
-// again does no more. Called from the registration's own fn or deregistered, it ends the
-// registration and returns at once; the deregistered owed runs once fn has returned. See
-// Cluster.WhenLeader for what else a callback may call: not Stop.
+// again does no more. It waits for the registration's callbacks, so they call it on a new
+// goroutine (go remove()); see Cluster.WhenLeader for what else a callback may call: not Stop.
 func (e *Elector) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
 	if fn == nil {
 		fn = func(context.Context) error { return nil }

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/leasehold/leasehold/internal/leakcheck"
 )
 
 // calls records the calls of one registration, in order.
@@ -399,9 +397,9 @@ func TestW2RegisterAtTheDeadline(t *testing.T) {
 	})
 }
 
-// W6: remove called from the registration's own fn or deregistered (run once: do it, then
-// unregister) ends the registration and returns at once; a deregistered that is owed still
-// runs, after fn returns.
+// W6: a registration's own fn or deregistered ends it with go remove() (run once: do it, then
+// unregister): the remove goroutine returns once the callback has returned and the
+// deregistered owed has run; nothing of the registration runs again.
 func TestW6RemoveFromOwnCallbacks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -414,8 +412,11 @@ func TestW6RemoveFromOwnCallbacks(t *testing.T) {
 		removeFromFn = a.e.WhenLeader(func(context.Context) error {
 			<-ready
 			fromFn.add("fn")
-			removeFromFn()
-			fromFn.add("removed")
+			go func() {
+				removeFromFn()
+				fromFn.add("removed")
+			}()
+			fromFn.add("fn returns")
 			return nil
 		}, func() { fromFn.add("de") })
 		close(ready)
@@ -429,14 +430,24 @@ func TestW6RemoveFromOwnCallbacks(t *testing.T) {
 		}, func() {
 			<-readyDe
 			fromDe.add("de")
-			removeFromDe()
-			fromDe.add("removed")
+			done := make(chan struct{})
+			go func() {
+				removeFromDe()
+				fromDe.add("removed")
+				close(done)
+			}()
+			select {
+			case <-done:
+				fromDe.add("de saw remove return before its own end")
+			default:
+			}
+			fromDe.add("de returns")
 		})
 		close(readyDe)
 
 		w.at(sec(2))
-		if got, want := fromFn.get(), []string{"fn", "removed", "de"}; !reflect.DeepEqual(got, want) {
-			t.Errorf("remove from fn: %v; want %v", got, want)
+		if got, want := fromFn.get(), []string{"fn", "fn returns", "de", "removed"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("go remove() from fn: %v; want %v", got, want)
 		}
 		// Leadership ends at 5s (deregistered, which removes), and comes back at 10s.
 		a.faults.Set(func(f *faultStore) { f.Err = errInjected })
@@ -446,37 +457,35 @@ func TestW6RemoveFromOwnCallbacks(t *testing.T) {
 		if !a.e.IsLeader() {
 			t.Fatal("a does not lead again")
 		}
-		if got, want := fromDe.get(), []string{"fn", "de", "removed"}; !reflect.DeepEqual(got, want) {
-			t.Errorf("remove from deregistered: %v; want %v", got, want)
+		if got, want := fromDe.get(), []string{"fn", "de", "de returns", "removed"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("go remove() from deregistered: %v; want %v", got, want)
 		}
-		if got := fromFn.get(); len(got) != 3 {
-			t.Errorf("remove from fn, after a new leadership: %v; want nothing more", got)
+		if got := fromFn.get(); len(got) != 4 {
+			t.Errorf("go remove() from fn, after a new leadership: %v; want nothing more", got)
 		}
 	})
 }
 
-// W6: fn removes its own registration while a remove from another goroutine waits for fn:
-// the first returns at once, the other once deregistered has run. Real time, as a goroutine
-// stuck on a mutex would stop a synctest bubble's clock.
+// W6: fn ends its own registration with go remove() while a remove from another goroutine
+// waits for fn: both return once fn has returned and deregistered has run.
 func TestW6RemoveFromFnWhileAnotherRemoveWaits(t *testing.T) {
-	tr := leakcheck.New()
-	defer tr.Check(t, 5*time.Second)
-	var c calls
-	tr.Do(func() {
+	synctest.Test(t, func(t *testing.T) {
 		l := NewLocal("a")
-		defer func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			l.Stop(ctx)
-		}()
+		defer l.Stop(context.Background())
+		var c calls
 		var remove func()
 		registered, inFn := make(chan struct{}), make(chan struct{})
+		fnRemoved := make(chan struct{})
 		remove = l.WhenLeader(func(ctx context.Context) error {
 			<-registered
 			close(inFn)
 			<-ctx.Done() // cancelled by the other goroutine's remove, which then waits for fn
-			remove()
-			c.add("fn removed")
+			go func() {
+				remove()
+				c.add("fn's remove returned")
+				close(fnRemoved)
+			}()
+			c.add("fn returns")
 			return nil
 		}, func() { c.add("de") })
 		close(registered)
@@ -487,13 +496,11 @@ func TestW6RemoveFromFnWhileAnotherRemoveWaits(t *testing.T) {
 			c.add("other returned")
 			close(otherDone)
 		}()
-		select {
-		case <-otherDone:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("remove from another goroutine has not returned after 5s; calls %v", c.get())
-		}
-		if got, want := c.get(), []string{"fn removed", "de", "other returned"}; !reflect.DeepEqual(got, want) {
-			t.Errorf("calls %v; want %v", got, want)
+		<-otherDone
+		<-fnRemoved
+		got := c.get()
+		if len(got) != 4 || got[0] != "fn returns" || got[1] != "de" {
+			t.Errorf("calls %v; want fn returns, de, then both removes returned", got)
 		}
 	})
 }
