@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/proctest"
+	"github.com/leasehold/leasehold/internal/storerecord"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/store"
 )
@@ -102,7 +103,7 @@ func checkReleased(t *testing.T, sys system, lease string, n int) {
 		if rec.Holder != "" {
 			held++
 		}
-		_ = s.Delete(ctx, cluster.StoreKeyPrefix+key, nil) // a shared server keeps the records
+		_ = s.Delete(ctx, cluster.NewStoreLock(nil).(storerecord.Codec[cluster.Record]).Key(key), nil) // a shared server keeps the records
 	}
 	if held != 0 {
 		t.Errorf("E7: %d of %d keys still held after the worker released them and exited", held, n)

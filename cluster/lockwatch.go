@@ -36,7 +36,7 @@ var ErrWatchUnsupported = errors.New("cluster: lease watch not supported")
 var _ Watcher = storeLock{}
 
 func (l storeLock) Watch(ctx context.Context, name string, fn func(Record, error)) error {
-	key := StoreKeyPrefix + name
+	key := storeKeyPrefix + name
 	err := store.Watch(ctx, l.s, key, func(c store.Change) {
 		if c.Heartbeat {
 			fn(Record{}, ErrHeartbeat)

@@ -263,22 +263,22 @@ func TestR1ResignRefusals(t *testing.T) {
 // such fields) decodes with none pending.
 func TestR1StoreRecordFields(t *testing.T) {
 	at := time.Date(2026, 11, 30, 9, 17, 13, 0, time.UTC)
-	r := Record{Holder: "web-1", Term: 4, AcquiredAt: at, RenewedAt: at, Duration: 15 * time.Second, Revision: NewRevision(),
+	r := Record{Holder: "web-1", Term: 4, AcquiredAt: at, RenewedAt: at, Duration: 15 * time.Second, Revision: newRevision(),
 		ResignRequested: at.Add(time.Second), NextHolder: "web-2"}
-	got, err := DecodeStoreRecord("cluster:jobs", EncodeStoreRecord(r))
+	got, err := decodeRecord("cluster:jobs", encodeRecord(r))
 	if err != nil || got != r {
 		t.Fatalf("round trip of %+v: %+v, %v", r, got, err)
 	}
-	old := EncodeStoreRecord(r)
+	old := encodeRecord(r)
 	delete(old, "nextHolder")
 	delete(old, "resignRequestedAt")
-	got, err = DecodeStoreRecord("cluster:jobs", old)
+	got, err = decodeRecord("cluster:jobs", old)
 	if err != nil || got.NextHolder != "" || !got.ResignRequested.IsZero() || ResignPending(got) {
 		t.Fatalf("a record without the resign fields: %+v, %v; want none pending", got, err)
 	}
-	bad := EncodeStoreRecord(r)
+	bad := encodeRecord(r)
 	bad["nextHolder"] = 3.0
-	if _, err := DecodeStoreRecord("cluster:jobs", bad); err == nil || !strings.Contains(err.Error(), `field "nextHolder"`) {
+	if _, err := decodeRecord("cluster:jobs", bad); err == nil || !strings.Contains(err.Error(), `field "nextHolder"`) {
 		t.Fatalf("a numeric nextHolder: %v; want an error naming the field", err)
 	}
 }

@@ -29,7 +29,7 @@ type rollbackStore struct {
 // snapshot is the lease document at one moment: nil when there was none.
 type snapshot map[string]any
 
-const rollbackKey = StoreKeyPrefix + "leader"
+const rollbackKey = storeKeyPrefix + "leader"
 
 func newRollbackStore(mem *memory.Store) *rollbackStore {
 	return &rollbackStore{mem: mem, hidden: map[string]bool{}}

@@ -52,7 +52,7 @@ func (l storeLock) Beat(ctx context.Context, name string, m Member) error {
 		return fmt.Errorf("cluster: roster %q: a member needs an ID and a session without ':'", name)
 	}
 	fields := map[string]any{rosterField(m.ID): m.Session + ":" + strconv.FormatUint(m.Beat, 10) + ":" + strconv.FormatInt(m.Duration.Milliseconds(), 10)}
-	key := StoreKeyPrefix + name
+	key := storeKeyPrefix + name
 	for range 3 {
 		err := l.s.Patch(ctx, key, fields, nil)
 		if !errors.Is(err, store.ErrNotFound) {
@@ -68,7 +68,7 @@ func (l storeLock) Beat(ctx context.Context, name string, m Member) error {
 
 // Leave empties the member's field: a roster keeps no history, and an empty entry is no member.
 func (l storeLock) Leave(ctx context.Context, name, member string) error {
-	err := l.s.Patch(ctx, StoreKeyPrefix+name, map[string]any{rosterField(member): ""}, nil)
+	err := l.s.Patch(ctx, storeKeyPrefix+name, map[string]any{rosterField(member): ""}, nil)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -78,7 +78,7 @@ func (l storeLock) Leave(ctx context.Context, name, member string) error {
 // Members reads the roster document; a malformed entry is an error naming the roster and the
 // member, so that it is reported rather than silently dropped.
 func (l storeLock) Members(ctx context.Context, name string) ([]Member, error) {
-	doc, err := l.s.Get(ctx, StoreKeyPrefix+name)
+	doc, err := l.s.Get(ctx, storeKeyPrefix+name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}

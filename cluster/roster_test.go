@@ -38,7 +38,7 @@ func TestD5RosterEntries(t *testing.T) {
 	if ms, err := r.Members(ctx, "work.members"); err != nil || !slices.Equal(ms, []Member{a}) {
 		t.Fatalf("Members after b left = %+v, %v; want a alone", ms, err)
 	}
-	if err := mem.Patch(ctx, StoreKeyPrefix+"work.members", map[string]any{rosterField("bad"): "x:y"}, nil); err != nil {
+	if err := mem.Patch(ctx, storeKeyPrefix+"work.members", map[string]any{rosterField("bad"): "x:y"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Members(ctx, "work.members"); err == nil || !strings.Contains(err.Error(), `"work.members"`) || !strings.Contains(err.Error(), `"bad"`) {

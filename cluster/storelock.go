@@ -8,12 +8,13 @@ import (
 	"math"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/storerecord"
 	"github.com/leasehold/leasehold/store"
 )
 
-// StoreKeyPrefix prefixes a lease's name to make its key in the store: the lease "leader" is
+// storeKeyPrefix prefixes a lease's name to make its key in the store: the lease "leader" is
 // the Registry entry "cluster:leader" (S1).
-const StoreKeyPrefix = "cluster:"
+const storeKeyPrefix = "cluster:"
 
 // NewStoreLock returns a Lock that keeps lease records in s, as Webda's StoreClusterService
 // does (S1): the record of lease NAME is the document "cluster:NAME", created with the
@@ -34,19 +35,19 @@ type storeLock struct{ s store.Store }
 var _ Lock = storeLock{}
 
 func (l storeLock) Get(ctx context.Context, name string) (Record, error) {
-	doc, err := l.s.Get(ctx, StoreKeyPrefix+name)
+	doc, err := l.s.Get(ctx, storeKeyPrefix+name)
 	if errors.Is(err, store.ErrNotFound) {
 		return Record{}, fmt.Errorf("%w: %w", ErrNotFound, err)
 	}
 	if err != nil {
 		return Record{}, err
 	}
-	return decodeRecord(StoreKeyPrefix+name, doc)
+	return decodeRecord(storeKeyPrefix+name, doc)
 }
 
 func (l storeLock) Create(ctx context.Context, name string, r Record) (Record, error) {
 	r.Revision = newRevision()
-	err := l.s.Create(ctx, StoreKeyPrefix+name, encodeRecord(r))
+	err := l.s.Create(ctx, storeKeyPrefix+name, encodeRecord(r))
 	if errors.Is(err, store.ErrExists) {
 		return Record{}, fmt.Errorf("%w: %w", ErrConflict, err)
 	}
@@ -62,7 +63,7 @@ func (l storeLock) Update(ctx context.Context, name string, r Record) (Record, e
 	}
 	cond := &store.Condition{Field: "revision", Value: r.Revision}
 	r.Revision = newRevision()
-	err := l.s.Patch(ctx, StoreKeyPrefix+name, encodeRecord(r), cond)
+	err := l.s.Patch(ctx, storeKeyPrefix+name, encodeRecord(r), cond)
 	switch {
 	case errors.Is(err, store.ErrConditionFailed):
 		return Record{}, fmt.Errorf("%w: %w", ErrConflict, err)
@@ -74,19 +75,25 @@ func (l storeLock) Update(ctx context.Context, name string, r Record) (Record, e
 	return r, nil
 }
 
-// DecodeStoreRecord reads the document of a lease record as the store Lock does: a malformed
-// one is an error naming the key and the field. A tool that repairs records judges them by the
-// elections' own rule.
-func DecodeStoreRecord(key string, doc map[string]any) (Record, error) { return decodeRecord(key, doc) }
+// The store Lock's documents, for the repository's tools (internal/storerecord): methods of an
+// unexported type, so that they are no part of the package's API.
+var _ storerecord.Codec[Record] = storeLock{}
 
-// EncodeStoreRecord returns the document the store Lock writes for r, r.Revision included, for
-// a tool that writes a lease record outside an election (a repair, a migration between
-// stores). Give it a revision from NewRevision: a record's revision must never repeat (E6).
-func EncodeStoreRecord(r Record) map[string]any { return encodeRecord(r) }
+// Key returns the key of lease's document in the store.
+func (storeLock) Key(lease string) string { return storeKeyPrefix + lease }
 
-// NewRevision returns a revision for a record written outside a Lock (EncodeStoreRecord):
-// unique, as the elections' followers need to tell two writes apart.
-func NewRevision() string { return newRevision() }
+// Decode reads the document of a lease record as Get does: a malformed one is an error naming
+// the key and the field. A tool that repairs records judges them by the elections' own rule.
+func (storeLock) Decode(key string, doc map[string]any) (Record, error) { return decodeRecord(key, doc) }
+
+// Encode returns the document the store Lock writes for r, r.Revision included, for a tool
+// that writes a lease record outside an election (a repair, a migration between stores). Give
+// it a revision from NewRevision: a record's revision must never repeat (E6).
+func (storeLock) Encode(r Record) map[string]any { return encodeRecord(r) }
+
+// NewRevision returns a revision for a record written outside a Lock (Encode): unique, as the
+// elections' followers need to tell two writes apart.
+func (storeLock) NewRevision() string { return newRevision() }
 
 // newRevision returns a random token: unique without coordination, so a deleted and
 // recreated record never repeats a revision a follower may remember (E6).

@@ -21,6 +21,7 @@ import (
 	"github.com/leasehold/leasehold"
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/fencing"
+	"github.com/leasehold/leasehold/internal/storerecord"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/driver"
 	"github.com/leasehold/leasehold/store/file"
@@ -199,7 +200,11 @@ func (r *repairer) say(label, format string, args ...any) {
 	fmt.Fprintf(r.out, "%-11s%s\n", label, fmt.Sprintf(format, args...))
 }
 
-func (r *repairer) key() string { return cluster.StoreKeyPrefix + r.lease }
+// storeDocs is the store Lock's document codec: repair reads and writes lease records as the
+// elections do.
+var storeDocs = cluster.NewStoreLock(nil).(storerecord.Codec[cluster.Record])
+
+func (r *repairer) key() string { return storeDocs.Key(r.lease) }
 
 func (r *repairer) get(ctx context.Context) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
@@ -224,7 +229,7 @@ func (r *repairer) run(ctx context.Context) (int, error) {
 	case err != nil:
 		return 0, fmt.Errorf("lease %q in %s: %w", r.lease, r.where, err)
 	}
-	rec, bad := cluster.DecodeStoreRecord(r.key(), doc)
+	rec, bad := storeDocs.Decode(r.key(), doc)
 	if bad != nil {
 		return r.corrupt(ctx, doc, seen, bad)
 	}
@@ -245,7 +250,7 @@ func (r *repairer) missing(ctx context.Context) (int, error) {
 	rec := released(r.minTerm)
 	wctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	err := r.st.Create(wctx, r.key(), cluster.EncodeStoreRecord(rec))
+	err := r.st.Create(wctx, r.key(), storeDocs.Encode(rec))
 	switch {
 	case errors.Is(err, store.ErrExists):
 		return 0, fmt.Errorf("lease %q: %w", r.lease, errChanged)
@@ -290,7 +295,7 @@ func (r *repairer) refuse(was cluster.Record, now map[string]any) error {
 	if now == nil {
 		return fmt.Errorf("lease %q: the record held by %q was deleted while repair watched it: something else mends it; run repair again once nothing does", r.lease, was.Holder)
 	}
-	rec, err := cluster.DecodeStoreRecord(r.key(), now)
+	rec, err := storeDocs.Decode(r.key(), now)
 	switch {
 	case err != nil:
 		return fmt.Errorf("lease %q: the record held by %q changed while repair watched it, and is unreadable now (%v): run repair again", r.lease, was.Holder, err)
@@ -350,7 +355,7 @@ func (r *repairer) replace(ctx context.Context, doc map[string]any, cond *store.
 	rec := released(term)
 	wctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	err := r.st.Patch(wctx, r.key(), cluster.EncodeStoreRecord(rec), cond)
+	err := r.st.Patch(wctx, r.key(), storeDocs.Encode(rec), cond)
 	switch {
 	case errors.Is(err, store.ErrConditionFailed), errors.Is(err, store.ErrNotFound):
 		return 0, fmt.Errorf("lease %q: %w", r.lease, errChanged)
@@ -400,7 +405,7 @@ func (r *repairer) watch(ctx context.Context, first map[string]any, seen time.Ti
 // released is the record repair writes: nobody holds it, and the next attempt of any instance
 // takes it over at term+1.
 func released(term uint64) cluster.Record {
-	return cluster.Record{Term: term, RenewedAt: time.Now().Round(0).UTC(), Revision: cluster.NewRevision()}
+	return cluster.Record{Term: term, RenewedAt: time.Now().Round(0).UTC(), Revision: storeDocs.NewRevision()}
 }
 
 // conditionOn is the condition of a write over a corrupt document: its revision as read, which
@@ -452,7 +457,7 @@ func termKnown(doc map[string]any) bool {
 
 // extraFields are the fields of doc that are not a lease record's.
 func extraFields(doc map[string]any) []string {
-	record := cluster.EncodeStoreRecord(cluster.Record{})
+	record := storeDocs.Encode(cluster.Record{})
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(doc)) {
 		if _, ok := record[k]; !ok {
@@ -544,7 +549,7 @@ func (r *repairer) floorTerm(read uint64) (uint64, string) {
 func (r *repairer) create(ctx context.Context, term uint64, oldNote, what string) (int, error) {
 	cctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	err := r.st.Create(cctx, r.key(), cluster.EncodeStoreRecord(released(term)))
+	err := r.st.Create(cctx, r.key(), storeDocs.Encode(released(term)))
 	switch {
 	case errors.Is(err, store.ErrExists):
 		return 0, fmt.Errorf("lease %q: an instance created a record after repair removed the unreadable one and before it wrote its own: repair left that record as it is; look at it (leasehold status), and if its term is below %d run leasehold repair --min-term %d once no instance runs", r.lease, term, term)

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/fencing"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
@@ -25,7 +24,7 @@ import (
 // faulty program would, with nobody running.
 func putRecord(t *testing.T, w *world, lease string, doc map[string]any) {
 	t.Helper()
-	data, err := json.Marshal(map[string]any{cluster.StoreKeyPrefix + lease: doc})
+	data, err := json.Marshal(map[string]any{storeDocs.Key(lease): doc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +44,7 @@ func readRecord(t *testing.T, w *world, lease string) map[string]any {
 	if err := json.Unmarshal(data, &docs); err != nil {
 		t.Fatal(err)
 	}
-	return docs[cluster.StoreKeyPrefix+lease]
+	return docs[storeDocs.Key(lease)]
 }
 
 var newTermLine = regexp.MustCompile(`(?m)^new term:\s+(\d+)`)
@@ -284,7 +283,7 @@ func TestRepairDoesNotOverwriteAChange(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.New()
-			key := cluster.StoreKeyPrefix + "jobs"
+			key := storeDocs.Key("jobs")
 			if tc.doc != nil {
 				if err := mem.Create(ctx, key, tc.doc); err != nil {
 					t.Fatal(err)
@@ -309,7 +308,7 @@ func TestRepairDoesNotOverwriteAChange(t *testing.T) {
 func TestRepairWatchSeesAWriter(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.New()
-	key := cluster.StoreKeyPrefix + "jobs"
+	key := storeDocs.Key("jobs")
 	if err := mem.Create(ctx, key, map[string]any{"holder": 42.0, "term": 3.0, "revision": "r3"}); err != nil {
 		t.Fatal(err)
 	}

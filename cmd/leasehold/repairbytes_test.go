@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/fencing"
 	"github.com/leasehold/leasehold/internal/testenv"
 	natsstore "github.com/leasehold/leasehold/store/nats"
@@ -27,7 +26,7 @@ import (
 // says the record is unreadable, naming the key and leasehold repair.
 func TestRepairAnyBytes(t *testing.T) {
 	lease := fmt.Sprintf("rb%d", time.Now().UnixNano())
-	key := cluster.StoreKeyPrefix + lease
+	key := storeDocs.Key(lease)
 	sh := func(t *testing.T, name string, args ...string) {
 		t.Helper()
 		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {

@@ -448,7 +448,7 @@ func giveUp(el *election, grace time.Duration, log *slog.Logger, a attemptAnswer
 		}
 		if unreadableRecord(a.err) {
 			log.Error("leasehold: the lease record is unreadable: giving up; run leasehold repair to replace it",
-				"by", why, "key", cluster.StoreKeyPrefix+el.lease, "error", msg, "status", code)
+				"by", why, "key", storeDocs.Key(el.lease), "error", msg, "status", code)
 			break
 		}
 		log.Error("leasehold: the store did not answer: giving up", "by", why, "reason", a.reason, "error", msg, "status", code)

@@ -20,7 +20,7 @@ func (s *suite) roster(t *testing.T) {
 		if !ok {
 			t.Fatal("the store Lock is not a Roster")
 		}
-		name := strings.TrimPrefix(key, cluster.StoreKeyPrefix) + ".members"
+		name := strings.TrimPrefix(key, docs.Key("")) + ".members"
 		want := []cluster.Member{
 			{ID: "web-1", Session: "4f1c9a0b7e2d3c58", Beat: 3, Duration: 15 * time.Second},
 			{ID: "Ünïcode / 2", Session: "0123456789abcdef", Beat: 1, Duration: 2 * time.Second},
