@@ -84,7 +84,9 @@ func (storeLock) Key(lease string) string { return storeKeyPrefix + lease }
 
 // Decode reads the document of a lease record as Get does: a malformed one is an error naming
 // the key and the field. A tool that repairs records judges them by the elections' own rule.
-func (storeLock) Decode(key string, doc map[string]any) (Record, error) { return decodeRecord(key, doc) }
+func (storeLock) Decode(key string, doc map[string]any) (Record, error) {
+	return decodeRecord(key, doc)
+}
 
 // Encode returns the document the store Lock writes for r, r.Revision included, for a tool
 // that writes a lease record outside an election (a repair, a migration between stores). Give
