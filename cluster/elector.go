@@ -245,10 +245,10 @@ func (e *Elector) wall(now time.Time) time.Time {
 // LeaseName returns the name of the lease.
 func (e *Elector) LeaseName() string { return e.name }
 
-// LeaseDuration returns L.
+// LeaseDuration returns L, how long a lease is valid without renewal.
 func (e *Elector) LeaseDuration() time.Duration { return e.l }
 
-// RenewInterval returns R.
+// RenewInterval returns R, the time between two attempts.
 func (e *Elector) RenewInterval() time.Duration { return e.r }
 
 // IsLeader reports whether this instance leads: it holds a lease that cannot have expired for
