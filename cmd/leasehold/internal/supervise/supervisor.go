@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/holders"
 )
 
 // Restart back-off of --restart: the first restart waits minBackoff, each next one twice as
@@ -164,7 +165,7 @@ func (s *Supervisor) SetStopSignal(sig os.Signal) { s.stopSignal.Store(sig) }
 // tree have ended, which the election waits for before anything else may lead (W4, E7).
 func (s *Supervisor) Lead(ctx context.Context) error {
 	term, _ := cluster.TermOf(ctx)
-	slot, _ := cluster.SlotOf(ctx) // 0 without --holders
+	slot, _ := holders.SlotOf(ctx) // 0 without --holders
 	backoff := minBackoff
 	for {
 		c, err := s.startChild(ctx, term, slot)
