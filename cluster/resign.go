@@ -117,8 +117,8 @@ func ResignPending(rec Record) bool { return rec.Holder != "" && !rec.ResignRequ
 //   - a released record reserved for another instance (NextHolder), or the one this instance
 //     released when it resigned without naming anyone, that has not expired for this
 //     instance (E6's D, from when it first saw it): follow (R3);
-//   - one of N holders (holders.go) that may not hold this slot now: follow, and release a
-//     record of the slot that still names this instance (H2).
+//   - an Elector whose Gate (gate.go) refuses: follow, and release a
+//     record that still names this instance (H2).
 //
 // Otherwise try goes on by E2, and whatever it writes (a renewal, a takeover) carries no
 // request and no reservation: onRead clears them in rec.
