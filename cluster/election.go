@@ -35,17 +35,39 @@ type outcome struct {
 	stale bool
 	// returned is when the attempt returned the outcome, which may be after at (E3).
 	returned time.Time
+	// mark, for followed: why the record is followed as no revision a Lock wrote (H2, U1).
+	mark mark
 }
+
+// mark says why an attempt followed a record as something other than the revision it read:
+// the attempts are ordered by a marked observation as by any other (E1, E6), but it is no
+// revision a Lock wrote, so its expiry is not judged, the watch reports nothing that ends it,
+// and it is never written on without a read (E10).
+type mark uint8
+
+const (
+	unmarked    mark = iota
+	markMissing      // the record is missing, and this instance may not create it now (U1, H2)
+	markRefused      // the Elector's Gate refused the record (H2)
+)
 
 // observation is the last revision of another holder's record seen by this instance, and when
 // it expires, on this instance's monotonic clock (E6).
 type observation struct {
 	rec     Record // the record itself, to take it over without reading it again (E10)
 	rev     string
+	mark    mark // a record followed for what it is not (outcome.mark): rev is not its identity alone
 	holder  string
 	term    uint64
 	expires time.Time
 }
+
+// isOf reports whether rec is the revision observed, as it was read: not a record followed
+// under a mark.
+func (o observation) isOf(rec Record) bool { return o.mark == unmarked && rec.Revision == o.rev }
+
+// seen reports whether an observation was made: a revision, or a mark.
+func (o observation) seen() bool { return o.rev != "" || o.mark != unmarked }
 
 // observe returns the observation of rec, first seen at seenAt. The record stays valid for the
 // longer of this instance's L and the duration its holder declared: a holder configured with a
@@ -287,12 +309,13 @@ func (e *Elector) onFollowed(lp *loop, a *attempt, out outcome) {
 		e.stopLeading(ReasonTakenBy, nil)
 	}
 	e.emit(Event{Kind: AttemptSucceeded, Holder: out.rec.Holder, Term: out.rec.Term, Duration: out.at.Sub(a.start)})
-	if out.rec.Revision != s.obs.rev {
+	if out.rec.Revision != s.obs.rev || out.mark != s.obs.mark {
 		if out.rec.Holder != s.obs.holder || out.rec.Term != s.obs.term {
 			e.log.Info("leasehold: observed leader", "holder", out.rec.Holder, "term", out.rec.Term)
 			e.emit(Event{Kind: ObservedLeader, Holder: out.rec.Holder, Term: out.rec.Term})
 		}
 		s.obs = e.observe(out.rec, out.at)
+		s.obs.mark = out.mark
 		e.emit(Event{Kind: ObservedRevision, Holder: out.rec.Holder, Term: out.rec.Term, Time: out.at})
 	}
 	// E6: the next attempt comes the moment that revision expires, if before the next
@@ -458,8 +481,7 @@ func (e *Elector) try(ctx context.Context, obs observation, known *Record, leadi
 		e.rank.asked = time.Now()
 	}
 	reread := false // a release found its record changed, and the attempt read once more
-	// A known record whose revision no Lock wrote (a slot refused or missing, H2) is read.
-	if known != nil && !madeUp(known.Revision) {
+	if known != nil {
 		// A known record is decided on as a read one is (the hook: a reservation, a slot this
 		// instance may not take), then written without a read (E10).
 		k := *known
@@ -544,7 +566,7 @@ func (e *Elector) decide(ctx context.Context, r reading, obs observation, leadin
 		return e.create(ctx, now), false
 	case r.err != nil:
 		return failure(r.err), false
-	case e.owns(rec), rec.Holder == "" || (rec.Revision == obs.rev && !now.Before(obs.expires)):
+	case e.owns(rec), rec.Holder == "" || (obs.isOf(rec) && !now.Before(obs.expires)):
 		// Its own (renew, or a new term when not leading), or released, or expired on this
 		// instance's own clock (E6): take over. A record naming this instance ID with another
 		// session is another process's (E12): followed until it expires.
@@ -602,7 +624,7 @@ func wentBack(rec Record, seen uint64, obs observation, now time.Time, own bool)
 	if rec.Term >= seen || (rec.Holder != "" && !own) {
 		return false
 	}
-	return rec.Revision != obs.rev || now.Before(obs.expires)
+	return !obs.isOf(rec) || now.Before(obs.expires)
 }
 
 // shutdown ends the election (E7): stop leading, wait for the attempt in flight and for the

@@ -118,7 +118,7 @@ func (e *Elector) yieldsTo(p int) bool { return p > e.rank.priority || e.rank.is
 // preemption by a candidate of lower priority than its own. It reads nothing the election's
 // goroutine writes, so an attempt may call it.
 func (e *Elector) askable(rec Record) (ok, sick bool) {
-	if e.claim != nil || rec.Holder == "" || e.owns(rec) || madeUp(rec.Revision) || e.rank.isFailing() {
+	if e.claim != nil || rec.Holder == "" || e.owns(rec) || e.rank.isFailing() {
 		return false, false
 	}
 	p, sick := rec.CurrentPriority()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -248,7 +247,7 @@ func (e *Elector) due(s *sched, now time.Time) (time.Time, *Record) {
 		return s.next, s.known // E10: the leader renews on the revision it holds
 	}
 	at := s.next
-	if s.obs.rev == "" {
+	if !s.obs.seen() {
 		// Nobody else is known to hold the lease (this instance's write came too late to lead
 		// on, or its creation lost a race): attempt every R, on its own record if it is that.
 		if s.known != nil && e.owns(*s.known) {
@@ -263,13 +262,16 @@ func (e *Elector) due(s *sched, now time.Time) (time.Time, *Record) {
 		// followed because this instance may not take it (H2), which no write makes takeable.
 		at = later(at, s.push.heard.Add(e.aliveWindow()))
 	}
-	if s.obs.rev != "" && s.obs.expires.After(s.lastStart) && s.obs.expires.Before(at) {
+	if s.obs.seen() && s.obs.expires.After(s.lastStart) && s.obs.expires.Before(at) {
 		at = s.obs.expires // E6: attempt the moment that revision expires
 	}
 	if ask, ok := e.askAt(s.obs.rec); ok && ask.Before(at) && ask.Before(s.obs.expires) {
 		return later(ask, s.lastStart), nil // Q2, U2: read, then ask the holder to hand over
 	}
-	if s.obs.rev != "" && !at.Before(s.obs.expires) {
+	if s.obs.seen() && !at.Before(s.obs.expires) {
+		if s.obs.mark != unmarked {
+			return at, nil // no revision a Lock wrote: read it
+		}
 		rec := s.obs.rec
 		return at, &rec // E10: take the expired record over without reading it again
 	}
@@ -280,7 +282,7 @@ func (e *Elector) due(s *sched, now time.Time) (time.Time, *Record) {
 // (another holder's, or a reserved release): not the marker of a missing record or of a
 // slot refused because the instance holds, or may hold, another (H2).
 func watchable(obs observation) bool {
-	return obs.rev != missingRevision && !strings.HasSuffix(obs.rev, refusedRevision)
+	return obs.mark == unmarked
 }
 
 func later(a, b time.Time) time.Time {
@@ -313,7 +315,7 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 	rec := p.rec
 	lead := e.leading.Load() != nil
 	switch {
-	case rec.Revision == s.obs.rev, s.known != nil && rec.Revision == s.known.Revision:
+	case s.obs.isOf(rec), s.known != nil && rec.Revision == s.known.Revision:
 		return // already known: a repeat, or its own write
 	case s.push.ordered && rec.Revision == s.push.order.Revision:
 		return // the newest known, again

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/leasehold/leasehold/internal/leaseconf"
@@ -88,22 +87,6 @@ func resign(ctx context.Context, lock Lock, name, to string, preempt bool) (Reco
 	}
 }
 
-// missingRevision is the revision of the record an attempt follows when a slot's record is
-// missing and another slot of the instance is claimed (H2).
-const missingRevision = "\x00missing"
-
-// refusedRevision marks the revision of a record followed because another slot of the instance
-// is claimed (H2).
-const refusedRevision = "\x00refused"
-
-// madeUp reports whether rev is one of the revisions above, which no Lock wrote. An observation
-// that carries one orders the attempts of a slot (H2), but is never a record to write on
-// without reading (E10): no Lock knows that revision (a Kubernetes API server refuses it as an
-// invalid resourceVersion, not as a conflict), so the attempt reads the record instead.
-func madeUp(rev string) bool {
-	return strings.HasPrefix(rev, missingRevision) || strings.Contains(rev, refusedRevision)
-}
-
 // ResignPending reports whether rec carries a resign request its holder has not acted on yet:
 // for a program that shows a lease (leasehold status) or waits for a Resign to take effect.
 func ResignPending(rec Record) bool { return rec.Holder != "" && !rec.ResignRequested.IsZero() }
@@ -123,21 +106,21 @@ func ResignPending(rec Record) bool { return rec.Holder != "" && !rec.ResignRequ
 // Otherwise try goes on by E2, and whatever it writes (a renewal, a takeover) carries no
 // request and no reservation: onRead clears them in rec.
 func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observation, now time.Time) (outcome, bool) {
-	follow := func(r Record) (outcome, bool) {
+	follow := func(r Record, m mark) (outcome, bool) {
 		e.unclaim()
-		return outcome{kind: followed, rec: r, at: now}, true
+		return outcome{kind: followed, rec: r, at: now, mark: m}, true
 	}
 	if err != nil {
 		if errors.Is(err, ErrNotFound) && e.claim == nil && e.rank.isFailing() &&
-			!(obs.rev == missingRevision && !now.Before(obs.expires.Add(e.r))) {
+			!(obs.mark == markMissing && !now.Before(obs.expires.Add(e.r))) {
 			// U1: a missing record is created by a failing candidate only once it has been
 			// missing for its L and R more.
-			return follow(Record{Revision: missingRevision})
+			return follow(Record{}, markMissing)
 		}
 		if errors.Is(err, ErrNotFound) && !e.claimSlot(nil, false) {
-			// Followed as a record no Lock writes (its revision is never a real one): the
-			// election goroutine schedules the next attempt by that observation (E1, E6).
-			return follow(Record{Revision: missingRevision})
+			// Followed as missing, a mark no Lock writes: the election goroutine schedules the
+			// next attempt by that observation (E1, E6).
+			return follow(Record{}, markMissing)
 		}
 		return outcome{}, false
 	}
@@ -145,19 +128,19 @@ func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observ
 		// A preemption this holder does not yield to (Q3) is cleared by the renewal below.
 		return e.stepDown(ctx, *rec), true
 	}
-	expired := rec.Revision == obs.rev && !now.Before(obs.expires)
+	expired := obs.isOf(*rec) && !now.Before(obs.expires)
 	if e.claim == nil && e.rank.isFailing() && !e.owns(*rec) && (rec.Holder == "" || expired) &&
-		!(rec.Revision == obs.rev && !now.Before(obs.expires.Add(e.r))) {
+		!(obs.isOf(*rec) && !now.Before(obs.expires.Add(e.r))) {
 		// U1: a candidate whose check fails takes a free lease only as a last resort, once
 		// it has been free R longer than a healthy candidate waits.
-		return follow(*rec)
+		return follow(*rec, unmarked)
 	}
 	if rec.Holder == "" && !expired {
 		if rec.NextHolder != "" && rec.NextHolder != e.id {
-			return follow(*rec) // reserved for another (R3)
+			return follow(*rec, unmarked) // reserved for another (R3)
 		}
 		if rec.NextHolder == "" && rec.Revision == e.resigned {
-			return follow(*rec) // this instance stepped down: others first (R4)
+			return follow(*rec, unmarked) // this instance stepped down: others first (R4)
 		}
 	}
 	if !e.owns(*rec) && rec.Holder != "" && !expired {
@@ -169,14 +152,12 @@ func (e *Elector) onRead(ctx context.Context, rec *Record, err error, obs observ
 			return e.releaseSlot(ctx, *rec), true
 		}
 		if rec.Holder != "" && e.claim.watchesExpiry() {
-			return follow(*rec) // its expiry judged (E6), for when the gate opens (D6)
+			return follow(*rec, unmarked) // its expiry judged (E6), for when the gate opens (D6)
 		}
-		// Followed under a revision of its own: this instance, which may not take the slot,
-		// does not watch it expire (its observation would stay expired, and the election
-		// goroutine would attempt again at once); it watches it anew once it may (H2).
-		r := *rec
-		r.Revision = rec.Revision + refusedRevision
-		return follow(r)
+		// Followed under a mark: this instance, which may not take the slot, does not watch
+		// it expire (its observation would stay expired, and the election goroutine would
+		// attempt again at once); it watches it anew once it may (H2).
+		return follow(*rec, markRefused)
 	}
 	clearRequest(rec)
 	return outcome{}, false
