@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/callbacks"
 	"github.com/leasehold/leasehold/internal/fencing"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 	"github.com/leasehold/leasehold/internal/wallclock"
@@ -85,7 +86,7 @@ type Elector struct {
 	l, r     time.Duration
 	log      *slog.Logger
 	observer func(Event)
-	cb       *callbacks
+	cb       *callbacks.Runner
 
 	leading atomic.Pointer[leadership] // non-nil while this instance leads
 	wrote   atomic.Bool                // a write of the record was ever sent: it may hold the lease
@@ -202,7 +203,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 	if w, ok := cfg.Lock.(Watcher); ok {
 		e.watcher = w
 	}
-	e.cb = newCallbacks(log, e.IsLeader)
+	e.cb = callbacks.New(log, e.IsLeader)
 	return e, nil
 }
 
@@ -303,7 +304,7 @@ func (e *Elector) WhenLeader(fn LeaderFunc, deregistered func()) (remove func())
 	if fn == nil {
 		fn = func(context.Context) error { return nil }
 	}
-	return e.cb.add(fn, deregistered)
+	return e.cb.Add(fn, deregistered)
 }
 
 // Start starts the election in the background and returns at once: an attempt runs now,

@@ -210,18 +210,11 @@ func (c *slotClaim) acquire(i int, _ *Record, _ bool) bool {
 	// deregistered calls are queued already: once they have returned, j is done. Until then
 	// this attempt follows, and the next one looks again: a slot's attempt never waits for
 	// another slot's callbacks (a CMD's grace), which would make it time out (E3).
-	if c.want || c.leads[j] || c.slots[j].leading.Load() != nil || !c.slots[j].cb.isIdle() {
+	if c.want || c.leads[j] || c.slots[j].leading.Load() != nil || !c.slots[j].cb.Idle() {
 		return false
 	}
 	c.owner, c.want = i, true
 	return true
-}
-
-// isIdle reports whether no registration has calls pending or running.
-func (c *callbacks) isIdle() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.active == 0
 }
 
 // drop records that an attempt of slot i does not write to hold its slot.

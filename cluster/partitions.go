@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/callbacks"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
@@ -56,7 +57,7 @@ type Partitions struct {
 	observer func(Event)
 	self     *Elector // this member's lease (D10)
 	names    []string // by partition: its record's name
-	cbs      []*callbacks
+	cbs      []*callbacks.Runner
 	own      []atomic.Pointer[ownership] // by partition: set while claimed under an epoch
 	poke     chan struct{}               // asks the planner for a plan at once
 	troubles troubles                    // the watches' failures, logged at most once per R
@@ -138,7 +139,7 @@ func NewPartitions(cfg PartitionsConfig) (*Partitions, error) {
 	p.self, p.l, p.r = self, self.l, self.r
 	for i := range cfg.Partitions {
 		p.names = append(p.names, SlotName(cfg.Lock, name, i, cfg.Partitions))
-		p.cbs = append(p.cbs, newCallbacks(p.log.With("partition", i), func() bool { return p.owns(i) }))
+		p.cbs = append(p.cbs, callbacks.New(p.log.With("partition", i), func() bool { return p.owns(i) }))
 	}
 	// E7 for every partition: the member lease is released only once the callbacks of the
 	// partitions it held have returned, so that no next owner starts beside them.
@@ -186,7 +187,7 @@ func (p *Partitions) WhenOwner(fn func(ctx context.Context, partition int) error
 		if deregistered != nil {
 			de = func() { deregistered(i) }
 		}
-		removes = append(removes, c.add(func(ctx context.Context) error {
+		removes = append(removes, c.Add(func(ctx context.Context) error {
 			if fn == nil {
 				return nil
 			}

@@ -85,7 +85,7 @@ func (p *Partitions) endEpoch(epoch uint64, at time.Time, reason string) {
 		}
 		p.own[i].Store(nil)
 		o.cancel()
-		p.cbs[i].stopLeading()
+		p.cbs[i].StopLeading()
 		p.emit(i, Event{Kind: StoppedLeading, Term: o.term, Reason: reason, Time: at})
 	}
 	if ch := p.ended[epoch]; ch != nil {
@@ -115,7 +115,7 @@ func (p *Partitions) epochLife(ctx context.Context) error {
 		}
 	}
 	for _, c := range p.cbs {
-		_ = c.wait(context.Background())
+		_ = c.Wait(context.Background())
 	}
 	return nil
 }

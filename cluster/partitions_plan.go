@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/fencing"
+	"github.com/leasehold/leasehold/internal/pace"
+	"github.com/leasehold/leasehold/internal/termctx"
 )
 
 // unknownOwner stands, in a plan, for the owner of a partition whose record has not been read
@@ -448,14 +450,14 @@ func (p *Partitions) becomeOwner(i int, epoch uint64, rec Record) {
 	if p.epoch != epoch || l == nil || l.term != epoch || time.Until(l.deadline) <= 0 || p.own[i].Load() != nil {
 		return // that leadership has ended: the record names it, and so is free for all
 	}
-	ctx, cancel := context.WithCancel(withTerm(p.base, rec.Term))
+	ctx, cancel := context.WithCancel(termctx.With(p.base, rec.Term))
 	p.own[i].Store(&ownership{epoch: epoch, term: rec.Term, rev: rec.Revision, at: rec.RenewedAt, cancel: cancel})
 	if a := p.lastAttempt; a.Term == epoch {
 		// The attempt whose deadline this ownership has, as each renewal will be (memberEvent).
 		p.emit(i, Event{Kind: AttemptSucceeded, Holder: p.id, Term: rec.Term, Duration: a.Duration, Time: a.Time})
 	}
 	p.emit(i, Event{Kind: BecameLeader, Term: rec.Term, Holder: p.id})
-	p.cbs[i].startLeading(ctx)
+	p.cbs[i].StartLeading(ctx)
 }
 
 // handOver ends this instance's ownership of partition i and, once its callbacks have
@@ -470,7 +472,7 @@ func (p *Partitions) handOver(ctx context.Context, i int, to string) {
 	p.handing[i] = true
 	p.own[i].Store(nil)
 	o.cancel()
-	p.cbs[i].stopLeading()
+	p.cbs[i].StopLeading()
 	p.emit(i, Event{Kind: StoppedLeading, Term: o.term, Reason: ReasonResign})
 	p.mu.Unlock()
 	p.log.Info("leasehold: partitions: handing over", "partition", i, "to", to)
@@ -481,7 +483,7 @@ func (p *Partitions) handOver(ctx context.Context, i int, to string) {
 			p.mu.Unlock()
 			p.kick()
 		}()
-		if p.cbs[i].wait(ctx) != nil {
+		if p.cbs[i].Wait(ctx) != nil {
 			return // stopping: the member lease's release frees it
 		}
 		// Until the release is known to have landed or the record to have changed, the
@@ -491,7 +493,7 @@ func (p *Partitions) handOver(ctx context.Context, i int, to string) {
 			if p.release(ctx, i, o, to) {
 				return
 			}
-			if !sleepCtx(ctx, p.r) {
+			if !pace.Sleep(ctx, p.r) {
 				return
 			}
 			p.mu.Lock()

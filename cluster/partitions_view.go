@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/pace"
 )
 
 // partView is a partition's record as this instance last saw it.
@@ -90,7 +92,7 @@ func (p *Partitions) watchRecord(ctx context.Context, i int) {
 		p.troubles.note(p, "watch ended, read and watched again R later", i, err)
 		// A watch that failed is a hint lost, never safety (E9): read once, watch again.
 		p.readRecord(ctx, i)
-		if !sleepCtx(ctx, p.r) {
+		if !pace.Sleep(ctx, p.r) {
 			return
 		}
 	}
@@ -98,7 +100,7 @@ func (p *Partitions) watchRecord(ctx context.Context, i int) {
 
 // pollRecords reads every partition's record every R.
 func (p *Partitions) pollRecords(ctx context.Context) {
-	every(ctx, p.r, func() bool {
+	pace.Every(ctx, p.r, func() bool {
 		for i := range p.names {
 			if ctx.Err() != nil {
 				return false

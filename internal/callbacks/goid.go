@@ -1,4 +1,4 @@
-package cluster
+package callbacks
 
 import (
 	"runtime"
@@ -15,10 +15,10 @@ import (
 // type, and deregistered has none to pass either), so a token or a context value the callback
 // carries never reaches it; and while a callback runs, a call from that callback and one from
 // any other goroutine (another registration's callback, a goroutine the callback started)
-// find the same state, yet the first must return at once and the others must wait.
-// TestW6RemoveFromOwnCallbacks fails if the own call waits; TestW6RemoveWaitsForFn,
-// TestW6RemoveFromAnotherRegistrationsFn and TestW6RemoveFromGoroutineOfFn fail if any
-// call made while a callback runs is taken for the callback's own.
+// find the same state, yet the first must return at once and the others must wait. In package
+// cluster, TestW6RemoveFromOwnCallbacks fails if the own call waits; TestW6RemoveWaitsForFn,
+// TestW6RemoveFromAnotherRegistrationsFn and TestW6RemoveFromGoroutineOfFn fail if any call
+// made while a callback runs is taken for the callback's own.
 func goid() uint64 {
 	var buf [64]byte
 	s := string(buf[:runtime.Stack(buf[:], false)])
