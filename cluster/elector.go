@@ -40,6 +40,11 @@ type ElectorConfig struct {
 	// not call the Elector's Stop.
 	Observer func(Event)
 
+	// Gate, when set, decides whether this Elector may write to hold its record: for a
+	// product that runs several Electors in one instance of which only some may hold at once
+	// (see Gate). nil: always open.
+	Gate Gate
+
 	// Advertise is the value this instance publishes while it holds the lease, its address
 	// for instance: at most MaxValueBytes, one line (V1). Leader and FollowLeader read it.
 	Advertise string
@@ -106,8 +111,8 @@ type Elector struct {
 
 	// Resign and N holders (resign.go, holders.go). resigned is the revision of the record
 	// this instance released when it stepped down without a next holder (R4), owned by the
-	// attempts, which never overlap. slot and claim are set by NewHolders before Start; claim
-	// is nil for an Elector of its own.
+	// attempts, which never overlap. claim is ElectorConfig.Gate's, or set with slot by
+	// NewHolders before Start; it is nil for an Elector of its own.
 	resigned string
 	slot     int
 	claim    claimer
@@ -202,6 +207,9 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 	}
 	if w, ok := cfg.Lock.(Watcher); ok {
 		e.watcher = w
+	}
+	if cfg.Gate != nil {
+		e.claim = gateClaimer{cfg.Gate}
 	}
 	e.cb = callbacks.New(log, e.IsLeader)
 	return e, nil
