@@ -26,8 +26,8 @@ import (
 )
 
 // Config configures a partitioned election: K partitions, each a record of its own
-// (cluster.SlotName(Lock, LeaseName, p, K)), spread over the live members (D1–D8), each member holding
-// its partitions on one lease of its own (D10).
+// (cluster.SlotName(Lock, LeaseName, p, K)), spread over the live members (D1–D8), each member
+// holding its partitions on one lease of its own (D10).
 type Config struct {
 	Lock          cluster.Lock // must be a cluster.Roster too (the store Lock is)
 	LeaseName     string
@@ -49,10 +49,10 @@ type Config struct {
 // Partitions is a partitioned election: each of K partitions is owned by at most one instance
 // at a time, with a term of its own, and the live members share them evenly (D6).
 //
-// Each member holds one lease of its own, its member lease, elected by an Elector of the
-// engine, a cluster.Elector (E1–E12 hold for it), and owns a partition while the partition's record names that
-// member lease's current term and the member lease holds (D10): a member renews one record per
-// R however many partitions it owns, and a partition's record is written only when its owner
+// Each member holds one lease of its own, its member lease, elected by a cluster.Elector
+// (E1–E12 hold for it), and owns a partition while the partition's record names that member
+// lease's current term and the member lease holds (D10): a member renews one record per R
+// however many partitions it owns, and a partition's record is written only when its owner
 // changes. A plan, recomputed every R and whenever a record it depends on changes, decides
 // which partitions this instance claims and which it hands over.
 type Partitions struct {
@@ -105,7 +105,7 @@ type ownership struct {
 }
 
 // RosterName returns the name of the roster of the partitioned election name (D5): where to
-// read its members (Roster.Members) from a tool that does not run the election.
+// read its members (cluster.Roster.Members) from a tool that does not run the election.
 func RosterName(name string) string { return leaseconf.LeaseName(name) + ".members" }
 
 // New checks cfg and returns a partitioned election, not started.
