@@ -38,6 +38,11 @@ type ElectorConfig struct {
 	// not call the Elector's Stop.
 	Observer func(Event)
 
+	// Gate, when set, decides whether this Elector may write to hold its record: for a
+	// product that runs several Electors in one instance of which only some may hold at once
+	// (see Gate). nil: always open.
+	Gate Gate
+
 	// Advertise is the value this instance publishes while it holds the lease, its address
 	// for instance: at most MaxValueBytes, one line (V1). Leader and FollowLeader read it.
 	Advertise string
@@ -102,13 +107,15 @@ type Elector struct {
 	// election runs as a wall clock that jumps (M2).
 	wallSkew atomic.Int64
 
-	// Resign and N holders (resign.go, holders.go). resigned is the revision of the record
-	// this instance released when it stepped down without a next holder (R4), owned by the
-	// attempts, which never overlap. slot and claim are set by NewHolders before Start; claim
-	// is nil for an Elector of its own.
+	// Resign and gates (resign.go, gate.go). resigned is the revision of the record this
+	// instance released when it stepped down without a next holder (R4), owned by the
+	// attempts, which never overlap. claim is ElectorConfig.Gate's, or a fence's (set by
+	// Partitions before Start), nil for an Elector of its own; slot is what it passes to
+	// claim. led is true from BecameLeader until StoppedLeading has been emitted (Idle).
 	resigned string
 	slot     int
 	claim    claimer
+	led      atomic.Bool
 	// poke asks the election goroutine for an attempt at once: a gate that opened (D6).
 	poke chan struct{}
 
@@ -200,6 +207,9 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 	}
 	if w, ok := cfg.Lock.(Watcher); ok {
 		e.watcher = w
+	}
+	if cfg.Gate != nil {
+		e.claim = gateClaimer{cfg.Gate}
 	}
 	e.cb = newCallbacks(log, e.IsLeader)
 	return e, nil
@@ -436,6 +446,12 @@ func (e *Elector) stop(ctx context.Context, started bool) error {
 func (e *Elector) Done() <-chan struct{} { return e.done }
 
 func (e *Elector) emit(ev Event) {
+	switch ev.Kind {
+	case BecameLeader:
+		e.led.Store(true)
+	case StoppedLeading:
+		defer e.led.Store(false) // once the Observer has it (Idle)
+	}
 	if e.observer == nil {
 		return
 	}

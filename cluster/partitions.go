@@ -13,8 +13,8 @@ import (
 )
 
 // PartitionsConfig configures a partitioned election: K partitions, each a record of its own
-// (SlotName(Lock, LeaseName, p, K)), spread over the live members (D1–D8), each member holding
-// its partitions on one lease of its own (D10).
+// (named as holders.SlotName names slot p of K), spread over the live members (D1–D8), each
+// member holding its partitions on one lease of its own (D10).
 type PartitionsConfig struct {
 	Lock          Lock // must be a Roster too (the store Lock is)
 	LeaseName     string
@@ -137,7 +137,7 @@ func NewPartitions(cfg PartitionsConfig) (*Partitions, error) {
 	}
 	p.self, p.l, p.r = self, self.l, self.r
 	for i := range cfg.Partitions {
-		p.names = append(p.names, SlotName(cfg.Lock, name, i, cfg.Partitions))
+		p.names = append(p.names, leaseconf.SlotName(cfg.Lock, name, i, cfg.Partitions))
 		p.cbs = append(p.cbs, newCallbacks(p.log.With("partition", i), func() bool { return p.owns(i) }))
 	}
 	// E7 for every partition: the member lease is released only once the callbacks of the

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 // D10: a member that is out of the roster but still named by the partitions' records (it was
@@ -90,7 +92,7 @@ func TestD7ReservationNotTakenIsClaimedAfterLPlusR(t *testing.T) {
 		lock := NewStoreLock(w.mem)
 		// ghost renews a member lease and is in the roster, but runs no partitions.
 		startGhost(t, lock)
-		name := SlotName(lock, "work", 2, k)
+		name := leaseconf.SlotName(lock, "work", 2, k)
 		if _, err := lock.Create(ctx, name, Record{Term: 5, NextHolder: "ghost", Duration: testL, RenewedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +309,7 @@ func TestD7ReservedCountsAsTheHeirs(t *testing.T) {
 				const k = 4
 				lock := NewStoreLock(w.mem)
 				startGhost(t, lock)
-				name := SlotName(lock, "work", r, k)
+				name := leaseconf.SlotName(lock, "work", r, k)
 				if _, err := lock.Create(context.Background(), name, Record{Term: 5, NextHolder: "ghost", Duration: testL, RenewedAt: time.Now()}); err != nil {
 					t.Fatal(err)
 				}
