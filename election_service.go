@@ -125,7 +125,7 @@ func (s *ElectionService) HealthCheck() health.Check {
 
 // RankConfig sets the priority and health fields of cfg from the parameters, for a program that
 // builds an election of its own from a configured cluster service (the leasehold command's
-// run --holders builds a cluster.Holders with it), so that it ranks the candidates as the
+// run --holders builds a holders.Holders with it), so that it ranks the candidates as the
 // service's own election would.
 func (s *ElectionService) RankConfig(cfg *cluster.ElectorConfig) {
 	cfg.Priority, cfg.StabilityWindow = s.Priority, s.StabilityWindow.D()

@@ -8,8 +8,10 @@
 // read, created and updated with compare-and-swap. [NewStoreLock] makes a Lock from a
 // store.Store; the kubernetes module makes one from a coordination.k8s.io Lease.
 //
-// [Locker] is a per-key lock over the same engine: [Locker.Acquire] holds a named key, as an
-// Elector of its own on the lease of that name, until the [Held] is released or lost.
+// Products built on the engine are packages of their own: cluster/locker is a per-key lock
+// (each key held is an Elector of its own on the lease of that name), cluster/holders elects
+// up to N holders of a lease at once (an Elector per slot, of which a [Gate] lets one at a
+// time hold in an instance).
 //
 // # Timing
 //

@@ -109,13 +109,16 @@ type Elector struct {
 	// election runs as a wall clock that jumps (M2).
 	wallSkew atomic.Int64
 
-	// Resign and N holders (resign.go, holders.go). resigned is the revision of the record
-	// this instance released when it stepped down without a next holder (R4), owned by the
-	// attempts, which never overlap. claim is ElectorConfig.Gate's, or set with slot by
-	// NewHolders before Start; it is nil for an Elector of its own.
+	// Resign and gates (resign.go, gate.go). resigned is the revision of the record this
+	// instance released when it stepped down without a next holder (R4), owned by the
+	// attempts, which never overlap. claim is ElectorConfig.Gate's (a slot's of
+	// cluster/holders, a fence's of cluster/partition), nil for an Elector of its own; slot is
+	// what it passes to claim. led is true from BecameLeader until StoppedLeading has been
+	// emitted (Idle).
 	resigned string
 	slot     int
 	claim    claimer
+	led      atomic.Bool
 	// poke asks the election goroutine for an attempt at once: a gate that opened (D6).
 	poke chan struct{}
 
@@ -446,6 +449,12 @@ func (e *Elector) stop(ctx context.Context, started bool) error {
 func (e *Elector) Done() <-chan struct{} { return e.done }
 
 func (e *Elector) emit(ev Event) {
+	switch ev.Kind {
+	case BecameLeader:
+		e.led.Store(true)
+	case StoppedLeading:
+		defer e.led.Store(false) // once the Observer has it (Idle)
+	}
 	if e.observer == nil {
 		return
 	}

@@ -3,13 +3,13 @@ package kubernetes
 import (
 	"strconv"
 
-	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/holders"
 )
 
-var _ cluster.SlotNamer = (*leaseLock)(nil)
+var _ holders.SlotNamer = (*leaseLock)(nil)
 
 // SlotName names the Lease of slot (0-based) of lease among N holders (H1): NAME-slot, since
-// a Lease's name is a DNS-1123 subdomain and cannot hold cluster.SlotName's "/". When NAME is
+// a Lease's name is a DNS-1123 subdomain and cannot hold holders.SlotName's "/". When NAME is
 // a valid Lease name, NAME-slot is one too, as long as it stays within 253 characters: it
 // ends with a digit and adds only "-" and digits. A longer one is refused by the API server,
 // and the slot's attempts fail naming it.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/holders"
 )
 
 // gatedLock is a Lease lock whose Gets of the Leases in failGet fail while the test says so,
@@ -77,8 +78,8 @@ func TestHoldersRefusedSlotOnKubernetes(t *testing.T) {
 			}
 		})
 	}
-	holders := func(id string, lock cluster.Lock) *cluster.Holders {
-		h, err := cluster.NewHolders(cluster.ElectorConfig{
+	startHolders := func(id string, lock cluster.Lock) *holders.Holders {
+		h, err := holders.New(cluster.ElectorConfig{
 			Lock: lock, LeaseName: "batch", LeaseDuration: testL, RenewInterval: testR, InstanceID: id,
 			Observer: ev.observe, Logger: logger.With("instance", id),
 		}, 2)
@@ -93,12 +94,12 @@ func TestHoldersRefusedSlotOnKubernetes(t *testing.T) {
 
 	lockA, _ := newLock(t, ns)
 	gated := &gatedLock{leaseLock: lockA.(*leaseLock), failGet: map[string]bool{}}
-	a := holders("pod-a", gated)
+	a := startHolders("pod-a", gated)
 	stopAll("pod-a", a.Stop)
 	from := 0
 	ev.wait(t, &from, 10*time.Second, "pod-a leading", kindOf(cluster.BecameLeader, "pod-a"))
 	lockB, _ := newLock(t, ns)
-	b := holders("pod-b", lockB)
+	b := startHolders("pod-b", lockB)
 	stopped := false
 	stopAll("pod-b", func(ctx context.Context) error {
 		if stopped {

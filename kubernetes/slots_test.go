@@ -13,13 +13,14 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/holders"
 )
 
 // TestSlotNames: the Lease lock names slot i of NAME NAME-i (H1), a valid Lease name for a
 // valid NAME of up to 253 - len("-i") characters; one holder is the Lease NAME itself.
 func TestSlotNames(t *testing.T) {
 	lock := NewLeaseLock(k8s.New(nil).CoordinationV1(), "default", 0)
-	if got := cluster.SlotName(lock, "batch", 0, 1); got != "batch" {
+	if got := holders.SlotName(lock, "batch", 0, 1); got != "batch" {
 		t.Errorf("one holder: %q, want batch", got)
 	}
 	for _, c := range []struct {
@@ -27,7 +28,7 @@ func TestSlotNames(t *testing.T) {
 		slot  int
 		want  string
 	}{{"batch", 0, "batch-0"}, {"batch", 11, "batch-11"}, {"jobs.example", 1, "jobs.example-1"}, {"a-1", 2, "a-1-2"}} {
-		got := cluster.SlotName(lock, c.lease, c.slot, 12)
+		got := holders.SlotName(lock, c.lease, c.slot, 12)
 		if got != c.want {
 			t.Errorf("slot %d of %q: %q, want %q", c.slot, c.lease, got, c.want)
 		}
@@ -36,15 +37,15 @@ func TestSlotNames(t *testing.T) {
 		}
 	}
 	longest := strings.Repeat("a", 251)
-	if errs := validation.IsDNS1123Subdomain(cluster.SlotName(lock, longest, 9, 10)); len(errs) > 0 {
+	if errs := validation.IsDNS1123Subdomain(holders.SlotName(lock, longest, 9, 10)); len(errs) > 0 {
 		t.Errorf("slot 9 of a 251-character name: %v", errs)
 	}
-	if errs := validation.IsDNS1123Subdomain(cluster.SlotName(lock, longest, 10, 11)); len(errs) == 0 {
+	if errs := validation.IsDNS1123Subdomain(holders.SlotName(lock, longest, 10, 11)); len(errs) == 0 {
 		t.Error("slot 10 of a 251-character name is 254 characters, yet valid")
 	}
 }
 
-// TestHoldersOnKubernetes: cluster.NewHolders over the Lease lock, three instances and two
+// TestHoldersOnKubernetes: holders.New over the Lease lock, three instances and two
 // slots (H1, H2). Two instances lead, one on each of the Leases batch-0 and batch-1, whose
 // holderIdentity names them; the third holds none. A leader stopped releases its slot, and
 // the third takes it within R, in a larger term.
@@ -53,7 +54,7 @@ func TestHoldersOnKubernetes(t *testing.T) {
 	ns := grant(t, s, "get", "create", "update")
 	ev := newEvents()
 	ids := []string{"pod-a", "pod-b", "pod-c"}
-	hs := map[string]*cluster.Holders{}
+	hs := map[string]*holders.Holders{}
 	var logs syncBuffer
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -62,7 +63,7 @@ func TestHoldersOnKubernetes(t *testing.T) {
 	})
 	for _, id := range ids {
 		lock, _ := newLock(t, ns)
-		h, err := cluster.NewHolders(cluster.ElectorConfig{
+		h, err := holders.New(cluster.ElectorConfig{
 			Lock: lock, LeaseName: "batch", LeaseDuration: testL, RenewInterval: testR, InstanceID: id, Observer: ev.observe,
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		}, 2)

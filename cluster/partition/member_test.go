@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
 // D10: a member that is out of the roster but still named by the partitions' records (it was
@@ -92,7 +93,7 @@ func TestD7ReservationNotTakenIsClaimedAfterLPlusR(t *testing.T) {
 		lock := cluster.NewStoreLock(w.mem)
 		// ghost renews a member lease and is in the roster, but runs no partitions.
 		startGhost(t, lock)
-		name := cluster.SlotName(lock, "work", 2, k)
+		name := leaseconf.SlotName(lock, "work", 2, k)
 		if _, err := lock.Create(ctx, name, cluster.Record{Term: 5, NextHolder: "ghost", Duration: testL, RenewedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
@@ -306,7 +307,7 @@ func TestD7ReservedCountsAsTheHeirs(t *testing.T) {
 				const k = 4
 				lock := cluster.NewStoreLock(w.mem)
 				startGhost(t, lock)
-				name := cluster.SlotName(lock, "work", r, k)
+				name := leaseconf.SlotName(lock, "work", r, k)
 				if _, err := lock.Create(context.Background(), name, cluster.Record{Term: 5, NextHolder: "ghost", Duration: testL, RenewedAt: time.Now()}); err != nil {
 					t.Fatal(err)
 				}

@@ -26,8 +26,8 @@ import (
 )
 
 // Config configures a partitioned election: K partitions, each a record of its own
-// (cluster.SlotName(Lock, LeaseName, p, K)), spread over the live members (D1–D8), each member
-// holding its partitions on one lease of its own (D10).
+// (named as holders.SlotName names slot p of K), spread over the live members (D1–D8), each
+// member holding its partitions on one lease of its own (D10).
 type Config struct {
 	Lock          cluster.Lock // must be a cluster.Roster too (the store Lock is)
 	LeaseName     string
@@ -156,7 +156,7 @@ func New(cfg Config) (*Partitions, error) {
 	}
 	p.self = self
 	for i := range cfg.Partitions {
-		p.names = append(p.names, cluster.SlotName(cfg.Lock, name, i, cfg.Partitions))
+		p.names = append(p.names, leaseconf.SlotName(cfg.Lock, name, i, cfg.Partitions))
 		p.cbs = append(p.cbs, callbacks.New(p.log.With("partition", i), func() bool { return p.owns(i) }))
 	}
 	// E7 for every partition: the member lease is released only once the callbacks of the

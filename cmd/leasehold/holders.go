@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/holders"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 	"github.com/leasehold/leasehold/store"
 )
@@ -50,7 +51,7 @@ func newConfigHoldersElection(ctx context.Context, f *commonFlags, n int, log *s
 // holdersElection is the election of n holders of cfg's lease; closeAll closes what the
 // Lock runs on, once the slots have stopped.
 func holdersElection(cfg cluster.ElectorConfig, n int, elog *electionLog, where, urlEnv string, closeAll func(context.Context) error, usage string) (*election, error) {
-	h, err := cluster.NewHolders(cfg, n)
+	h, err := holders.New(cfg, n)
 	if err != nil {
 		_ = closeAll(context.Background())
 		return nil, badInput(usage, "%v", err)

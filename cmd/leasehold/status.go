@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/holders"
 	"github.com/leasehold/leasehold/cluster/partition"
 )
 
@@ -228,7 +229,7 @@ func readSlots(ctx context.Context, r *leaseReader, n int) (leaseStatus, error) 
 // readPart reads the record of slot or partition i of k (what says which), as a status of its
 // own, state "missing" and found false when there is none.
 func readPart(ctx context.Context, r *leaseReader, what string, i, k int, now time.Time) (st leaseStatus, found bool, err error) {
-	name := cluster.SlotName(r.lock, r.lease, i, k)
+	name := holders.SlotName(r.lock, r.lease, i, k)
 	rec, err := r.lock.Get(ctx, name)
 	switch {
 	case errors.Is(err, cluster.ErrNotFound):
@@ -373,7 +374,7 @@ func readPartitions(ctx context.Context, r *leaseReader, k int) (leaseStatus, er
 	now := time.Now()
 	members := make(map[string]*cluster.Record) // member leases read, nil when missing
 	for i := range k {
-		name := cluster.SlotName(r.lock, r.lease, i, k)
+		name := holders.SlotName(r.lock, r.lease, i, k)
 		rec, err := r.lock.Get(ctx, name)
 		var part leaseStatus
 		switch {

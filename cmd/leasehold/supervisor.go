@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/holders"
 )
 
 // Restart back-off of --restart: the first restart waits minBackoff, each next one twice as
@@ -128,7 +129,7 @@ func newSupervisor(argv []string, lease, id string, grace time.Duration, restart
 // which the election waits for before anything else may lead (W4, E7).
 func (s *supervisor) lead(ctx context.Context) error {
 	term, _ := cluster.TermOf(ctx)
-	slot, _ := cluster.SlotOf(ctx) // 0 without --holders
+	slot, _ := holders.SlotOf(ctx) // 0 without --holders
 	backoff := minBackoff
 	for {
 		c, err := s.startChild(ctx, term, slot)

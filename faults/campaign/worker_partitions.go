@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/holders"
 	"github.com/leasehold/leasehold/cluster/partition"
 	"github.com/leasehold/leasehold/internal/proctest"
 )
@@ -77,7 +78,7 @@ func runPartitionsWorker(w *proctest.Worker, faulty, store cluster.Lock) int {
 			obs = cluster.Observers(obs, w.Observer())
 		}
 		// The Observer is called one event at a time: the map is only read once built.
-		observers[cluster.SlotName(lock, w.Lease, p, k)] = obs
+		observers[holders.SlotName(lock, w.Lease, p, k)] = obs
 	}
 	// The attempts that say whether this worker is in touch with the store are its member
 	// lease's, whose events name that lease rather than a partition: it renews every

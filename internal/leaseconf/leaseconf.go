@@ -5,6 +5,7 @@ package leaseconf
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -54,6 +55,26 @@ func LeaseName(name string) string {
 		return DefaultLeaseName
 	}
 	return name
+}
+
+// SlotName returns the name of the record of slot (0-based) of lease among n (H1, D6): the
+// lease's own name when n is 1; otherwise what lock's SlotName method says, when it has one
+// (holders.SlotNamer), or NAME/slot. The slots of N holders (holders.SlotName) and the
+// partitions of a partitioned election are named so.
+func SlotName(lock any, lease string, slot, n int) string {
+	lease = LeaseName(lease)
+	if n <= 1 {
+		return lease
+	}
+	if sn, ok := lock.(slotNamer); ok {
+		return sn.SlotName(lease, slot)
+	}
+	return lease + "/" + strconv.Itoa(slot)
+}
+
+// slotNamer is holders.SlotNamer, which this package cannot name.
+type slotNamer interface {
+	SlotName(lease string, slot int) string
 }
 
 // CheckValue returns an error naming name (the flag or parameter that set v) when v cannot be

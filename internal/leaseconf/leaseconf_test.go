@@ -1,6 +1,7 @@
 package leaseconf
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +57,26 @@ func TestCheckValue(t *testing.T) {
 	} {
 		if err := CheckValue("--advertise", v); err == nil || err.Error() != want {
 			t.Errorf("CheckValue(%.20q) = %v; want %q", v, err, want)
+		}
+	}
+}
+
+type dashNamer struct{}
+
+func (dashNamer) SlotName(lease string, slot int) string { return lease + "-" + strconv.Itoa(slot) }
+
+func TestSlotName(t *testing.T) {
+	for _, c := range []struct {
+		lock    any
+		lease   string
+		slot, n int
+		want    string
+	}{
+		{nil, "jobs", 0, 1, "jobs"}, {nil, "jobs", 2, 3, "jobs/2"}, {nil, "", 1, 2, DefaultLeaseName + "/1"},
+		{dashNamer{}, "jobs", 1, 2, "jobs-1"}, {dashNamer{}, "jobs", 0, 1, "jobs"},
+	} {
+		if got := SlotName(c.lock, c.lease, c.slot, c.n); got != c.want {
+			t.Errorf("SlotName(%T, %q, %d, %d) = %q; want %q", c.lock, c.lease, c.slot, c.n, got, c.want)
 		}
 	}
 }

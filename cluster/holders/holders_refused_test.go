@@ -1,4 +1,4 @@
-package cluster
+package holders
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/store/memory"
 )
 
@@ -16,43 +17,39 @@ import (
 // resourceVersions: a write on a revision it never wrote (one holding a NUL) is refused as
 // invalid, an error that is not a conflict. Its reads of the records in failGet fail.
 type strictLock struct {
-	Lock
+	cluster.Lock
 
-	mu       sync.Mutex
-	failGet  map[string]bool
-	refused  []string // the revisions of the writes it refused
-	gets     map[string]int
-	failNext map[string]error // the next Update of a record fails with this error
+	mu      sync.Mutex
+	failGet map[string]bool
+	refused []string // the revisions of the writes it refused
 }
 
 func newStrictLock(mem *memory.Store) *strictLock {
-	return &strictLock{Lock: NewStoreLock(mem), failGet: map[string]bool{}, gets: map[string]int{}, failNext: map[string]error{}}
+	return &strictLock{Lock: cluster.NewStoreLock(mem), failGet: map[string]bool{}}
 }
 
 var errInvalidRevision = errors.New("test: invalid revision")
 
-func (l *strictLock) Get(ctx context.Context, name string) (Record, error) {
+func (l *strictLock) Get(ctx context.Context, name string) (cluster.Record, error) {
 	l.mu.Lock()
 	fail := l.failGet[name]
-	l.gets[name]++
 	l.mu.Unlock()
 	if fail {
-		return Record{}, fmt.Errorf("%w: get %s", errInjected, name)
+		return cluster.Record{}, fmt.Errorf("%w: get %s", errInjected, name)
 	}
 	return l.Lock.Get(ctx, name)
 }
 
-func (l *strictLock) Update(ctx context.Context, name string, r Record) (Record, error) {
+func (l *strictLock) Update(ctx context.Context, name string, r cluster.Record) (cluster.Record, error) {
 	l.mu.Lock()
-	err := l.failNext[name]
-	delete(l.failNext, name)
+	var err error
 	if strings.Contains(r.Revision, "\x00") {
 		l.refused = append(l.refused, r.Revision)
 		err = fmt.Errorf("%w %q: not an integer", errInvalidRevision, r.Revision)
 	}
 	l.mu.Unlock()
 	if err != nil {
-		return Record{}, err
+		return cluster.Record{}, err
 	}
 	return l.Lock.Update(ctx, name, r)
 }
@@ -85,7 +82,7 @@ func TestH2RefusedSlotNeverWritesMadeUpRevision(t *testing.T) {
 		hs := map[string]*Holders{}
 		start := func(id string) {
 			locks[id] = newStrictLock(w.mem)
-			h, err := NewHolders(ElectorConfig{
+			h, err := New(cluster.ElectorConfig{
 				Lock: locks[id], LeaseName: "jobs", LeaseDuration: testL, RenewInterval: testR,
 				InstanceID: id, Logger: quietLogger(),
 			}, 2)
@@ -113,8 +110,8 @@ func TestH2RefusedSlotNeverWritesMadeUpRevision(t *testing.T) {
 			t.Fatalf("slots at 1.5s: a %d, b %d; want one each", p, q)
 		}
 		pName, qName := fmt.Sprintf("jobs/%d", p), fmt.Sprintf("jobs/%d", q)
-		x, err := NewElector(ElectorConfig{
-			Lock: NewStoreLock(w.mem), LeaseName: pName, LeaseDuration: testL, RenewInterval: testR,
+		x, err := cluster.NewElector(cluster.ElectorConfig{
+			Lock: cluster.NewStoreLock(w.mem), LeaseName: pName, LeaseDuration: testL, RenewInterval: testR,
 			InstanceID: "x", Logger: quietLogger(),
 		})
 		if err != nil {
@@ -134,7 +131,7 @@ func TestH2RefusedSlotNeverWritesMadeUpRevision(t *testing.T) {
 		}
 		locks["a"].set(func(l *strictLock) { l.failGet[qName] = true })
 		w.at(sec(27))
-		if _, err := Resign(context.Background(), NewStoreLock(w.mem), pName, "x"); err != nil {
+		if _, err := cluster.Resign(context.Background(), cluster.NewStoreLock(w.mem), pName, "x"); err != nil {
 			t.Fatal(err)
 		}
 		w.at(sec(40))
@@ -156,54 +153,6 @@ func TestH2RefusedSlotNeverWritesMadeUpRevision(t *testing.T) {
 		}
 		if n := locks["a"].refusedCount(); n > 0 {
 			t.Errorf("a wrote %d times on a revision no Lock wrote (%q): a made-up revision reached the Lock", n, locks["a"].refused[0])
-		}
-	})
-}
-
-// E10: an answer to a write on a known record that is neither a success nor a conflict makes
-// the same attempt read and decide, within its deadline, rather than fail. The leader a renews
-// at 5s without reading; that write fails with an error: it reads the record (its own) and
-// renews on the revision read, in the same attempt, and leads on.
-func TestE10KnownWriteErrorReads(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		w := newWorld(t)
-		lock := newStrictLock(w.mem)
-		var mu sync.Mutex
-		var evs []Event
-		e, err := NewElector(ElectorConfig{
-			Lock: lock, LeaseName: "leader", LeaseDuration: testL, RenewInterval: testR,
-			InstanceID: "a", Logger: quietLogger(),
-			Observer: func(ev Event) { mu.Lock(); evs = append(evs, ev); mu.Unlock() },
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.Stop(context.Background()) })
-		w.at(sec(1))
-		if !e.IsLeader() {
-			t.Fatal("a does not lead at 1s")
-		}
-		lock.set(func(l *strictLock) { l.failNext["leader"] = errors.New("test: the write failed") })
-		getsBefore := func() int { lock.mu.Lock(); defer lock.mu.Unlock(); return lock.gets["leader"] }()
-		w.at(sec(5.5))
-		mu.Lock()
-		defer mu.Unlock()
-		for _, ev := range evs {
-			if ev.Kind == AttemptFailed || ev.Kind == StoppedLeading {
-				t.Errorf("%v at %v (%v): the renewal whose write failed did not read", ev.Kind, w.rel(ev.Time), ev.Err)
-			}
-		}
-		if !e.IsLeader() {
-			t.Error("a does not lead at 5.5s")
-		}
-		lock.mu.Lock()
-		gets := lock.gets["leader"] - getsBefore
-		lock.mu.Unlock()
-		if gets != 1 {
-			t.Errorf("the renewal at 5s read %d times, want once", gets)
 		}
 	})
 }

@@ -1,12 +1,15 @@
-package cluster
+package holders
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/leasehold/leasehold/cluster"
 )
 
 // H2: the claim passes to another slot only once the callbacks of the slot that had it have
@@ -25,7 +28,7 @@ func TestH2ClaimWaitsForCallbacks(t *testing.T) {
 		if first < 0 {
 			t.Fatal("a holds no slot at 1s")
 		}
-		lock := NewStoreLock(w.mem)
+		lock := cluster.NewStoreLock(w.mem)
 		name := fmt.Sprintf("jobs/%d", first)
 		rec, err := lock.Get(context.Background(), name)
 		if err != nil {
@@ -41,9 +44,9 @@ func TestH2ClaimWaitsForCallbacks(t *testing.T) {
 		stops := 0
 		a.mu.Lock()
 		for _, ev := range a.events {
-			if ev.Kind == StoppedLeading && ev.Lease == name {
+			if ev.Kind == cluster.StoppedLeading && ev.Lease == name {
 				stops++
-				if w.rel(ev.Time) != sec(5) || ev.Reason != ReasonTakenBy {
+				if w.rel(ev.Time) != sec(5) || ev.Reason != cluster.ReasonTakenBy {
 					t.Errorf("slot %d stopped leading at %v, reason %q; want 5s, taken", first, w.rel(ev.Time), ev.Reason)
 				}
 			}
@@ -69,89 +72,6 @@ func TestH2ClaimWaitsForCallbacks(t *testing.T) {
 	})
 }
 
-// H2, E10: a refused slot whose record names the instance (here written behind its back, as
-// a write whose answer was lost) releases it on the record its watch reported, without
-// reading; when that record changed since (the release conflicts), the same attempt reads
-// once and releases the record it finds, at once, instead of failing and releasing R later.
-func TestH2SlotReleaseConflictReadsOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		w := newWorld(t)
-		cl := &countLock{inner: NewStoreLock(watchingStore{newFaultStore(w.mem)})}
-		var failures []Event
-		var mu sync.Mutex
-		h, err := NewHolders(ElectorConfig{
-			Lock: cl, LeaseName: "jobs", LeaseDuration: testL, RenewInterval: testR,
-			InstanceID: "x", Logger: quietLogger(),
-			Observer: func(ev Event) {
-				if ev.Kind == AttemptFailed {
-					mu.Lock()
-					failures = append(failures, ev)
-					mu.Unlock()
-				}
-			},
-		}, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := h.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = h.Stop(context.Background()) })
-		w.at(sec(1))
-		held, _, ok := h.Slot()
-		if !ok {
-			t.Fatal("x holds no slot")
-		}
-		other := SlotName(cl, "jobs", 1-held, 2)
-		plain := NewStoreLock(w.mem)
-		var once sync.Once
-		changed := false
-		cl.mu.Lock()
-		cl.updateHook = func(ctx context.Context, name string, r Record) (Record, error) {
-			if name == other && r.Holder == "" {
-				once.Do(func() {
-					// The record changes between the watch's report and the release: a
-					// renewal of x's lost write lands now. The watch goes silent, so that it
-					// does not report it.
-					cl.mu.Lock()
-					cl.silent = true
-					cl.mu.Unlock()
-					cur, err := plain.Get(ctx, other)
-					if err != nil {
-						t.Errorf("read %s: %v", other, err)
-						return
-					}
-					cur.RenewedAt = stamp(time.Now(), cur)
-					if _, err := plain.Update(ctx, other, cur); err != nil {
-						t.Errorf("change %s: %v", other, err)
-					}
-					changed = true
-				})
-			}
-			return cl.inner.Update(ctx, name, r)
-		}
-		cl.mu.Unlock()
-		w.at(sec(2))
-		now := stamp(time.Now(), Record{})
-		if _, err := plain.Create(context.Background(), other, Record{Holder: "x", Session: h.Slots()[1-held].session, Term: 4, AcquiredAt: now, RenewedAt: now, Duration: testL}); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		rec, err := plain.Get(context.Background(), other)
-		if err != nil || rec.Holder != "" || rec.Term != 4 {
-			t.Fatalf("slot %s at 2s: %+v, %v; want released at once, term 4", other, rec, err)
-		}
-		if !changed {
-			t.Fatal("the release was not written on the record known before the change")
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if len(failures) != 0 {
-			t.Fatalf("failed attempts: %v; want none", failures)
-		}
-	})
-}
-
 // H2, E9: a slot refused because the instance holds another is read every R even while its
 // watch proves alive by heartbeats: what makes it takeable is the end of the other slot's
 // claim, which no write to its record reports. x holds one slot; the other has no record. At
@@ -161,8 +81,8 @@ func TestH2SlotReleaseConflictReadsOnce(t *testing.T) {
 func TestH2RefusedSlotReadEveryRUnderHeartbeats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		cl := &countLock{inner: NewStoreLock(watchingStore{newFaultStore(w.mem)})}
-		h, err := NewHolders(ElectorConfig{
+		cl := &beatLock{Lock: cluster.NewStoreLock(w.mem)}
+		h, err := New(cluster.ElectorConfig{
 			Lock: cl, LeaseName: "jobs", LeaseDuration: testL, RenewInterval: testR,
 			InstanceID: "x", Logger: quietLogger(),
 		}, 2)
@@ -178,7 +98,7 @@ func TestH2RefusedSlotReadEveryRUnderHeartbeats(t *testing.T) {
 		if !ok {
 			t.Fatal("x holds no slot")
 		}
-		plain := NewStoreLock(w.mem)
+		plain := cluster.NewStoreLock(w.mem)
 		name := SlotName(cl, "jobs", held, 2)
 		w.at(sec(2))
 		cur, err := plain.Get(context.Background(), name)
@@ -190,14 +110,26 @@ func TestH2RefusedSlotReadEveryRUnderHeartbeats(t *testing.T) {
 			t.Fatal(err)
 		}
 		w.at(sec(10))
-		cl.mu.Lock()
-		beats := cl.beats
-		cl.mu.Unlock()
-		if beats == 0 {
+		if cl.beats.Load() == 0 {
 			t.Fatal("no heartbeat came: the test would not test them")
 		}
 		if slot, _, ok := h.Slot(); !ok || slot != 1-held {
 			t.Fatalf("x holds slot %d (%v) at 10s; want the other slot, %d, taken at an attempt after 5s", slot, ok, 1-held)
 		}
+	})
+}
+
+// beatLock is a Lock whose watch counts the heartbeats it delivers (E9).
+type beatLock struct {
+	cluster.Lock
+	beats atomic.Int64
+}
+
+func (l *beatLock) Watch(ctx context.Context, name string, fn func(cluster.Record, error)) error {
+	return l.Lock.(cluster.Watcher).Watch(ctx, name, func(r cluster.Record, err error) {
+		if errors.Is(err, cluster.ErrHeartbeat) {
+			l.beats.Add(1)
+		}
+		fn(r, err)
 	})
 }

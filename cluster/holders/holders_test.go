@@ -1,12 +1,15 @@
-package cluster
+package holders
 
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/leasehold/leasehold/cluster"
 )
 
 // holder is one instance of a Holders election in a test, with the slots its fn ran for and
@@ -17,7 +20,7 @@ type holder struct {
 	faults *faultStore
 
 	mu     sync.Mutex
-	events []Event
+	events []cluster.Event
 	runs   []slotRun // one per fn, in order
 	active int       // fns started whose deregistered has not returned
 	maxAct int
@@ -32,10 +35,10 @@ type slotRun struct {
 func (w *world) holders(id string, n int, dereg time.Duration) *holder {
 	w.t.Helper()
 	hd := &holder{t: w.t, faults: newFaultStore(w.mem)}
-	h, err := NewHolders(ElectorConfig{
-		Lock: NewStoreLock(hd.faults), LeaseName: "jobs", LeaseDuration: testL, RenewInterval: testR,
+	h, err := New(cluster.ElectorConfig{
+		Lock: cluster.NewStoreLock(hd.faults), LeaseName: "jobs", LeaseDuration: testL, RenewInterval: testR,
 		InstanceID: id, Logger: quietLogger(),
-		Observer: func(ev Event) {
+		Observer: func(ev cluster.Event) {
 			hd.mu.Lock()
 			hd.events = append(hd.events, ev)
 			hd.mu.Unlock()
@@ -47,7 +50,7 @@ func (w *world) holders(id string, n int, dereg time.Duration) *holder {
 	hd.h = h
 	h.WhenLeader(func(ctx context.Context) error {
 		slot, ok := SlotOf(ctx)
-		term, _ := TermOf(ctx)
+		term, _ := cluster.TermOf(ctx)
 		if !ok {
 			w.t.Errorf("%s: fn's context carries no slot", id)
 		}
@@ -117,7 +120,7 @@ func check(t *testing.T, hs ...*holder) {
 
 // H1: the record names: the lease itself for one holder, NAME/i for more, or the Lock's own.
 func TestH1SlotNames(t *testing.T) {
-	lock := NewStoreLock(nil)
+	lock := cluster.NewStoreLock(nil)
 	for _, c := range []struct {
 		slot, n int
 		want    string
@@ -129,15 +132,18 @@ func TestH1SlotNames(t *testing.T) {
 	if got := SlotName(dashLock{}, "jobs", 1, 2); got != "jobs-1" {
 		t.Errorf("SlotName with a SlotNamer = %q; want its own, jobs-1", got)
 	}
-	if got := SlotName(lock, "", 1, 2); got != DefaultLeaseName+"/1" {
+	if got := SlotName(lock, "", 1, 2); got != cluster.DefaultLeaseName+"/1" {
 		t.Errorf("SlotName of the default lease = %q", got)
 	}
-	if _, err := NewHolders(ElectorConfig{Lock: lock}, 0); err == nil {
-		t.Error("NewHolders with 0 holders: no error")
+	if _, err := New(cluster.ElectorConfig{Lock: lock}, 0); err == nil || !strings.HasPrefix(err.Error(), "holders: ") {
+		t.Errorf("New with 0 holders: error %v; want one of package holders", err)
+	}
+	if _, err := New(cluster.ElectorConfig{Lock: lock, Gate: slotGate{}}, 2); err == nil || !strings.HasPrefix(err.Error(), "holders: ") {
+		t.Errorf("New with a Gate of the caller's: error %v; want one of package holders", err)
 	}
 }
 
-type dashLock struct{ Lock }
+type dashLock struct{ cluster.Lock }
 
 func (dashLock) SlotName(lease string, slot int) string { return fmt.Sprintf("%s-%d", lease, slot) }
 
@@ -193,9 +199,9 @@ func TestH2TwoSlotsThreeInstances(t *testing.T) {
 			t.Fatalf("c's runs: %+v; want one, term 2", runs)
 		}
 		w.at(sec(8))
-		for _, e := range b.h.Slots() {
-			(&node{e: e}).crash() // b crashes: no release
-		}
+		// b crashes: no release, no write. Its store fails every call from now on, and its
+		// slots are never stopped before the test's cleanup.
+		b.faults.Set(func(f *faultStore) { f.Err = errInjected })
 		w.at(sec(9))
 		d := w.holders("d", 2, 0)
 		w.at(sec(24) - time.Nanosecond)
@@ -232,7 +238,7 @@ func TestH2MoveAfterCallbacks(t *testing.T) {
 			t.Fatal("a holds no slot")
 		}
 		w.at(sec(3))
-		if _, err := Resign(context.Background(), NewStoreLock(w.mem), fmt.Sprintf("jobs/%d", first), ""); err != nil {
+		if _, err := cluster.Resign(context.Background(), cluster.NewStoreLock(w.mem), fmt.Sprintf("jobs/%d", first), ""); err != nil {
 			t.Fatal(err)
 		}
 		w.at(sec(9))
