@@ -51,7 +51,7 @@ type options struct {
 	Partitions         []int
 	PartitionsMembers  []int
 	PartitionsBackends []string
-	PartitionsMaxMoves int // PartitionsConfig.MaxMoves
+	PartitionsMaxMoves int // partition.Config.MaxMoves
 	Window             time.Duration
 	L, R               time.Duration
 	Out                string
@@ -76,7 +76,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	partitions := fs.String("partitions", "", "comma-separated partition counts K for the partitions scenario (empty: none), e.g. 1024,10000")
 	partsMembers := fs.String("partitions-instances", "3,10", "comma-separated member counts N of the partitions scenario (at least 2 each)")
 	partsBackends := fs.String("partitions-backends", "postgres,redis", "backends of the partitions scenario")
-	partsMoves := fs.Int("partitions-max-moves", 1, "partitions a member hands over per R at most in the partitions scenario (PartitionsConfig.MaxMoves)")
+	partsMoves := fs.Int("partitions-max-moves", 1, "partitions a member hands over per R at most in the partitions scenario (partition.Config.MaxMoves)")
 	window := fs.Duration("window", 20*time.Second, "measurement window of the steady-state and many-elections figures")
 	lease := fs.Duration("lease", 2*time.Second, "lease duration L (whole seconds: client-go's Lease and etcd's TTL hold seconds)")
 	renew := fs.Duration("renew", 500*time.Millisecond, "renew interval R (client-go's RetryPeriod)")

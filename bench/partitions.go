@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/partition"
 	"github.com/leasehold/leasehold/internal/proctest"
 	"github.com/leasehold/leasehold/store"
 )
@@ -167,7 +168,7 @@ type baselineResult struct {
 const (
 	envPartitions = "LEASEHOLD_BENCH_PARTITIONS" // K
 	envMembers    = "LEASEHOLD_BENCH_MEMBERS"    // N
-	envMaxMoves   = "LEASEHOLD_BENCH_MAX_MOVES"  // PartitionsConfig.MaxMoves
+	envMaxMoves   = "LEASEHOLD_BENCH_MAX_MOVES"  // partition.Config.MaxMoves
 	kindParts     = "partitions"
 )
 
@@ -396,7 +397,7 @@ type partsMember struct {
 	i     int
 	lock  *memberLock
 	close func()
-	p     *cluster.Partitions
+	p     *partition.Partitions
 }
 
 // runPartitions is the partitions worker (see partitionsResult). It writes its result on
@@ -430,7 +431,7 @@ func runPartitions(w *proctest.Worker) int {
 		}
 		m := &partsMember{i: i, lock: &memberLock{Lock: cluster.NewStoreLock(s)}, close: func() { _ = store.Close(s) }}
 		members = append(members, m)
-		m.p, err = cluster.NewPartitions(cluster.PartitionsConfig{
+		m.p, err = partition.New(partition.Config{
 			Lock: m.lock, LeaseName: w.Lease, Partitions: k, LeaseDuration: w.LeaseDuration, RenewInterval: w.RenewInterval,
 			InstanceID: fmt.Sprintf("%s-m%d", w.ID, i), Logger: logger, MaxMoves: moves,
 			Observer: func(ev cluster.Event) { leads.observe(i, ev) },

@@ -111,7 +111,7 @@ func writeParts(b *strings.Builder, rep *report) {
 	}
 	o := rep.Options
 	b.WriteString("\n### Partitions\n\n")
-	fmt.Fprintf(b, "One process runs N members of one partitioned election of K partitions (cluster.Partitions), each member with a store connection of its own (L = %v, R = %v, at most M moves per member per R). "+
+	fmt.Fprintf(b, "One process runs N members of one partitioned election of K partitions (partition.Partitions), each member with a store connection of its own (L = %v, R = %v, at most M moves per member per R). "+
 		"Even: every partition owned and the members' counts within one of each other. Steady: requests per member per R over %v once even, roster included. "+
 		"Join: one more member starts. Crash: a member stops answering (every call fails, its records left as they were). Moved: ownerships that began; gap: how long a partition had no owner. "+
 		"Baseline: the same N members each running K independent Electors on K lease names.\n\n", o.L, o.R, o.Window)

@@ -44,6 +44,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/termctx"
 )
 
 // LeaderFunc runs each time the instance becomes the leader. ctx is cancelled when that
@@ -157,19 +159,10 @@ var (
 	ErrConflict = errors.New("cluster: lease changed concurrently")
 )
 
-type termKey struct{}
-
-// withTerm returns ctx carrying the lease term. Elector uses it for the contexts it gives to
-// LeaderFuncs; other Cluster implementations may too.
-func withTerm(ctx context.Context, term uint64) context.Context {
-	return context.WithValue(ctx, termKey{}, term)
-}
-
 // TermOf returns the lease term carried by a LeaderFunc's context: a fencing token larger
 // than that of every earlier leadership of the lease, by this instance or another (E11).
 // Work that writes elsewhere can pass it on and let the target refuse writes from older
 // terms.
 func TermOf(ctx context.Context) (uint64, bool) {
-	t, ok := ctx.Value(termKey{}).(uint64)
-	return t, ok
+	return termctx.Of(ctx)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/termctx"
 )
 
 // attempt is one read-then-write of the lease (E2), running on a goroutine of its own so that
@@ -408,12 +410,12 @@ func (e *Elector) held(base context.Context, a *attempt, out outcome) bool {
 		return false
 	}
 	e.lastLed = out.rec.Term
-	ctx, cancel := context.WithCancel(withTerm(base, out.rec.Term))
+	ctx, cancel := context.WithCancel(termctx.With(base, out.rec.Term))
 	e.leading.Store(&leadership{term: out.rec.Term, deadline: deadline, ctx: ctx, cancel: cancel})
 	e.log.Info("leasehold: became leader", "term", out.rec.Term)
 	e.emit(Event{Kind: ObservedLeader, Holder: e.id, Term: out.rec.Term, Time: out.at})
 	e.emit(Event{Kind: BecameLeader, Term: out.rec.Term, Time: out.at})
-	e.cb.startLeading(ctx)
+	e.cb.StartLeading(ctx)
 	return true
 }
 
@@ -431,7 +433,7 @@ func (e *Elector) stopLeading(reason string, err error) {
 		// false at the deadline (W7), which is when, and why, the leadership ended.
 		at, reason = l.deadline, ReasonDeadline
 	}
-	e.cb.stopLeading()
+	e.cb.StopLeading()
 	if err != nil {
 		e.log.Info("leasehold: stopped leading", "term", l.term, "reason", reason, "error", err)
 	} else {
@@ -644,7 +646,7 @@ func (e *Elector) shutdown(ctx context.Context, pending *attempt, known *Record)
 			return fmt.Errorf("cluster: lease %q: stop: an attempt is still waiting for the lock, lease not released: %w", e.name, ctx.Err())
 		}
 	}
-	if err := e.cb.wait(ctx); err != nil {
+	if err := e.cb.Wait(ctx); err != nil {
 		return fmt.Errorf("cluster: lease %q: stop: leader callbacks have not returned, lease not released (it expires by itself): %w", e.name, err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, e.l-e.r)

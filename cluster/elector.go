@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/leasehold/leasehold/internal/callbacks"
 	"github.com/leasehold/leasehold/internal/fencing"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 	"github.com/leasehold/leasehold/internal/wallclock"
@@ -90,7 +91,7 @@ type Elector struct {
 	l, r     time.Duration
 	log      *slog.Logger
 	observer func(Event)
-	cb       *callbacks
+	cb       *callbacks.Runner
 
 	leading atomic.Pointer[leadership] // non-nil while this instance leads
 	wrote   atomic.Bool                // a write of the record was ever sent: it may hold the lease
@@ -110,9 +111,10 @@ type Elector struct {
 
 	// Resign and gates (resign.go, gate.go). resigned is the revision of the record this
 	// instance released when it stepped down without a next holder (R4), owned by the
-	// attempts, which never overlap. claim is ElectorConfig.Gate's, or a fence's (set by
-	// Partitions before Start), nil for an Elector of its own; slot is what it passes to
-	// claim. led is true from BecameLeader until StoppedLeading has been emitted (Idle).
+	// attempts, which never overlap. claim is ElectorConfig.Gate's (a slot's of
+	// cluster/holders, a fence's of cluster/partition), nil for an Elector of its own; slot is
+	// what it passes to claim. led is true from BecameLeader until StoppedLeading has been
+	// emitted (Idle).
 	resigned string
 	slot     int
 	claim    claimer
@@ -200,7 +202,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 	if cfg.Gate != nil {
 		e.claim = gateClaimer{cfg.Gate}
 	}
-	e.cb = newCallbacks(log, e.IsLeader)
+	e.cb = callbacks.New(log, e.IsLeader)
 	return e, nil
 }
 
@@ -300,7 +302,7 @@ func (e *Elector) WhenLeader(fn LeaderFunc, deregistered func()) (remove func())
 	if fn == nil {
 		fn = func(context.Context) error { return nil }
 	}
-	return e.cb.add(fn, deregistered)
+	return e.cb.Add(fn, deregistered)
 }
 
 // Start starts the election in the background and returns at once: an attempt runs now,

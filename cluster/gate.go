@@ -20,6 +20,11 @@ import (
 // others need not wait for it to expire. An Elector with a Gate never asks a holder to hand
 // over (Q2), and a failing health check does not hold it back from a free record (U1): the gate
 // decides.
+//
+// A Gate may also have a method FollowsExpiry() bool: when it returns true, a record another
+// holds that the gate refuses is followed as it is, so that the Elector judges its expiry (E6)
+// while the gate is closed and Admit sees expired turn true: the fences of cluster/partition,
+// which take a member lease over only once it has expired (D10).
 type Gate interface {
 	// Admit is called by an attempt that is about to write to hold rec: nil when the record
 	// is missing; expired says whether it is another holder's record that has expired (E6).
@@ -35,14 +40,7 @@ type Gate interface {
 // pending: for a Gate that lets another Elector of the instance hold once this one is done
 // with its record (cluster/holders).
 func (e *Elector) Idle() bool {
-	return e.leading.Load() == nil && !e.led.Load() && e.cb.isIdle()
-}
-
-// isIdle reports whether no registration has calls pending or running.
-func (c *callbacks) isIdle() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.active == 0
+	return e.leading.Load() == nil && !e.led.Load() && e.cb.Idle()
 }
 
 // claimer is the gate of an Elector that is one of several of an instance: a Gate of the
@@ -71,8 +69,8 @@ func (c gateClaimer) acquire(_ int, rec *Record, expired bool) bool {
 	}
 	return c.g.Admit(rec, expired)
 }
-func (c gateClaimer) drop(int)          { c.g.Drop() }
-func (gateClaimer) watchesExpiry() bool { return false }
+func (c gateClaimer) drop(int)            { c.g.Drop() }
+func (c gateClaimer) watchesExpiry() bool { return followsExpiry(c.g) }
 
 // claimSlot is onRead's gate before a write that would make this instance hold rec (nil when
 // missing): it is always open for an Elector without a gate.
@@ -104,4 +102,11 @@ func (e *Elector) releaseSlot(ctx context.Context, rec Record) outcome {
 	}
 	e.log.Info("leasehold: released a record this instance may not hold now: its gate refuses", "term", released.Term)
 	return outcome{kind: followed, rec: released, at: time.Now()}
+}
+
+// followsExpiry reports whether g follows a refused record as it is, to judge its expiry: its
+// FollowsExpiry method says so, false without one.
+func followsExpiry(g Gate) bool {
+	f, ok := g.(interface{ FollowsExpiry() bool })
+	return ok && f.FollowsExpiry()
 }

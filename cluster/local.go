@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+
+	"github.com/leasehold/leasehold/internal/callbacks"
+	"github.com/leasehold/leasehold/internal/termctx"
 )
 
 // Local is the cluster of a single instance: it leads from its creation until Stop, so fn
 // runs at once. Applications without a cluster service use one.
 type Local struct {
 	id string
-	cb *callbacks
+	cb *callbacks.Runner
 
 	cancel  context.CancelFunc
 	stopped atomic.Bool
@@ -25,10 +28,10 @@ func NewLocal(id string) *Local {
 		id = DefaultInstanceID()
 	}
 	l := &Local{id: id}
-	l.cb = newCallbacks(slog.Default().With("instance", id), l.IsLeader)
-	ctx, cancel := context.WithCancel(withTerm(context.Background(), 1))
+	l.cb = callbacks.New(slog.Default().With("instance", id), l.IsLeader)
+	ctx, cancel := context.WithCancel(termctx.With(context.Background(), 1))
 	l.cancel = cancel
-	l.cb.startLeading(ctx)
+	l.cb.StartLeading(ctx)
 	return l
 }
 
@@ -45,7 +48,7 @@ func (l *Local) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
 	if fn == nil {
 		fn = func(context.Context) error { return nil }
 	}
-	return l.cb.add(fn, deregistered)
+	return l.cb.Add(fn, deregistered)
 }
 
 // Stop ends the leadership: fn contexts are cancelled and Stop waits for every deregistered
@@ -54,8 +57,8 @@ func (l *Local) WhenLeader(fn LeaderFunc, deregistered func()) (remove func()) {
 func (l *Local) Stop(ctx context.Context) error {
 	l.stopped.Store(true)
 	l.cancel()
-	l.cb.stopLeading()
-	if err := l.cb.wait(ctx); err != nil {
+	l.cb.StopLeading()
+	if err := l.cb.Wait(ctx); err != nil {
 		return fmt.Errorf("cluster: local: stop: leader callbacks have not returned: %w", err)
 	}
 	return nil

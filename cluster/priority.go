@@ -7,6 +7,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/pace"
 )
 
 // rank is an Elector's priority and health check (Q1–Q4, U1–U3), and what the check said.
@@ -194,7 +196,7 @@ func (e *Elector) startHealth(base context.Context) func() {
 func (e *Elector) healthLoop(ctx context.Context) {
 	r := e.rank
 	fails := 0
-	every(ctx, e.r, func() bool {
+	pace.Every(ctx, e.r, func() bool {
 		err := e.runCheck(ctx)
 		if ctx.Err() != nil {
 			return false

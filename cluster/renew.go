@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/fencing"
 )
 
 // Writing without reading (E10). The leader renews on the revision it holds, and a follower
@@ -12,25 +14,15 @@ import (
 // compare-and-swap, so a record that changed since is never overwritten: the attempt then reads
 // once, within the same deadline, and decides as an attempt that read first (E2).
 
-// stampPrecision is the finest time every Lock keeps: a Kubernetes MicroTime holds
-// microseconds, the store Lock's RFC 3339 times nanoseconds.
-const stampPrecision = time.Microsecond
-
 // stamp returns the renewal time of a write on prev: now, at the precision every Lock keeps,
 // and strictly after prev's, so that a writer's records order by (Term, RenewedAt) even when
 // its clock has not moved between two writes (E9).
-func stamp(now time.Time, prev Record) time.Time { return after(now, prev.RenewedAt) }
+func stamp(now time.Time, prev Record) time.Time { return fencing.After(now, prev.RenewedAt) }
 
-// after returns now, at the precision every Lock keeps, and strictly after prev. A wall clock
+// after returns now, at the precision every Lock keeps, and strictly after prev: a wall clock
 // that jumped back, or that runs behind the previous writer's, never writes a time that
 // orders a write before the one it replaced (M2).
-func after(now, prev time.Time) time.Time {
-	t := now.Round(0).UTC().Truncate(stampPrecision)
-	if p := prev.UTC().Truncate(stampPrecision); !t.After(p) {
-		t = p.Add(stampPrecision)
-	}
-	return t
-}
+func after(now, prev time.Time) time.Time { return fencing.After(now, prev) }
 
 // takeOrRenew returns rec as this instance writes it: renewed when it is its own and the
 // attempt began while leading, else a new leadership with a new term (E11): a takeover, or its

@@ -174,7 +174,7 @@ func (e *Elector) stepDown(ctx context.Context, rec Record) outcome {
 		}
 		return fail(fmt.Errorf("%w: stepping down", ErrResignRequested))
 	}
-	if err := e.cb.wait(ctx); err != nil {
+	if err := e.cb.Wait(ctx); err != nil {
 		return fail(fmt.Errorf("cluster: lease %q: resign: leader callbacks have not returned, lease not released yet: %w", e.name, err))
 	}
 	rec.Holder, rec.Session, rec.ResignRequested = "", "", time.Time{}

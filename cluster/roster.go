@@ -16,7 +16,7 @@ import (
 // of the process that wrote it (E12), a counter it increases at each write of its entry, and
 // the duration it declares (its L). The roster says who takes part; whether a member is alive
 // is its member lease's business (D10). A user reads it to list who takes part in a
-// partitioned election (Roster.Members, as leasehold status does); Partitions writes it.
+// partitioned election (Roster.Members, as leasehold status does); cluster/partition writes it.
 type Member struct {
 	ID       string
 	Session  string

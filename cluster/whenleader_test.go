@@ -325,7 +325,7 @@ func TestW6RemoveBeforeFnStarts(t *testing.T) {
 		registered := make(chan struct{})
 		removed := make(chan struct{})
 		var once sync.Once
-		l.cb.afterTake = func() {
+		l.cb.AfterTake = func() {
 			once.Do(func() {
 				<-registered
 				go func() {

@@ -35,7 +35,7 @@ import (
 //
 // A 409 Conflict on update and AlreadyExists on create are lost races (cluster.ErrConflict).
 // An election only gets, creates and updates Leases. The Lock is also a cluster.Roster, for
-// partitioned elections (cluster.NewPartitions, D5): one Lease per member
+// partitioned elections (partition.New, D5): one Lease per member
 // (MemberLeaseName), labelled with its roster (LabelRoster), whose holderIdentity is the
 // member and whose annotations carry its session, beat and duration; a member's beat updates
 // only its own Lease, so members never conflict. That roster also needs list (Members reads

@@ -48,7 +48,7 @@ const rosterHashLen = 16
 const maxRosterPrefix = validation.DNS1123SubdomainMaxLength - 1 - rosterHashLen
 
 // MemberLeaseName names the Lease of member in roster (D5): PREFIX-HASH, where PREFIX is the
-// roster's name when it is a valid Lease name of up to 236 characters (cluster.RosterName
+// roster's name when it is a valid Lease name of up to 236 characters (partition.RosterName
 // gives NAME.members, which is one for a valid Lease NAME of up to 228), otherwise the name
 // lowercased, each run of other characters than a-z and 0-9 made one "-", cut to 236; and HASH
 // is 16 hex digits of the SHA-256 of the roster's name, a NUL byte and the member's ID. So any

@@ -15,6 +15,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/partition"
 )
 
 // rosterVerbs are the verbs a partitioned election's roster needs beside an election's.
@@ -47,7 +48,7 @@ func sortedMembers(ms []cluster.Member) []cluster.Member {
 // 253 characters) for any roster name and member ID, one per roster and member; a roster's
 // label is a valid label value, the roster's name itself when it is one.
 func TestRosterNames(t *testing.T) {
-	rosters := []string{cluster.RosterName("jobs"), cluster.RosterName(strings.Repeat("a", 250)), "Jobs/Ünï.members", "", "-.-", strings.Repeat("x.", 200)}
+	rosters := []string{partition.RosterName("jobs"), partition.RosterName(strings.Repeat("a", 250)), "Jobs/Ünï.members", "", "-.-", strings.Repeat("x.", 200)}
 	seen := map[string]string{}
 	labels := map[string]string{}
 	for _, r := range rosters {
@@ -91,7 +92,7 @@ func TestRosterRoundTrip(t *testing.T) {
 	lock, admin := newLock(t, ns)
 	r := rosterOf(t, lock)
 	ctx := t.Context()
-	name := cluster.RosterName("jobs")
+	name := partition.RosterName("jobs")
 
 	if ms, err := r.Members(ctx, name); err != nil || len(ms) != 0 {
 		t.Fatalf("Members of a roster with no Lease: %+v, %v; want none, no error", ms, err)
@@ -198,8 +199,8 @@ func TestRosterSeparate(t *testing.T) {
 	lock, _ := newLock(t, ns)
 	r := rosterOf(t, lock)
 	ctx := t.Context()
-	long := cluster.RosterName(strings.Repeat("very-long-lease-name.", 5))
-	rosters := []string{cluster.RosterName("a"), cluster.RosterName("b"), long}
+	long := partition.RosterName(strings.Repeat("very-long-lease-name.", 5))
+	rosters := []string{partition.RosterName("a"), partition.RosterName("b"), long}
 	want := map[string][]cluster.Member{}
 	for i, name := range rosters {
 		for j, id := range []string{"shared", fmt.Sprintf("only-%d", i)} {
@@ -220,7 +221,7 @@ func TestRosterSeparate(t *testing.T) {
 			t.Errorf("Members(%q) = %+v, %v; want %+v", name, got, err, want[name])
 		}
 	}
-	if ms, err := r.Members(ctx, cluster.RosterName("c")); err != nil || len(ms) != 0 {
+	if ms, err := r.Members(ctx, partition.RosterName("c")); err != nil || len(ms) != 0 {
 		t.Errorf("Members of a roster no one beat: %+v, %v", ms, err)
 	}
 }
@@ -231,13 +232,13 @@ func TestRosterForbiddenNamesVerbs(t *testing.T) {
 	s := api(t)
 	ns := grant(t, s, "get", "create", "update")
 	lock, _ := newLock(t, ns)
-	_, err := rosterOf(t, lock).Members(t.Context(), cluster.RosterName("jobs"))
+	_, err := rosterOf(t, lock).Members(t.Context(), partition.RosterName("jobs"))
 	if err == nil || !strings.Contains(err.Error(), "list and delete on leases.coordination.k8s.io") {
 		t.Fatalf("Members without list: %v; want an error naming the verbs", err)
 	}
 }
 
-// TestPartitionsOnKubernetes: three cluster.Partitions over the Lease lock (D5–D8), K = 6, the
+// TestPartitionsOnKubernetes: three partition.Partitions over the Lease lock (D5–D8), K = 6, the
 // tests' L and R, each instance as the restricted user with the roster's verbs and watch.
 // Sampled all along, no partition ever has two owners; the partitions settle at 2 each, all
 // owned; once one instance stops, the other two own all 6, 3 each, and the roster lists them
@@ -248,7 +249,7 @@ func TestPartitionsOnKubernetes(t *testing.T) {
 	const k = 6
 	ev := newEvents()
 	ids := []string{"pod-a", "pod-b", "pod-c"}
-	ps := map[string]*cluster.Partitions{}
+	ps := map[string]*partition.Partitions{}
 	var logs syncBuffer
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -262,12 +263,12 @@ func TestPartitionsOnKubernetes(t *testing.T) {
 			t.Fatal(err)
 		}
 		lock = NewLeaseLock(user.CoordinationV1(), ns, testL-testR)
-		p, err := cluster.NewPartitions(cluster.PartitionsConfig{
+		p, err := partition.New(partition.Config{
 			Lock: lock, LeaseName: "jobs", Partitions: k, LeaseDuration: testL, RenewInterval: testR, InstanceID: id,
 			Observer: ev.observe, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})).With("instance", id),
 		})
 		if err != nil {
-			t.Fatalf("NewPartitions over the Lease lock: %v", err)
+			t.Fatalf("partition.New over the Lease lock: %v", err)
 		}
 		ps[id] = p
 	}
@@ -397,7 +398,7 @@ func TestPartitionsOnKubernetes(t *testing.T) {
 		t.Logf("%s owns %v", id, ps[id].Owned())
 	}
 	r := rosterOf(t, lock)
-	ms, err := r.Members(t.Context(), cluster.RosterName("jobs"))
+	ms, err := r.Members(t.Context(), partition.RosterName("jobs"))
 	if err != nil || len(ms) != 3 {
 		t.Fatalf("roster of three members: %+v, %v", ms, err)
 	}
@@ -420,7 +421,7 @@ func TestPartitionsOnKubernetes(t *testing.T) {
 	for _, id := range ids {
 		t.Logf("%s owns %v", id, ps[id].Owned())
 	}
-	ms, err = r.Members(t.Context(), cluster.RosterName("jobs"))
+	ms, err = r.Members(t.Context(), partition.RosterName("jobs"))
 	gotIDs := []string{}
 	for _, m := range ms {
 		gotIDs = append(gotIDs, m.ID)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/partition"
 	"github.com/leasehold/leasehold/cmd/leasehold/internal/supervise"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 	"github.com/leasehold/leasehold/store"
@@ -29,7 +30,7 @@ type partitionsElection struct {
 	l, r   time.Duration
 	where  string // the store (redacted) or the configuration, for messages
 	urlEnv string
-	p      *cluster.Partitions
+	p      *partition.Partitions
 	close  func(context.Context) error // closes what the Lock runs on, once the partitions have stopped
 }
 
@@ -38,7 +39,7 @@ type partitionsElection struct {
 // Registry is started; its own single-leader election is not). The Lock must keep a roster:
 // a store's and the Kubernetes Lease Lock do.
 func newPartitionsElection(ctx context.Context, f *commonFlags, k, maxMoves int, log *slog.Logger, observer func(cluster.Event), usage string) (*partitionsElection, error) {
-	cfg := cluster.PartitionsConfig{Partitions: k, MaxMoves: maxMoves, Logger: log, Observer: observer}
+	cfg := partition.Config{Partitions: k, MaxMoves: maxMoves, Logger: log, Observer: observer}
 	pe := &partitionsElection{}
 	if f.config != "" {
 		ac, err := loadAppConfig(f, usage)
@@ -68,7 +69,7 @@ func newPartitionsElection(ctx context.Context, f *commonFlags, k, maxMoves int,
 		cfg.Lock, cfg.LeaseName, cfg.LeaseDuration, cfg.RenewInterval, cfg.InstanceID = ecfg.Lock, ecfg.LeaseName, ecfg.LeaseDuration, ecfg.RenewInterval, ecfg.InstanceID
 		pe.where, pe.close = store.RedactString(f.store), func(context.Context) error { return store.Close(st) }
 	}
-	p, err := cluster.NewPartitions(cfg)
+	p, err := partition.New(cfg)
 	if err != nil {
 		_ = pe.close(context.WithoutCancel(ctx))
 		return nil, badInput(usage, "--partitions %d: %v", k, err)

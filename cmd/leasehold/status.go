@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/cluster/holders"
+	"github.com/leasehold/leasehold/cluster/partition"
 )
 
 const statusUsage = `Usage: leasehold status [flags] [--json] [--watch]
@@ -384,7 +385,7 @@ func readPartitions(ctx context.Context, r *leaseReader, k int) (leaseStatus, er
 		default:
 			// A partition's record is written only when its owner changes: it is held
 			// through its owner's member lease, whose renewals say whether it still is.
-			if ml, term, ok := cluster.PartitionLease(r.lease, rec); ok {
+			if ml, term, ok := partition.MemberLease(r.lease, rec); ok {
 				m, seen := members[ml]
 				if !seen {
 					mrec, err := r.lock.Get(ctx, ml)
@@ -419,9 +420,9 @@ func readPartitions(ctx context.Context, r *leaseReader, k int) (leaseStatus, er
 		st.Held = st.Held || part.Held
 	}
 	if roster, ok := r.lock.(cluster.Roster); ok {
-		ms, err := roster.Members(ctx, cluster.RosterName(r.lease))
+		ms, err := roster.Members(ctx, partition.RosterName(r.lease))
 		if err != nil {
-			return leaseStatus{}, fmt.Errorf("lease %q in %s: roster %s: %w", r.lease, r.where, cluster.RosterName(r.lease), err)
+			return leaseStatus{}, fmt.Errorf("lease %q in %s: roster %s: %w", r.lease, r.where, partition.RosterName(r.lease), err)
 		}
 		st.Members = []string{}
 		for _, m := range ms {

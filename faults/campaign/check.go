@@ -291,7 +291,7 @@ func checkPartitionTakeovers(o Options, lines [][]proctest.Line, faults []Fault,
 }
 
 // cleanRelease reports whether an ownership that ended with reason was given up by a worker
-// stopping cleanly. A stopping cluster.Partitions hands each partition it owns to an heir by a
+// stopping cleanly. A stopping partition.Partitions hands each partition it owns to an heir by a
 // resign (D7) rather than letting its member lease's stop end it, so the last unlead line of a
 // stopped worker's partition says "resign" as often as "stop": both are a clean stop, bounded
 // by R (E7).

@@ -170,7 +170,7 @@ func TestCheckPartitionTakeoversPause(t *testing.T) {
 
 // A stopped worker's partitions are owned again within R + slack of its release (E7, D8),
 // whether the release says "stop" (its member lease's stop ended the ownership) or "resign"
-// (cluster.Partitions.Stop handed it to an heir); one it lost otherwise before the signal
+// (partition.Partitions.Stop handed it to an heir); one it lost otherwise before the signal
 // landed ("deadline") has no clean handover to measure.
 func TestCheckPartitionTakeoversStop(t *testing.T) {
 	o := testOptions()

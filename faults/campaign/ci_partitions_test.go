@@ -18,7 +18,7 @@ var partitionsBackends = []string{"file", "postgres"}
 const ciPartitions = 8
 
 // TestCampaignPartitionsCI is the CI mode of the campaign with every worker running a
-// cluster.Partitions of ciPartitions partitions (Options.Partitions): partition 0 stands for
+// partition.Partitions of ciPartitions partitions (Options.Partitions): partition 0 stands for
 // the lease, with TestCampaignCI's faults, bounds and checks of actions; every partition is
 // checked for two owners at once, for terms that do not grow, and for the takeover bounds of
 // a crashed or stopped owner (D1, D8, W8, E6, E7), over partitionsBackends, every kind once,

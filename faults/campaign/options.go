@@ -23,7 +23,7 @@ type Options struct {
 	// Locker makes every worker hold the lease through a locker.Locker, acquiring it again
 	// each time it is lost, instead of running an Elector (runLockerWorker).
 	Locker bool
-	// Partitions, when not 0, makes every worker run a cluster.Partitions of that many
+	// Partitions, when not 0, makes every worker run a partition.Partitions of that many
 	// partitions of the lease (runPartitionsWorker): partition 0 stands for the lease in the
 	// faults and their bounds, and every partition is checked for two owners at once and
 	// terms that do not grow (checkPartitions), and for the takeover bounds after a fault of

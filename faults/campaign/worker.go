@@ -95,7 +95,7 @@ func (f closerFunc) Close() error { return f() }
 // resource every ActionInterval with the term of its leadership (cluster.TermOf). It stops on
 // SIGTERM and dies with the runner as proctest.ServeWorker's workers do. In the Locker mode
 // (Options.Locker) it holds the lease through a locker.Locker instead (runLockerWorker), in
-// the partitions mode (Options.Partitions) through a cluster.Partitions (runPartitionsWorker).
+// the partitions mode (Options.Partitions) through a partition.Partitions (runPartitionsWorker).
 func MaybeWorker() { proctest.ServeWorker("faults", runWorker) }
 
 func runWorker(w *proctest.Worker) int {

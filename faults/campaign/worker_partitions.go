@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/cluster/holders"
+	"github.com/leasehold/leasehold/cluster/partition"
 	"github.com/leasehold/leasehold/internal/proctest"
 )
 
@@ -44,7 +45,7 @@ func (l partsLock) Watch(ctx context.Context, name string, fn func(cluster.Recor
 	return l.w.Watch(ctx, name, fn)
 }
 
-// runPartitionsWorker runs a cluster.Partitions of K partitions of the lease's name. Partition 0
+// runPartitionsWorker runs a partition.Partitions of K partitions of the lease's name. Partition 0
 // stands for the lease in the runner: its lines go to the shared log and stdout (the runner
 // finds its owner, kills or pauses it, and times its takeovers), and its owner acts on the
 // fenced resource with the partition's term while it owns it. Every partition's lines, 0's
@@ -83,7 +84,7 @@ func runPartitionsWorker(w *proctest.Worker, faulty, store cluster.Lock) int {
 	// lease's, whose events name that lease rather than a partition: it renews every
 	// partition this worker owns, and runs whether or not it owns any.
 	attempts := attemptsObserver(w)
-	parts, err := cluster.NewPartitions(cluster.PartitionsConfig{
+	parts, err := partition.New(partition.Config{
 		Lock: lock, LeaseName: w.Lease, Partitions: k,
 		LeaseDuration: w.LeaseDuration, RenewInterval: w.RenewInterval, InstanceID: w.ID,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),

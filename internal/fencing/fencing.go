@@ -30,3 +30,19 @@ func Floor(now time.Time) uint64 {
 func Next(prev, seen uint64, now time.Time) uint64 {
 	return max(prev+1, seen+1, Floor(now))
 }
+
+// Precision is the finest time every Lock keeps: a Kubernetes MicroTime holds microseconds,
+// the store Lock's RFC 3339 times nanoseconds.
+const Precision = time.Microsecond
+
+// After returns now, at the precision every Lock keeps (Precision), and strictly after prev.
+// A writer that stamps each write with After(its wall clock, the time of the write it
+// replaces) orders its records by (Term, time) even when its clock has not moved between two
+// writes (E9), or jumped back, or runs behind the previous writer's (M2).
+func After(now, prev time.Time) time.Time {
+	t := now.Round(0).UTC().Truncate(Precision)
+	if p := prev.UTC().Truncate(Precision); !t.After(p) {
+		t = p.Add(Precision)
+	}
+	return t
+}

@@ -1,15 +1,18 @@
-package cluster
+package partition
 
 import (
 	"context"
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/pace"
 )
 
 // partView is a partition's record as this instance last saw it.
 type partView struct {
-	rec   Record
+	rec   cluster.Record
 	found bool
 	read  bool   // seen at least once
 	seen  uint64 // the highest term seen in it (E11)
@@ -26,7 +29,7 @@ type partView struct {
 // began after, and says the record is older, is taken: a store that went back (B3). gen is
 // the view's generation when the read began, -1 for a watched record, -2 for the answer to
 // this instance's own write (always taken).
-func (p *Partitions) setView(i int, rec Record, found bool, gen int64) {
+func (p *Partitions) setView(i int, rec cluster.Record, found bool, gen int64) {
 	p.mu.Lock()
 	v := &p.view[i]
 	if found && v.read && v.found && !newer(rec, v.rec) && rec.Revision != v.rec.Revision {
@@ -67,17 +70,17 @@ func (p *Partitions) watchRecords(ctx context.Context) {
 
 func (p *Partitions) watchRecord(ctx context.Context, i int) {
 	for ctx.Err() == nil {
-		err := p.watcher.Watch(ctx, p.names[i], func(rec Record, err error) {
+		err := p.watcher.Watch(ctx, p.names[i], func(rec cluster.Record, err error) {
 			switch {
 			case err == nil:
 				p.setView(i, rec, true, -1)
-			case errors.Is(err, ErrNotFound):
-				p.setView(i, Record{}, false, -1)
-			case !errors.Is(err, ErrHeartbeat):
+			case errors.Is(err, cluster.ErrNotFound):
+				p.setView(i, cluster.Record{}, false, -1)
+			case !errors.Is(err, cluster.ErrHeartbeat):
 				p.troubles.note(p, "a watched record was not taken", i, err)
 			}
 		})
-		if errors.Is(err, ErrWatchUnsupported) {
+		if errors.Is(err, cluster.ErrWatchUnsupported) {
 			// Polled instead, by the one goroutine that polls: started by the first to learn.
 			if i == 0 {
 				p.pollRecords(ctx)
@@ -90,7 +93,7 @@ func (p *Partitions) watchRecord(ctx context.Context, i int) {
 		p.troubles.note(p, "watch ended, read and watched again R later", i, err)
 		// A watch that failed is a hint lost, never safety (E9): read once, watch again.
 		p.readRecord(ctx, i)
-		if !sleepCtx(ctx, p.r) {
+		if !pace.Sleep(ctx, p.r) {
 			return
 		}
 	}
@@ -98,7 +101,7 @@ func (p *Partitions) watchRecord(ctx context.Context, i int) {
 
 // pollRecords reads every partition's record every R.
 func (p *Partitions) pollRecords(ctx context.Context) {
-	every(ctx, p.r, func() bool {
+	pace.Every(ctx, p.r, func() bool {
 		for i := range p.names {
 			if ctx.Err() != nil {
 				return false
@@ -119,8 +122,8 @@ func (p *Partitions) readRecord(ctx context.Context, i int) {
 	switch {
 	case err == nil:
 		p.setView(i, rec, true, gen)
-	case errors.Is(err, ErrNotFound):
-		p.setView(i, Record{}, false, gen)
+	case errors.Is(err, cluster.ErrNotFound):
+		p.setView(i, cluster.Record{}, false, gen)
 	case ctx.Err() == nil:
 		p.troubles.note(p, "read failed", i, err)
 	}

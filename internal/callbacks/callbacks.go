@@ -1,4 +1,9 @@
-package cluster
+// Package callbacks runs the callbacks registered on a leadership (the WhenLeader
+// registrations of an Elector, the WhenOwner registrations of each partition of a partitioned
+// election) with the guarantees W1–W7 of cluster.Cluster.WhenLeader: calls of one registration
+// in order and never overlapping, registrations never waiting for each other, remove waiting
+// for the calls under way.
+package callbacks
 
 import (
 	"context"
@@ -9,20 +14,20 @@ import (
 	"time"
 )
 
-// callbacks runs the WhenLeader registrations of one Cluster. Each registration has a queue
+// Runner runs the WhenLeader registrations of one Cluster. Each registration has a queue
 // of events drained by a goroutine of its own, started when the queue gets an event and ended
 // when it is empty, so calls of one registration run in order and never overlap (W4), while
 // registrations never wait for each other. No goroutine is left once every queue is drained.
-type callbacks struct {
+type Runner struct {
 	log *slog.Logger
 	// leading is the Cluster's IsLeader. The leadership context alone is not enough to start
 	// fn on: it is cancelled only once the election goroutine has noticed the end, while
 	// IsLeader turns false the instant the deadline passes (W7).
 	leading func() bool
 
-	// afterTake, when set by a test, runs on a registration's goroutine between taking a call
+	// AfterTake, when set by a test, runs on a registration's goroutine between taking a call
 	// from its queue and making it: the window where a concurrent remove must still be seen.
-	afterTake func()
+	AfterTake func()
 
 	mu     sync.Mutex
 	regs   map[*registration]struct{}
@@ -32,8 +37,8 @@ type callbacks struct {
 }
 
 type registration struct {
-	c            *callbacks
-	fn           LeaderFunc
+	c            *Runner
+	fn           func(context.Context) error
 	deregistered func()
 
 	// Guarded by c.mu.
@@ -47,12 +52,14 @@ type registration struct {
 	fnRan bool
 }
 
-func newCallbacks(log *slog.Logger, leading func() bool) *callbacks {
-	return &callbacks{log: log, leading: leading, regs: map[*registration]struct{}{}}
+// New returns a Runner that logs to log; leading reports whether the leadership is still
+// held (IsLeader), checked before each fn starts (W7).
+func New(log *slog.Logger, leading func() bool) *Runner {
+	return &Runner{log: log, leading: leading, regs: map[*registration]struct{}{}}
 }
 
-// add registers fn and deregistered; while leading, fn is queued at once (W2).
-func (c *callbacks) add(fn LeaderFunc, deregistered func()) (remove func()) {
+// Add registers fn and deregistered; while leading, fn is queued at once (W2).
+func (c *Runner) Add(fn func(context.Context) error, deregistered func()) (remove func()) {
 	r := &registration{c: c, fn: fn, deregistered: deregistered}
 	c.mu.Lock()
 	c.regs[r] = struct{}{}
@@ -63,8 +70,8 @@ func (c *callbacks) add(fn LeaderFunc, deregistered func()) (remove func()) {
 	return r.remove
 }
 
-// startLeading queues fn of every registration with ctx, the new leadership's context.
-func (c *callbacks) startLeading(ctx context.Context) {
+// StartLeading queues fn of every registration with ctx, the new leadership's context.
+func (c *Runner) StartLeading(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lead = ctx
@@ -73,9 +80,9 @@ func (c *callbacks) startLeading(ctx context.Context) {
 	}
 }
 
-// stopLeading queues deregistered of every registration. The caller cancels the leadership's
+// StopLeading queues deregistered of every registration. The caller cancels the leadership's
 // context first, so running fns see it end before their deregistered is called.
-func (c *callbacks) stopLeading() {
+func (c *Runner) StopLeading() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lead == nil {
@@ -87,8 +94,8 @@ func (c *callbacks) stopLeading() {
 	}
 }
 
-// wait returns when no registration has calls pending or running, or with ctx's error.
-func (c *callbacks) wait(ctx context.Context) error {
+// Wait returns when no registration has calls pending or running, or with ctx's error.
+func (c *Runner) Wait(ctx context.Context) error {
 	c.mu.Lock()
 	idle := c.idle
 	c.mu.Unlock()
@@ -103,7 +110,7 @@ func (c *callbacks) wait(ctx context.Context) error {
 	}
 }
 
-func (c *callbacks) enqueueLocked(r *registration, ev context.Context) {
+func (c *Runner) enqueueLocked(r *registration, ev context.Context) {
 	if r.removed {
 		return
 	}
@@ -138,8 +145,8 @@ func (r *registration) drain() {
 		ev := r.queue[0]
 		r.queue = r.queue[1:]
 		c.mu.Unlock()
-		if c.afterTake != nil {
-			c.afterTake()
+		if c.AfterTake != nil {
+			c.AfterTake()
 		}
 		if ev != nil {
 			r.runFn(ev)
@@ -156,7 +163,7 @@ func (r *registration) runFn(lead context.Context) {
 		return
 	}
 	if r.fnRan {
-		// A second leadership with no deregistered in between cannot happen (stopLeading
+		// A second leadership with no deregistered in between cannot happen (StopLeading
 		// always queues one), but keep the pairing if it ever does.
 		r.runDeregistered()
 	}
@@ -247,3 +254,10 @@ func (r *registration) remove() {
 
 // removeWarnAfter is how long a remove waits before it is logged.
 const removeWarnAfter = time.Minute
+
+// Idle reports whether no registration has calls pending or running.
+func (c *Runner) Idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.active == 0
+}

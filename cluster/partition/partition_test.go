@@ -1,4 +1,4 @@
-package cluster
+package partition
 
 import (
 	"context"
@@ -8,58 +8,57 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/leasehold/leasehold/cluster"
 )
 
-// pmember is one instance of a partitioned election in a test.
+// pmember is one instance of a partitioned election in a test, over a Lock of its own.
 type pmember struct {
-	p    *Partitions
-	halt bool
+	p       *Partitions
+	lock    crashLock
+	halt    bool // crashed or stopped: left out of owners
+	crashed bool
 }
 
 func (w *world) partitions(id string, k int) *pmember {
 	w.t.Helper()
-	p, err := NewPartitions(PartitionsConfig{
-		Lock: NewStoreLock(w.mem), LeaseName: "work", Partitions: k, LeaseDuration: testL, RenewInterval: testR,
+	lock := newCrashLock(cluster.NewStoreLock(w.mem))
+	p, err := New(Config{
+		Lock: lock, LeaseName: "work", Partitions: k, LeaseDuration: testL, RenewInterval: testR,
 		InstanceID: id, Logger: quietLogger(),
 	})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	m := &pmember{p: p}
+	m := &pmember{p: p, lock: lock}
 	if err := p.Start(context.Background()); err != nil {
 		w.t.Fatal(err)
 	}
-	w.t.Cleanup(func() {
-		if !m.halt {
-			_ = p.Stop(context.Background())
-		}
-	})
+	w.t.Cleanup(m.cleanup)
 	return m
+}
+
+// cleanup stops the member, unless it was stopped already. A crashed member's goroutines
+// are ended too: its Lock fails every call, so it writes nothing.
+func (m *pmember) cleanup() {
+	if !m.halt || m.crashed {
+		_ = m.p.Stop(context.Background())
+	}
 }
 
 // crash ends the member as a killed process would: no release, no leave.
 func (m *pmember) crash() {
-	m.halt = true
-	m.p.crash()
+	m.halt, m.crashed = true, true
+	crash(m.p, m.lock)
 }
 
-// crash ends p as a killed process would: its member lease and its fences stop without a
-// write, its records are left as they are.
-func (p *Partitions) crash() {
+// crash ends p, which runs over lock, as a killed process would: from now on its member lease
+// and its fences write nothing (every call of lock fails), its planner and watches have
+// ended, and its records are left as they are.
+func crash(p *Partitions, lock crashLock) {
+	lock.crash()
 	p.cancel()
 	<-p.planned
-	p.mu.Lock()
-	var fs []*Elector
-	for _, mv := range p.members {
-		if mv.fence != nil {
-			fs = append(fs, mv.fence)
-		}
-	}
-	p.mu.Unlock()
-	for _, e := range append(fs, p.self) {
-		close(e.halt)
-		<-e.done
-	}
 }
 
 // owners returns, by partition, the members that own it now (IsLeader).
@@ -236,20 +235,20 @@ func TestD8StopHandsOverAtOnce(t *testing.T) {
 
 // D6: the constructor checks its settings, each error naming the field; a Lock that keeps no
 // roster is refused naming the lease.
-func TestD6PartitionsConfig(t *testing.T) {
-	lock := NewStoreLock(newFaultStore(nil))
+func TestD6Config(t *testing.T) {
+	lock := cluster.NewStoreLock(newFaultStore(nil))
 	for _, tc := range []struct {
-		cfg  PartitionsConfig
+		cfg  Config
 		want string
 	}{
-		{PartitionsConfig{Lock: lock}, "Partitions is 0"},
-		{PartitionsConfig{Lock: lock, Partitions: 4, MaxMoves: -1}, "MaxMoves"},
-		{PartitionsConfig{Lock: &countLock{inner: lock}, LeaseName: "work", Partitions: 4}, `"work": partitions need a Lock that keeps a roster`},
-		{PartitionsConfig{Lock: lock, Partitions: 4, LeaseDuration: time.Second, RenewInterval: time.Second}, "RenewInterval"},
-		{PartitionsConfig{}, "Lock is nil"},
+		{Config{Lock: lock}, "Partitions is 0"},
+		{Config{Lock: lock, Partitions: 4, MaxMoves: -1}, "MaxMoves"},
+		{Config{Lock: noRoster{lock}, LeaseName: "work", Partitions: 4}, `"work": partitions need a Lock that keeps a roster`},
+		{Config{Lock: lock, Partitions: 4, LeaseDuration: time.Second, RenewInterval: time.Second}, "RenewInterval"},
+		{Config{}, "Lock is nil"},
 	} {
-		if _, err := NewPartitions(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("NewPartitions(%+v): %v; want an error containing %q", tc.cfg, err, tc.want)
+		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%+v): %v; want an error containing %q", tc.cfg, err, tc.want)
 		}
 	}
 }
@@ -257,7 +256,7 @@ func TestD6PartitionsConfig(t *testing.T) {
 // D6: Stop before Start ends the election (Done closes) and a later Start is refused; a
 // second Start is refused too.
 func TestD6StartStop(t *testing.T) {
-	p, err := NewPartitions(PartitionsConfig{Lock: NewStoreLock(newFaultStore(nil)), Partitions: 2})
+	p, err := New(Config{Lock: cluster.NewStoreLock(newFaultStore(nil)), Partitions: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,3 +321,6 @@ func TestD6StaggeredStartNoPileUp(t *testing.T) {
 		}
 	})
 }
+
+// noRoster is a Lock that keeps no roster.
+type noRoster struct{ cluster.Lock }

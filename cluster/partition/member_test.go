@@ -1,4 +1,4 @@
-package cluster
+package partition
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
@@ -26,7 +27,7 @@ func TestD10FenceAMemberOutOfTheRoster(t *testing.T) {
 			t.Fatalf("c owns %d partitions alone; want %d", got, k)
 		}
 		c.crash()
-		if err := NewStoreLock(w.mem).(Roster).Leave(context.Background(), RosterName("work"), "c"); err != nil {
+		if err := cluster.NewStoreLock(w.mem).(cluster.Roster).Leave(context.Background(), RosterName("work"), "c"); err != nil {
 			t.Fatal(err)
 		}
 		a := w.partitions("a", k)
@@ -45,8 +46,8 @@ func TestD10FenceAMemberOutOfTheRoster(t *testing.T) {
 // went back (B3).
 func TestD6ViewNeverGoesBack(t *testing.T) {
 	p := &Partitions{view: make([]partView, 1), poke: make(chan struct{}, 1)}
-	claim := Record{Holder: "a", Session: "s.1", Term: 7, RenewedAt: time.Unix(1, 0), Revision: "r1"}
-	release := Record{Term: 7, NextHolder: "b", RenewedAt: time.Unix(2, 0), Revision: "r2"}
+	claim := cluster.Record{Holder: "a", Session: "s.1", Term: 7, RenewedAt: time.Unix(1, 0), Revision: "r1"}
+	release := cluster.Record{Term: 7, NextHolder: "b", RenewedAt: time.Unix(2, 0), Revision: "r2"}
 	p.setView(0, claim, true, -2)
 	before := p.view[0].gen // a read begins
 	p.setView(0, release, true, -2)
@@ -66,15 +67,15 @@ func TestD6ViewNeverGoesBack(t *testing.T) {
 
 // D10: PartitionLease names the member lease and the term a partition's record is held under,
 // and nothing for a released record or one that names no member lease.
-func TestD10PartitionLease(t *testing.T) {
-	rec := Record{Holder: "web-1", Session: partitionSession("4f1c9a0b7e2d3c58", 42), Term: 9}
-	ml, term, ok := PartitionLease("jobs", rec)
+func TestD10MemberLease(t *testing.T) {
+	rec := cluster.Record{Holder: "web-1", Session: partitionSession("4f1c9a0b7e2d3c58", 42), Term: 9}
+	ml, term, ok := MemberLease("jobs", rec)
 	if !ok || ml != memberLeaseName("jobs", "web-1") || term != 42 {
 		t.Fatalf("PartitionLease = %q, %d, %v; want %q, 42, true", ml, term, ok, memberLeaseName("jobs", "web-1"))
 	}
-	for _, r := range []Record{{Session: rec.Session, Term: 9}, {Holder: "web-1", Session: "4f1c9a0b7e2d3c58", Term: 9}} {
-		if _, _, ok := PartitionLease("jobs", r); ok {
-			t.Errorf("PartitionLease(%+v) is ok; want none", r)
+	for _, r := range []cluster.Record{{Session: rec.Session, Term: 9}, {Holder: "web-1", Session: "4f1c9a0b7e2d3c58", Term: 9}} {
+		if _, _, ok := MemberLease("jobs", r); ok {
+			t.Errorf("MemberLease(%+v) is ok; want none", r)
 		}
 	}
 }
@@ -89,11 +90,11 @@ func TestD7ReservationNotTakenIsClaimedAfterLPlusR(t *testing.T) {
 		w := newWorld(t)
 		const k = 4
 		ctx := context.Background()
-		lock := NewStoreLock(w.mem)
+		lock := cluster.NewStoreLock(w.mem)
 		// ghost renews a member lease and is in the roster, but runs no partitions.
 		startGhost(t, lock)
 		name := leaseconf.SlotName(lock, "work", 2, k)
-		if _, err := lock.Create(ctx, name, Record{Term: 5, NextHolder: "ghost", Duration: testL, RenewedAt: time.Now()}); err != nil {
+		if _, err := lock.Create(ctx, name, cluster.Record{Term: 5, NextHolder: "ghost", Duration: testL, RenewedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 		a := w.partitions("a", k)
@@ -128,22 +129,19 @@ func TestD8CrashClaimsSoonAfterTheTakeover(t *testing.T) {
 		start := func(id string) *pmember {
 			fs := newFaultStore(w.mem)
 			fs.Set(func(f *faultStore) { f.Latency = call })
-			p, err := NewPartitions(PartitionsConfig{
-				Lock: NewStoreLock(watchingStore{fs}), LeaseName: "work", Partitions: k, LeaseDuration: testL, RenewInterval: testR,
+			lock := newCrashLock(cluster.NewStoreLock(watchingStore{fs}))
+			p, err := New(Config{
+				Lock: lock, LeaseName: "work", Partitions: k, LeaseDuration: testL, RenewInterval: testR,
 				InstanceID: id, Logger: quietLogger(),
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := &pmember{p: p}
+			m := &pmember{p: p, lock: lock}
 			if err := p.Start(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() {
-				if !m.halt {
-					_ = p.Stop(context.Background())
-				}
-			})
+			t.Cleanup(m.cleanup)
 			return m
 		}
 		a, b, c := start("a"), start("b"), start("c")
@@ -153,7 +151,7 @@ func TestD8CrashClaimsSoonAfterTheTakeover(t *testing.T) {
 			t.Fatalf("c owns %d partitions before the crash; want %d", len(held), k/3)
 		}
 		c.crash()
-		lock := NewStoreLock(w.mem)
+		lock := cluster.NewStoreLock(w.mem)
 		var takenAt time.Duration
 		ownedAt := make(map[int]time.Duration)
 		for d := w.since(); d <= sec(60)+testL+3*testR && len(ownedAt) < len(held); d += 10 * time.Millisecond {
@@ -194,7 +192,7 @@ func TestD7StuckClaimsBeyondTheShareAreMoves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		const k = 12
-		startGhost(t, NewStoreLock(w.mem))
+		startGhost(t, cluster.NewStoreLock(w.mem))
 		a := w.partitions("a", k)
 		firstPlan := testR // a's second read of the roster
 		for _, c := range []struct {
@@ -217,7 +215,7 @@ func TestD7StuckClaimsBeyondTheShareAreMoves(t *testing.T) {
 
 // startGhost makes ghost a member of the partitioned election "work" that holds its member
 // lease and is in the roster, but runs no partitions: it never claims any. It ends with t.
-func startGhost(t *testing.T, lock Lock) {
+func startGhost(t *testing.T, lock cluster.Lock) {
 	t.Helper()
 	startMember(t, lock, "ghost")
 }
@@ -225,14 +223,14 @@ func startGhost(t *testing.T, lock Lock) {
 // blindLock fails every read of another member's lease: a member whose reads time out under
 // load.
 type blindLock struct {
-	Lock
-	Roster
+	cluster.Lock
+	cluster.Roster
 	own string
 }
 
-func (l blindLock) Get(ctx context.Context, name string) (Record, error) {
+func (l blindLock) Get(ctx context.Context, name string) (cluster.Record, error) {
 	if strings.Contains(name, ".member-") && name != l.own {
-		return Record{}, errInjected
+		return cluster.Record{}, errInjected
 	}
 	return l.Lock.Get(ctx, name)
 }
@@ -246,11 +244,11 @@ func TestD7ClaimsStopAtTheRosterShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		const k = 100
-		lock := NewStoreLock(w.mem)
+		lock := cluster.NewStoreLock(w.mem)
 		for i := range 9 {
 			startMember(t, lock, fmt.Sprintf("g%d", i))
 		}
-		p := startPartitions(t, blindLock{Lock: lock, Roster: lock.(Roster), own: memberLeaseName("work", "a")}, k, quietLogger())
+		p := startPartitions(t, blindLock{Lock: lock, Roster: lock.(cluster.Roster), own: memberLeaseName("work", "a")}, k, quietLogger())
 		w.at(testL + testR/2)
 		if got := len(p.Owned()); got != k/10 {
 			t.Fatalf("a owns %d partitions at L + R/2; want %d, its share among the roster's ten members", got, k/10)
@@ -260,9 +258,9 @@ func TestD7ClaimsStopAtTheRosterShare(t *testing.T) {
 
 // startPartitions starts a, a member of the partitioned election "work" of k partitions over
 // lock, logging to log. It ends with t.
-func startPartitions(t *testing.T, lock Lock, k int, log *slog.Logger) *Partitions {
+func startPartitions(t *testing.T, lock cluster.Lock, k int, log *slog.Logger) *Partitions {
 	t.Helper()
-	p, err := NewPartitions(PartitionsConfig{
+	p, err := New(Config{
 		Lock: lock, LeaseName: "work", Partitions: k,
 		LeaseDuration: testL, RenewInterval: testR, InstanceID: "a", Logger: log,
 	})
@@ -278,10 +276,10 @@ func startPartitions(t *testing.T, lock Lock, k int, log *slog.Logger) *Partitio
 
 // startMember makes id a member of the partitioned election "work" that holds its member lease
 // and is in the roster, but runs no partitions. It ends with t.
-func startMember(t *testing.T, lock Lock, id string) {
+func startMember(t *testing.T, lock cluster.Lock, id string) {
 	t.Helper()
 	ctx := context.Background()
-	e, err := NewElector(ElectorConfig{Lock: lock, LeaseName: memberLeaseName("work", id), LeaseDuration: testL, RenewInterval: testR, InstanceID: id, Logger: quietLogger()})
+	e, err := cluster.NewElector(cluster.ElectorConfig{Lock: lock, LeaseName: memberLeaseName("work", id), LeaseDuration: testL, RenewInterval: testR, InstanceID: id, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +287,7 @@ func startMember(t *testing.T, lock Lock, id string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Stop(ctx) })
-	if err := lock.(Roster).Beat(ctx, RosterName("work"), Member{ID: id, Session: id, Beat: 1, Duration: testL}); err != nil {
+	if err := lock.(cluster.Roster).Beat(ctx, RosterName("work"), cluster.Member{ID: id, Session: id, Beat: 1, Duration: testL}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -307,10 +305,10 @@ func TestD7ReservedCountsAsTheHeirs(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newWorld(t)
 				const k = 4
-				lock := NewStoreLock(w.mem)
+				lock := cluster.NewStoreLock(w.mem)
 				startGhost(t, lock)
 				name := leaseconf.SlotName(lock, "work", r, k)
-				if _, err := lock.Create(context.Background(), name, Record{Term: 5, NextHolder: "ghost", Duration: testL, RenewedAt: time.Now()}); err != nil {
+				if _, err := lock.Create(context.Background(), name, cluster.Record{Term: 5, NextHolder: "ghost", Duration: testL, RenewedAt: time.Now()}); err != nil {
 					t.Fatal(err)
 				}
 				a := w.partitions("a", k)
@@ -327,13 +325,13 @@ func TestD7ReservedCountsAsTheHeirs(t *testing.T) {
 // muteLock's watches of partition records never bring a state: a store whose watches take
 // long to bring their first ones (thousands of first reads queued).
 type muteLock struct {
-	Lock
-	Roster
+	cluster.Lock
+	cluster.Roster
 }
 
-func (l muteLock) Watch(ctx context.Context, name string, fn func(Record, error)) error {
+func (l muteLock) Watch(ctx context.Context, name string, fn func(cluster.Record, error)) error {
 	if strings.Contains(name, ".member-") {
-		return l.Lock.(Watcher).Watch(ctx, name, fn)
+		return l.Lock.(cluster.Watcher).Watch(ctx, name, fn)
 	}
 	<-ctx.Done()
 	return ctx.Err()
@@ -345,8 +343,8 @@ func TestD6FirstPlanReadsWhatNoWatchBrought(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		const k = 8
-		lock := NewStoreLock(w.mem)
-		p := startPartitions(t, muteLock{Lock: lock, Roster: lock.(Roster)}, k, quietLogger())
+		lock := cluster.NewStoreLock(w.mem)
+		p := startPartitions(t, muteLock{Lock: lock, Roster: lock.(cluster.Roster)}, k, quietLogger())
 		w.at(2 * testR)
 		if got := len(p.Owned()); got != k {
 			t.Fatalf("a, alone, owns %d of %d partitions at 2R; want all", got, k)
@@ -357,13 +355,13 @@ func TestD6FirstPlanReadsWhatNoWatchBrought(t *testing.T) {
 // failingWatchLock's watches of partition records end at once with an error: a store that
 // drops its watch streams.
 type failingWatchLock struct {
-	Lock
-	Roster
+	cluster.Lock
+	cluster.Roster
 }
 
-func (l failingWatchLock) Watch(ctx context.Context, name string, fn func(Record, error)) error {
+func (l failingWatchLock) Watch(ctx context.Context, name string, fn func(cluster.Record, error)) error {
 	if strings.Contains(name, ".member-") {
-		return l.Lock.(Watcher).Watch(ctx, name, fn)
+		return l.Lock.(cluster.Watcher).Watch(ctx, name, fn)
 	}
 	return errInjected
 }
@@ -375,9 +373,9 @@ func TestD6WatchFailuresLoggedOncePerR(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		const k = 8
-		lock := NewStoreLock(w.mem)
+		lock := cluster.NewStoreLock(w.mem)
 		var logs logCapture
-		startPartitions(t, failingWatchLock{Lock: lock, Roster: lock.(Roster)}, k, logs.Logger())
+		startPartitions(t, failingWatchLock{Lock: lock, Roster: lock.(cluster.Roster)}, k, logs.Logger())
 		w.at(3*testR + testR/2)
 		lines := logs.Find("leasehold: partitions: watch ended, read and watched again R later")
 		// The k watches fail at the start, then again R later, each R: a line each time.

@@ -1,4 +1,4 @@
-package cluster
+package partition
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/leasehold/leasehold/cluster"
 )
 
 // D6-D8 under faults: 3 to 4 members of a 8-partition election, each through a faultStore of
@@ -27,7 +29,10 @@ func TestD6RandomFaults(t *testing.T) {
 type rpmember struct {
 	p      *Partitions
 	faults *faultStore
+	lock   crashLock
 	gone   bool // crashed or stopped
+	// crashed: its Lock fails every call; it is stopped, writing nothing, once the test ends
+	crashed bool
 }
 
 func runPartitionsSeed(t *testing.T, seed uint64) {
@@ -37,8 +42,9 @@ func runPartitionsSeed(t *testing.T, seed uint64) {
 	var all []*rpmember
 	start := func(id string) *rpmember {
 		f := newFaultStore(w.mem)
-		p, err := NewPartitions(PartitionsConfig{
-			Lock: NewStoreLock(f), LeaseName: "work", Partitions: k, LeaseDuration: testL, RenewInterval: testR,
+		lock := newCrashLock(cluster.NewStoreLock(f))
+		p, err := New(Config{
+			Lock: lock, LeaseName: "work", Partitions: k, LeaseDuration: testL, RenewInterval: testR,
 			InstanceID: id, Logger: quietLogger(), MaxMoves: 1 + rng.IntN(2),
 		})
 		if err != nil {
@@ -47,7 +53,7 @@ func runPartitionsSeed(t *testing.T, seed uint64) {
 		if err := p.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		m := &rpmember{p: p, faults: f}
+		m := &rpmember{p: p, faults: f, lock: lock}
 		all = append(all, m)
 		return m
 	}
@@ -81,8 +87,8 @@ func runPartitionsSeed(t *testing.T, seed uint64) {
 			incs[i]++
 			slots[i] = start(fmt.Sprintf("m%d.%d", i, incs[i]))
 		case r < 2:
-			m.gone = true
-			m.p.crash()
+			m.gone, m.crashed = true, true
+			crash(m.p, m.lock)
 		case r < 4:
 			m.gone = true
 			ctx, cancel := context.WithTimeout(context.Background(), testL)
@@ -120,7 +126,7 @@ func runPartitionsSeed(t *testing.T, seed uint64) {
 		t.Fatalf("2 minutes after the last fault: %v owned, %d free; want all %d partitions over the %d members, counts within one", counts, free, k, n)
 	}
 	for _, m := range all {
-		if !m.gone {
+		if !m.gone || m.crashed {
 			_ = m.p.Stop(context.Background())
 		}
 	}

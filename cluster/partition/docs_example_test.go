@@ -1,10 +1,11 @@
-package cluster_test
+package partition_test
 
 import (
 	"context"
 	"log"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/partition"
 	"github.com/leasehold/leasehold/store"
 	"github.com/leasehold/leasehold/store/memory"
 )
@@ -15,7 +16,7 @@ import (
 
 // serveAllTenants serves each partition of the tenants this instance owns, until ctx ends.
 func serveAllTenants(ctx context.Context, st store.Store) error {
-	p, err := cluster.NewPartitions(cluster.PartitionsConfig{
+	p, err := partition.New(partition.Config{
 		Lock: cluster.NewStoreLock(st), LeaseName: "tenants", Partitions: 64,
 	})
 	if err != nil {

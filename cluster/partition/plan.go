@@ -1,4 +1,4 @@
-package cluster
+package partition
 
 import (
 	"context"
@@ -7,7 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/fencing"
+	"github.com/leasehold/leasehold/internal/pace"
+	"github.com/leasehold/leasehold/internal/termctx"
 )
 
 // unknownOwner stands, in a plan, for the owner of a partition whose record has not been read
@@ -139,7 +142,7 @@ func (p *Partitions) readRoster(ctx context.Context, beat *uint64) map[string]bo
 	joined := false
 	for _, m := range ms {
 		if m.ID == p.id {
-			joined = m.Session == p.self.session
+			joined = m.Session == p.session
 			continue
 		}
 		inRoster[m.ID] = true
@@ -147,7 +150,7 @@ func (p *Partitions) readRoster(ctx context.Context, beat *uint64) map[string]bo
 	if err == nil && !joined {
 		*beat++
 		rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
-		if err := p.roster.Beat(rctx, RosterName(p.name), Member{ID: p.id, Session: p.self.session, Beat: *beat, Duration: p.l}); err != nil {
+		if err := p.roster.Beat(rctx, RosterName(p.name), cluster.Member{ID: p.id, Session: p.session, Beat: *beat, Duration: p.l}); err != nil {
 			p.log.Warn("leasehold: partitions: join the roster", "error", err)
 		}
 		cancel()
@@ -177,7 +180,7 @@ func (p *Partitions) readRoster(ctx context.Context, beat *uint64) map[string]bo
 		return nil
 	}
 	now := time.Now()
-	var stops []*Elector
+	var stops []*cluster.Elector
 	var leaves []string
 	p.mu.Lock()
 	for id := range inRoster {
@@ -283,7 +286,7 @@ func (p *Partitions) apply(ctx context.Context) {
 			if v.found && isLive[next] && (next == p.id || v.freeSince.IsZero() || now.Sub(v.freeSince) < p.l+p.r) {
 				owner[i], reserved[i] = next, true
 			}
-		case v.rec.Holder == p.id && v.rec.Session == partitionSession(p.self.session, epoch):
+		case v.rec.Holder == p.id && v.rec.Session == partitionSession(p.session, epoch):
 			owner[i] = p.id
 			if p.own[i].Load() == nil && !p.handing[i] {
 				// Claimed, and its answer lost: nobody else writes a record that names a
@@ -407,15 +410,15 @@ func (p *Partitions) mayHandOver(now time.Time) bool {
 // (E10): a record that changed since is never overwritten.
 func (p *Partitions) claim(ctx context.Context, i int, from partView, epoch uint64) {
 	now := time.Now()
-	wall := stamp(p.self.wall(now), from.rec)
-	rec := Record{
-		Holder: p.id, Session: partitionSession(p.self.session, epoch),
-		Term:       fencing.Next(from.rec.Term, from.seen, p.self.wall(now)),
-		AcquiredAt: wall, RenewedAt: wall, Duration: p.l,
+	at := fencing.After(wall(now), from.rec.RenewedAt)
+	rec := cluster.Record{
+		Holder: p.id, Session: partitionSession(p.session, epoch),
+		Term:       fencing.Next(from.rec.Term, from.seen, wall(now)),
+		AcquiredAt: at, RenewedAt: at, Duration: p.l,
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
 	defer cancel()
-	var written Record
+	var written cluster.Record
 	var err error
 	if from.found {
 		rec.Revision = from.rec.Revision
@@ -426,7 +429,7 @@ func (p *Partitions) claim(ctx context.Context, i int, from partView, epoch uint
 	switch {
 	case err == nil:
 		p.setView(i, written, true, -2)
-	case errors.Is(err, ErrConflict), errors.Is(err, ErrNotFound):
+	case errors.Is(err, cluster.ErrConflict), errors.Is(err, cluster.ErrNotFound):
 		p.readRecord(ctx, i) // another member came first: see whom
 		return
 	default:
@@ -443,19 +446,19 @@ func (p *Partitions) claim(ctx context.Context, i int, from partView, epoch uint
 
 // becomeOwner makes this instance the owner of partition i, whose record rec names epoch, if
 // that epoch is still the member lease's current leadership. Called with p.mu held.
-func (p *Partitions) becomeOwner(i int, epoch uint64, rec Record) {
-	l := p.self.leading.Load()
-	if p.epoch != epoch || l == nil || l.term != epoch || time.Until(l.deadline) <= 0 || p.own[i].Load() != nil {
+func (p *Partitions) becomeOwner(i int, epoch uint64, rec cluster.Record) {
+	term, leading := p.self.Term()
+	if p.epoch != epoch || !leading || term != epoch || p.own[i].Load() != nil {
 		return // that leadership has ended: the record names it, and so is free for all
 	}
-	ctx, cancel := context.WithCancel(withTerm(p.base, rec.Term))
+	ctx, cancel := context.WithCancel(termctx.With(p.base, rec.Term))
 	p.own[i].Store(&ownership{epoch: epoch, term: rec.Term, rev: rec.Revision, at: rec.RenewedAt, cancel: cancel})
 	if a := p.lastAttempt; a.Term == epoch {
 		// The attempt whose deadline this ownership has, as each renewal will be (memberEvent).
-		p.emit(i, Event{Kind: AttemptSucceeded, Holder: p.id, Term: rec.Term, Duration: a.Duration, Time: a.Time})
+		p.emit(i, cluster.Event{Kind: cluster.AttemptSucceeded, Holder: p.id, Term: rec.Term, Duration: a.Duration, Time: a.Time})
 	}
-	p.emit(i, Event{Kind: BecameLeader, Term: rec.Term, Holder: p.id})
-	p.cbs[i].startLeading(ctx)
+	p.emit(i, cluster.Event{Kind: cluster.BecameLeader, Term: rec.Term, Holder: p.id})
+	p.cbs[i].StartLeading(ctx)
 }
 
 // handOver ends this instance's ownership of partition i and, once its callbacks have
@@ -470,8 +473,8 @@ func (p *Partitions) handOver(ctx context.Context, i int, to string) {
 	p.handing[i] = true
 	p.own[i].Store(nil)
 	o.cancel()
-	p.cbs[i].stopLeading()
-	p.emit(i, Event{Kind: StoppedLeading, Term: o.term, Reason: ReasonResign})
+	p.cbs[i].StopLeading()
+	p.emit(i, cluster.Event{Kind: cluster.StoppedLeading, Term: o.term, Reason: cluster.ReasonResign})
 	p.mu.Unlock()
 	p.log.Info("leasehold: partitions: handing over", "partition", i, "to", to)
 	p.wg.Go(func() {
@@ -481,7 +484,7 @@ func (p *Partitions) handOver(ctx context.Context, i int, to string) {
 			p.mu.Unlock()
 			p.kick()
 		}()
-		if p.cbs[i].wait(ctx) != nil {
+		if p.cbs[i].Wait(ctx) != nil {
 			return // stopping: the member lease's release frees it
 		}
 		// Until the release is known to have landed or the record to have changed, the
@@ -491,7 +494,7 @@ func (p *Partitions) handOver(ctx context.Context, i int, to string) {
 			if p.release(ctx, i, o, to) {
 				return
 			}
-			if !sleepCtx(ctx, p.r) {
+			if !pace.Sleep(ctx, p.r) {
 				return
 			}
 			p.mu.Lock()
@@ -513,8 +516,8 @@ func (p *Partitions) release(ctx context.Context, i int, o *ownership, to string
 	p.mu.Unlock()
 	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
 	defer cancel()
-	written, err := p.lock.Update(rctx, p.names[i], Record{
-		Term: o.term, NextHolder: to, Duration: p.l, RenewedAt: stamp(p.self.wall(time.Now()), Record{RenewedAt: o.at}), Revision: o.rev,
+	written, err := p.lock.Update(rctx, p.names[i], cluster.Record{
+		Term: o.term, NextHolder: to, Duration: p.l, RenewedAt: fencing.After(wall(time.Now()), o.at), Revision: o.rev,
 	})
 	if err == nil {
 		p.setView(i, written, true, -2)
@@ -523,8 +526,8 @@ func (p *Partitions) release(ctx context.Context, i int, o *ownership, to string
 	p.log.Info("leasehold: partitions: hand over", "partition", i, "to", to, "error", err)
 	rec, err := p.lock.Get(rctx, p.names[i])
 	switch {
-	case errors.Is(err, ErrNotFound):
-		p.setView(i, Record{}, false, gen)
+	case errors.Is(err, cluster.ErrNotFound):
+		p.setView(i, cluster.Record{}, false, gen)
 		return true
 	case err != nil:
 		return false

@@ -1,4 +1,4 @@
-package cluster_test
+package partition_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/cluster/partition"
 	"github.com/leasehold/leasehold/store/memory"
 )
 
@@ -16,8 +17,8 @@ import (
 // term.
 func ExamplePartitions() {
 	shared := memory.New() // in production: a store every replica reaches
-	newMember := func(id string) *cluster.Partitions {
-		p, err := cluster.NewPartitions(cluster.PartitionsConfig{
+	newMember := func(id string) *partition.Partitions {
+		p, err := partition.New(partition.Config{
 			Lock:          cluster.NewStoreLock(shared),
 			LeaseName:     "tenants",
 			Partitions:    4,
@@ -36,7 +37,7 @@ func ExamplePartitions() {
 		}, nil)
 		return p
 	}
-	owned := func(p *cluster.Partitions, n int) []int {
+	owned := func(p *partition.Partitions, n int) []int {
 		for len(p.Owned()) != n {
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -52,7 +53,7 @@ func ExamplePartitions() {
 		log.Fatal(err)
 	}
 	fmt.Println("b owns", len(owned(b, 2)), "partitions, a", len(owned(a, 2)))
-	for _, p := range []*cluster.Partitions{b, a} {
+	for _, p := range []*partition.Partitions{b, a} {
 		if err := p.Stop(ctx); err != nil {
 			log.Fatal(err)
 		}

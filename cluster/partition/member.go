@@ -1,4 +1,4 @@
-package cluster
+package partition
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 )
 
@@ -41,31 +42,31 @@ func partitionEpoch(session string) (uint64, bool) {
 // memberEvent follows this member's lease: a leadership of it is an epoch, under which the
 // partitions claimed are owned; its end ends them all, at the instant IsLeader turned false
 // (W7).
-func (p *Partitions) memberEvent(ev Event) {
+func (p *Partitions) memberEvent(ev cluster.Event) {
 	if p.observer != nil {
 		p.emitting.Lock()
 		p.observer(ev) // Event.Lease is the member lease's name
 		p.emitting.Unlock()
 	}
 	switch ev.Kind {
-	case AttemptSucceeded:
+	case cluster.AttemptSucceeded:
 		// A renewal of the member lease renews every partition owned under it: each gets
 		// the attempt, with its own term, so that an Observer knows each one's deadline.
 		p.mu.Lock()
 		p.lastAttempt = ev
 		for i := range p.own {
 			if o := p.own[i].Load(); o != nil && o.epoch == ev.Term {
-				p.emit(i, Event{Kind: AttemptSucceeded, Holder: p.id, Term: o.term, Duration: ev.Duration, Time: ev.Time})
+				p.emit(i, cluster.Event{Kind: cluster.AttemptSucceeded, Holder: p.id, Term: o.term, Duration: ev.Duration, Time: ev.Time})
 			}
 		}
 		p.mu.Unlock()
-	case BecameLeader:
+	case cluster.BecameLeader:
 		p.mu.Lock()
 		p.epoch = ev.Term
 		p.ended[ev.Term] = make(chan struct{})
 		p.mu.Unlock()
 		p.kick()
-	case StoppedLeading:
+	case cluster.StoppedLeading:
 		p.endEpoch(ev.Term, ev.Time, ev.Reason)
 	}
 }
@@ -85,8 +86,8 @@ func (p *Partitions) endEpoch(epoch uint64, at time.Time, reason string) {
 		}
 		p.own[i].Store(nil)
 		o.cancel()
-		p.cbs[i].stopLeading()
-		p.emit(i, Event{Kind: StoppedLeading, Term: o.term, Reason: reason, Time: at})
+		p.cbs[i].StopLeading()
+		p.emit(i, cluster.Event{Kind: cluster.StoppedLeading, Term: o.term, Reason: reason, Time: at})
 	}
 	if ch := p.ended[epoch]; ch != nil {
 		close(ch)
@@ -98,38 +99,30 @@ func (p *Partitions) endEpoch(epoch uint64, at time.Time, reason string) {
 // the callbacks of every partition have returned, so that the member lease is released only
 // then (E7).
 func (p *Partitions) epochLife(ctx context.Context) error {
-	epoch, _ := TermOf(ctx)
+	epoch, _ := cluster.TermOf(ctx)
 	p.mu.Lock()
 	ended := p.ended[epoch]
 	p.mu.Unlock()
-	select {
-	case <-ctx.Done():
-	case <-p.self.runDone:
-		return nil // the election goroutine is gone without ending the leadership: halted
-	}
+	<-ctx.Done()
 	if ended != nil {
-		select {
-		case <-ended:
-		case <-p.self.runDone:
-			return nil
-		}
+		<-ended // closed by the StoppedLeading the Elector emits once it has cancelled ctx
 	}
 	for _, c := range p.cbs {
-		_ = c.wait(context.Background())
+		_ = c.Wait(context.Background())
 	}
 	return nil
 }
 
 // memberView is what this instance knows of another member's lease.
 type memberView struct {
-	rec      Record
+	rec      cluster.Record
 	found    bool
 	seenAt   time.Time // when rec's revision (or its absence) was first seen
 	readAt   time.Time // when it was last read
 	read     bool      // read at least once
 	dirty    bool      // its fence saw a change: read it again at once
 	inRoster bool
-	fence    *Elector
+	fence    *cluster.Elector
 	// overTerm is the highest term its fence saw the lease at: every leadership of the
 	// member's lease of a lower term has ended (E5, E6), whatever a later read shows (B3).
 	overTerm uint64
@@ -161,7 +154,7 @@ func (p *Partitions) readMember(ctx context.Context, member string) {
 	rec, err := p.lock.Get(rctx, memberLeaseName(p.name, member))
 	cancel()
 	found := err == nil
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, cluster.ErrNotFound) {
 		return // E8: unknown, judged on the next read
 	}
 	now := time.Now()
@@ -196,27 +189,28 @@ func (mv *memberView) gone(id string) bool {
 
 // fenceGate lets a fence take over another member's lease only once it has expired (E6), so
 // that the partitions claimed under it can be claimed again (D10). It never takes a released or
-// missing lease: the member's own Elector does.
+// missing lease: the member's own Elector does. It follows the member's record as it is while
+// it refuses (FollowsExpiry), so that the fence judges its expiry.
 type fenceGate struct{}
 
-var _ claimer = fenceGate{}
+var _ cluster.Gate = fenceGate{}
 
-func (fenceGate) acquire(_ int, rec *Record, expired bool) bool {
+func (fenceGate) Admit(rec *cluster.Record, expired bool) bool {
 	return rec != nil && expired && rec.Holder != ""
 }
-func (fenceGate) drop(int)            {}
-func (fenceGate) watchesExpiry() bool { return true }
+func (fenceGate) Drop()               {}
+func (fenceGate) FollowsExpiry() bool { return true }
 
 // startFence starts the fence of member's lease: an Elector of the engine on that lease that
 // takes it over once it has expired (E6) and releases it at once. Called with p.mu held.
 func (p *Partitions) startFence(ctx context.Context, member string, mv *memberView) {
-	var f *Elector
-	f, err := NewElector(ElectorConfig{
+	var f *cluster.Elector
+	f, err := cluster.NewElector(cluster.ElectorConfig{
 		Lock: p.raw, LeaseName: memberLeaseName(p.name, member), LeaseDuration: p.l, RenewInterval: p.r,
-		InstanceID: p.id, Logger: p.log,
-		Observer: func(ev Event) {
+		InstanceID: p.id, Logger: p.log, Gate: fenceGate{},
+		Observer: func(ev cluster.Event) {
 			switch ev.Kind {
-			case BecameLeader:
+			case cluster.BecameLeader:
 				// Taken over: the member's leadership has ended. Released at once, so that
 				// the member, if it lives on, takes its lease again within R.
 				p.wg.Go(func() {
@@ -225,7 +219,7 @@ func (p *Partitions) startFence(ctx context.Context, member string, mv *memberVi
 					_ = f.Stop(sctx)
 				})
 				p.markDirty(member, f, ev.Term)
-			case WatchedChange, ObservedLeader, ObservedRevision:
+			case cluster.WatchedChange, cluster.ObservedLeader, cluster.ObservedRevision:
 				p.markDirty(member, nil, ev.Term)
 			}
 		},
@@ -234,7 +228,6 @@ func (p *Partitions) startFence(ctx context.Context, member string, mv *memberVi
 		p.log.Warn("leasehold: partitions: fence", "member", member, "error", err)
 		return
 	}
-	f.claim = fenceGate{}
 	mv.fence = f
 	if err := f.Start(ctx); err != nil {
 		mv.fence = nil
@@ -248,7 +241,7 @@ func (p *Partitions) startFence(ctx context.Context, member string, mv *memberVi
 // that would otherwise come first on a crashed member's partitions' way to a new owner (D8);
 // any other change is read again at once. ended, when not nil, is a fence that has ended its
 // work.
-func (p *Partitions) markDirty(member string, ended *Elector, term uint64) {
+func (p *Partitions) markDirty(member string, ended *cluster.Elector, term uint64) {
 	p.mu.Lock()
 	if mv := p.members[member]; mv != nil {
 		if !mv.read || !mv.found || term > mv.rec.Term {
@@ -267,7 +260,7 @@ func (p *Partitions) markDirty(member string, ended *Elector, term uint64) {
 // stopFences stops every fence.
 func (p *Partitions) stopFences(ctx context.Context) {
 	p.mu.Lock()
-	var fs []*Elector
+	var fs []*cluster.Elector
 	for _, mv := range p.members {
 		if mv.fence != nil {
 			fs = append(fs, mv.fence)
@@ -280,13 +273,13 @@ func (p *Partitions) stopFences(ctx context.Context) {
 	}
 }
 
-// PartitionLease returns, for rec, a record of a partition of the partitioned election lease,
+// MemberLease returns, for rec, a record of a partition of the partitioned election lease,
 // the name of the member lease it is held under and that lease's term (D10); ok is false when
 // rec is released or names no member lease. The partition is owned while that member lease's
 // record names rec.Holder at that term and has not expired: how a tool that does not run the
 // election (leasehold status) tells an owned partition from one whose owner is gone, as a
 // partition's record is written only when its owner changes.
-func PartitionLease(lease string, rec Record) (memberLease string, term uint64, ok bool) {
+func MemberLease(lease string, rec cluster.Record) (memberLease string, term uint64, ok bool) {
 	if rec.Holder == "" {
 		return "", 0, false
 	}
