@@ -216,32 +216,9 @@ func (l *Locker) acquire(ctx context.Context, key string, try bool) (*Held, erro
 		if try {
 			observer = cluster.Observers(func(ev cluster.Event) { verdict.observe(key, ev) }, l.observer)
 		}
-		e, err = cluster.NewElector(cluster.ElectorConfig{
-			Lock: l.lock, LeaseName: key, LeaseDuration: l.l, RenewInterval: l.r,
-			InstanceID: l.id, Logger: l.log, Observer: observer, Session: l.session,
-		})
-		if err != nil {
+		if e, won, err = l.startElector(ctx, key, observer); err != nil {
 			free()
-			return nil, fmt.Errorf("locker: key %q: %w", key, err)
-		}
-		won = make(chan context.Context, 1)
-		e.WhenLeader(func(lctx context.Context) error {
-			// The latest leadership replaces one nobody took: that one may have ended.
-			for {
-				select {
-				case won <- lctx:
-					return nil
-				default:
-				}
-				select {
-				case <-won:
-				default:
-				}
-			}
-		}, nil)
-		if err := e.Start(context.WithoutCancel(ctx)); err != nil {
-			free()
-			return nil, fmt.Errorf("locker: key %q: %w", key, err)
+			return nil, err
 		}
 	}
 	var fail error
@@ -273,6 +250,37 @@ wait:
 	}
 	free()
 	return nil, fail
+}
+
+// startElector starts the Elector of key's lease, and returns the channel of its leaderships,
+// as WhenLeader starts them.
+func (l *Locker) startElector(ctx context.Context, key string, observer func(cluster.Event)) (*cluster.Elector, chan context.Context, error) {
+	e, err := cluster.NewElector(cluster.ElectorConfig{
+		Lock: l.lock, LeaseName: key, LeaseDuration: l.l, RenewInterval: l.r,
+		InstanceID: l.id, Logger: l.log, Observer: observer, Session: l.session,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("locker: key %q: %w", key, err)
+	}
+	won := make(chan context.Context, 1)
+	e.WhenLeader(func(lctx context.Context) error {
+		// The latest leadership replaces one nobody took: that one may have ended.
+		for {
+			select {
+			case won <- lctx:
+				return nil
+			default:
+			}
+			select {
+			case <-won:
+			default:
+			}
+		}
+	}, nil)
+	if err := e.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, nil, fmt.Errorf("locker: key %q: %w", key, err)
+	}
+	return e, won, nil
 }
 
 // turn waits until no other Acquire of this Locker is acquiring or holding key, and takes the
