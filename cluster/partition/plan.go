@@ -132,6 +132,42 @@ func (p *Partitions) settled(prev, seen map[string]bool) bool {
 // fences of the members of the roster and drops the members gone for good. It returns the other
 // members the roster held, nil when it could not be read.
 func (p *Partitions) readRoster(ctx context.Context, beat *uint64) map[string]bool {
+	inRoster, err := p.rosterOthers(ctx, beat)
+	known := p.knownMembers(inRoster)
+	// Read together: the planner answers no fence while it reads, and a fence's news of a
+	// crash waits for the last of these reads (D8).
+	var wg sync.WaitGroup
+	for id := range known {
+		wg.Go(func() { p.readMember(ctx, id) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	stops, leaves := p.dropOrFence(ctx, inRoster, err == nil)
+	for _, f := range stops {
+		p.wg.Go(func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.l)
+			defer cancel()
+			_ = f.Stop(sctx)
+		})
+	}
+	for _, id := range leaves {
+		rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
+		_ = p.roster.Leave(rctx, RosterName(p.name), id)
+		cancel()
+	}
+	if err != nil {
+		return nil
+	}
+	return inRoster
+}
+
+// rosterOthers reads the roster and returns the other members it holds, with the read's error,
+// and joins the roster again when the read shows this instance missing from it, or there under
+// another session: to the others, a member missing from the roster is dropped once no record
+// names it, and then planned for by nobody.
+func (p *Partitions) rosterOthers(ctx context.Context, beat *uint64) (map[string]bool, error) {
 	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
 	ms, err := p.roster.Members(rctx, RosterName(p.name))
 	cancel()
@@ -155,7 +191,15 @@ func (p *Partitions) readRoster(ctx context.Context, beat *uint64) map[string]bo
 		}
 		cancel()
 	}
+	return inRoster, err
+}
+
+// knownMembers returns the members whose leases a roster read reads: those already viewed, those
+// of the roster, and the holders named by a partition's record, so that a member that left the
+// roster while holding partitions is still seen (and fenced) until its records change.
+func (p *Partitions) knownMembers(inRoster map[string]bool) map[string]bool {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	known := make(map[string]bool)
 	for id := range p.members {
 		known[id] = true
@@ -168,21 +212,18 @@ func (p *Partitions) readRoster(ctx context.Context, beat *uint64) map[string]bo
 			known[h] = true
 		}
 	}
-	p.mu.Unlock()
-	// Read together: the planner answers no fence while it reads, and a fence's news of a
-	// crash waits for the last of these reads (D8).
-	var wg sync.WaitGroup
-	for id := range known {
-		wg.Go(func() { p.readMember(ctx, id) })
-	}
-	wg.Wait()
-	if ctx.Err() != nil {
-		return nil
-	}
+	return known
+}
+
+// dropOrFence decides, once the leases are read, what becomes of each member viewed: one of the
+// roster whose lease has not been its own for L is made to leave it, one neither in the roster
+// nor named by a record is dropped (its fence to stop), and one whose lease is held and not yet
+// fenced is fenced. It returns the fences to stop and the members to make leave; leaving and
+// dropping need rosterRead, as a roster that could not be read says nothing of who is in it.
+func (p *Partitions) dropOrFence(ctx context.Context, inRoster map[string]bool, rosterRead bool) (stops []*cluster.Elector, leaves []string) {
 	now := time.Now()
-	var stops []*cluster.Elector
-	var leaves []string
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	for id := range inRoster {
 		if p.members[id] == nil {
 			p.members[id] = &memberView{} // its lease could not be read: counted, not live
@@ -198,11 +239,11 @@ func (p *Partitions) readRoster(ctx context.Context, beat *uint64) map[string]bo
 		mv.inRoster = inRoster[id]
 		gone := mv.read && (!mv.found || mv.rec.Holder != id) && now.Sub(mv.seenAt) >= p.l
 		switch {
-		case err == nil && gone && mv.inRoster:
+		case rosterRead && gone && mv.inRoster:
 			// Its lease has not been its own for L: a member that crashed, or was stopped
 			// without leaving. It joins again if it lives on.
 			leaves = append(leaves, id)
-		case err == nil && !mv.inRoster && !named[id]:
+		case rosterRead && !mv.inRoster && !named[id]:
 			if mv.fence != nil {
 				stops = append(stops, mv.fence)
 			}
@@ -213,23 +254,7 @@ func (p *Partitions) readRoster(ctx context.Context, beat *uint64) map[string]bo
 			p.startFence(ctx, id, mv)
 		}
 	}
-	p.mu.Unlock()
-	for _, f := range stops {
-		p.wg.Go(func() {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.l)
-			defer cancel()
-			_ = f.Stop(sctx)
-		})
-	}
-	for _, id := range leaves {
-		rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
-		_ = p.roster.Leave(rctx, RosterName(p.name), id)
-		cancel()
-	}
-	if err != nil {
-		return nil
-	}
-	return inRoster
+	return stops, leaves
 }
 
 // readDirty reads again the leases its fences saw change.
@@ -256,6 +281,38 @@ func (p *Partitions) apply(ctx context.Context) {
 		p.mu.Unlock()
 		return // no member lease, no claim
 	}
+	live, isLive := p.liveMembers()
+	owner, reserved, adopt := p.owners(now, epoch, isLive)
+	moves := planPartitions(live, owner, p.maxMoves)
+	claims := p.claimsToMake(now, live, isLive, owner, reserved, moves)
+	var handovers []partitionMove
+	for _, m := range moves {
+		if m.From == p.id && p.own[m.Partition].Load() != nil && !p.handing[m.Partition] && p.mayHandOver(now) {
+			handovers = append(handovers, m)
+		}
+	}
+	views := make(map[int]partView, len(claims))
+	for _, i := range claims {
+		views[i] = p.view[i]
+	}
+	for _, i := range adopt {
+		p.becomeOwner(i, epoch, p.view[i].rec)
+	}
+	p.mu.Unlock()
+	for _, m := range handovers {
+		p.handOver(ctx, m.Partition, m.To)
+	}
+	// The claims go out together, up to claimsInFlight at once: after a crash a member claims
+	// its share of the crashed member's partitions, and one round trip after another would
+	// put the last of them that many round trips past the first (D8). A store that batches
+	// its requests sends them as one.
+	inFlight(ctx, claimsInFlight, claims, func(i int) { p.claim(ctx, i, views[i], epoch) })
+}
+
+// liveMembers returns the members a plan is made for, this instance among them, sorted, and
+// the same as a set: the plan is made for members that renew, not for all those with a lease.
+// Called with p.mu held.
+func (p *Partitions) liveMembers() ([]string, map[string]bool) {
 	live := []string{p.id}
 	isLive := map[string]bool{p.id: true}
 	for id, mv := range p.members {
@@ -268,9 +325,17 @@ func (p *Partitions) apply(ctx context.Context) {
 		}
 	}
 	slices.Sort(live)
-	owner := make([]string, p.k)
-	reserved := make([]bool, p.k)
-	var adopt []int
+	return live, isLive
+}
+
+// owners decides whom the plan counts as each partition's owner ("" for free, unknownOwner for
+// not read yet, which the plan leaves alone), whether that owner only holds a reservation (R3),
+// and which partitions this instance adopts: those whose records name its epoch and which it
+// does not run. The plan starts from these owners, so whom it trusts decides what it moves.
+// Called with p.mu held.
+func (p *Partitions) owners(now time.Time, epoch uint64, isLive map[string]bool) (owner []string, reserved []bool, adopt []int) {
+	owner = make([]string, p.k)
+	reserved = make([]bool, p.k)
 	for i := range p.view {
 		v := &p.view[i]
 		switch {
@@ -307,7 +372,15 @@ func (p *Partitions) apply(ctx context.Context) {
 			}
 		}
 	}
-	moves := planPartitions(live, owner, p.maxMoves)
+	return owner, reserved, adopt
+}
+
+// claimsToMake decides which partitions this instance claims now: those the plan moves to it
+// from nobody, up to claimLimit, those reserved for it, and those free for so long that views
+// must disagree (stuck); and it marks since when each partition has been free. The bounds keep
+// this instance from claiming shares it would hand back at MaxMoves per R. Called with p.mu
+// held.
+func (p *Partitions) claimsToMake(now time.Time, live []string, isLive map[string]bool, owner []string, reserved []bool, moves []partitionMove) []int {
 	var claims []int
 	planned := make(map[int]bool)
 	for _, m := range moves {
@@ -327,18 +400,7 @@ func (p *Partitions) apply(ctx context.Context) {
 	}
 	mine := held + len(planned)
 	share := (p.k + len(live) - 1) / len(live)
-	// This instance's own claims stop at its share among the members it cannot tell are gone:
-	// the live ones, and those of the roster whose lease no read or fence has shown released,
-	// taken over or another's (one still joining, one whose lease could not be read). A view
-	// that misses members (reads that failed or time out under load) then does not make this
-	// instance claim their shares, which it would hand back at MaxMoves per R (D7).
-	counted := len(live)
-	for id, mv := range p.members {
-		if !isLive[id] && mv.inRoster && !mv.gone(id) {
-			counted++
-		}
-	}
-	limit := (p.k + counted - 1) / counted
+	limit := p.claimLimit(len(live), isLive)
 	for i := range p.view {
 		v := &p.view[i]
 		if owner[i] != "" && !reserved[i] {
@@ -368,28 +430,24 @@ func (p *Partitions) apply(ctx context.Context) {
 			claims = append(claims, i)
 		}
 	}
-	var handovers []partitionMove
-	for _, m := range moves {
-		if m.From == p.id && p.own[m.Partition].Load() != nil && !p.handing[m.Partition] && p.mayHandOver(now) {
-			handovers = append(handovers, m)
+	return claims
+}
+
+// claimLimit decides how many partitions this instance's own claims may bring it to, given the
+// number of live members and which they are. Called with p.mu held.
+func (p *Partitions) claimLimit(nLive int, isLive map[string]bool) int {
+	// This instance's own claims stop at its share among the members it cannot tell are gone:
+	// the live ones, and those of the roster whose lease no read or fence has shown released,
+	// taken over or another's (one still joining, one whose lease could not be read). A view
+	// that misses members (reads that failed or time out under load) then does not make this
+	// instance claim their shares, which it would hand back at MaxMoves per R (D7).
+	counted := nLive
+	for id, mv := range p.members {
+		if !isLive[id] && mv.inRoster && !mv.gone(id) {
+			counted++
 		}
 	}
-	views := make(map[int]partView, len(claims))
-	for _, i := range claims {
-		views[i] = p.view[i]
-	}
-	for _, i := range adopt {
-		p.becomeOwner(i, epoch, p.view[i].rec)
-	}
-	p.mu.Unlock()
-	for _, m := range handovers {
-		p.handOver(ctx, m.Partition, m.To)
-	}
-	// The claims go out together, up to claimsInFlight at once: after a crash a member claims
-	// its share of the crashed member's partitions, and one round trip after another would
-	// put the last of them that many round trips past the first (D8). A store that batches
-	// its requests sends them as one.
-	inFlight(ctx, claimsInFlight, claims, func(i int) { p.claim(ctx, i, views[i], epoch) })
+	return (p.k + counted - 1) / counted
 }
 
 // claimsInFlight is how many claims a plan sends at once.
