@@ -17,7 +17,7 @@ import (
 func TestE5AnswerAfterTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		faults := newFaultStore(w.mem)
+		faults := newFaultStore(w.Mem)
 		var mu sync.Mutex
 		var stops []Event
 		e, err := NewElector(ElectorConfig{
@@ -25,10 +25,10 @@ func TestE5AnswerAfterTheDeadline(t *testing.T) {
 			InstanceID: "a", Logger: quietLogger(),
 			Observer: func(ev Event) {
 				switch {
-				case ev.Kind == AttemptSucceeded && w.since() >= sec(5):
+				case ev.Kind == AttemptSucceeded && w.Since() >= sec(5):
 					// The second attempt's answer came at 9.8s; handle it at 10.5s, after
 					// the first leadership's deadline at (L+R)/2 = 10s.
-					time.Sleep(w.start.Add(sec(10.5)).Sub(time.Now()))
+					time.Sleep(w.Start.Add(sec(10.5)).Sub(time.Now()))
 				case ev.Kind == StoppedLeading:
 					mu.Lock()
 					stops = append(stops, ev)
@@ -44,7 +44,7 @@ func TestE5AnswerAfterTheDeadline(t *testing.T) {
 		e.WhenLeader(func(ctx context.Context) error {
 			term, _ := TermOf(ctx)
 			mu.Lock()
-			fnAt = append(fnAt, w.since())
+			fnAt = append(fnAt, w.Since())
 			terms = append(terms, term)
 			mu.Unlock()
 			return nil
@@ -53,24 +53,24 @@ func TestE5AnswerAfterTheDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer e.Stop(context.Background())
-		w.at(0)
+		w.At(0)
 		if !e.IsLeader() {
 			t.Fatal("a does not lead at start")
 		}
 		faults.Set(func(f *faultStore) { f.Latency = 2400 * time.Millisecond }) // Get + Patch: 4.8s
-		w.at(sec(10.2))
+		w.At(sec(10.2))
 		if e.IsLeader() {
 			t.Fatal("IsLeader is true at 10.2s, after the deadline at 10s")
 		}
-		w.at(sec(11))
+		w.At(sec(11))
 		if e.IsLeader() {
 			t.Fatal("a leads at 11s on the answer handled after the deadline: that term was led already (E11)")
 		}
-		w.at(sec(13))
+		w.At(sec(13))
 		mu.Lock()
 		defer mu.Unlock()
 		// Sent at 10.5s, it says 10s: when IsLeader turned false (W7).
-		if len(stops) != 1 || stops[0].Reason != ReasonDeadline || w.rel(stops[0].Time) != sec(10) {
+		if len(stops) != 1 || stops[0].Reason != ReasonDeadline || w.Rel(stops[0].Time) != sec(10) {
 			t.Fatalf("stopped-leading events %+v, want one at 10s with reason %q", stops, ReasonDeadline)
 		}
 		// The new term is written at once, on the revision the late answer brought (E10): one

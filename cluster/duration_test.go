@@ -18,9 +18,9 @@ const step = 250 * time.Millisecond
 // at the first instant at which two of nodes say they lead. steady, when not nil, must lead at
 // every sample: the samples then show a live leader, not an empty election.
 func (w *world) sampleLeaders(until time.Duration, steady *node, nodes ...*node) {
-	w.t.Helper()
-	for d := w.since().Truncate(step); d <= until; d += step {
-		w.at(d)
+	w.T.Helper()
+	for d := w.Since().Truncate(step); d <= until; d += step {
+		w.At(d)
 		var leaders []string
 		for _, n := range nodes {
 			if n.e.IsLeader() {
@@ -28,10 +28,10 @@ func (w *world) sampleLeaders(until time.Duration, steady *node, nodes ...*node)
 			}
 		}
 		if len(leaders) > 1 {
-			w.t.Fatalf("at %v, %v all say they lead", d, leaders)
+			w.T.Fatalf("at %v, %v all say they lead", d, leaders)
 		}
 		if steady != nil && !steady.e.IsLeader() {
-			w.t.Fatalf("at %v, %s does not lead although it renews", d, steady.e.InstanceID())
+			w.T.Fatalf("at %v, %s does not lead although it renews", d, steady.e.InstanceID())
 		}
 	}
 }
@@ -48,7 +48,7 @@ func TestE6FollowerWaitsForTheLeadersLongerDuration(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newWorld(t)
 				a := w.node("a", sec(15), sec(5)).start() // renewals at 0, 5, 10, 15, 20
-				w.at(sec(0.5))
+				w.At(sec(0.5))
 				b := w.node("b", sec(4), rb).start() // attempts at 0.5, 0.5 + rb, ...; one at 20.5
 
 				w.sampleLeaders(sec(22), a, a, b)
@@ -83,7 +83,7 @@ func TestE6FollowerWaitsForItsOwnLongerDuration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", sec(4), sec(1)).start() // renewals every second
-		w.at(sec(0.5))
+		w.At(sec(0.5))
 		b := w.node("b", sec(15), sec(5)).start() // attempts at 0.5, 5.5, 10.5, ...
 
 		w.sampleLeaders(sec(10.75), a, a, b)
@@ -112,15 +112,15 @@ func TestE6RecordWithoutDurationUsesOwnL(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newWorld(t)
-				if err := w.mem.Create(context.Background(), "cluster:leader", tc.doc); err != nil {
+				if err := w.Mem.Create(context.Background(), "cluster:leader", tc.doc); err != nil {
 					t.Fatal(err)
 				}
 				b := w.node("b", sec(4), sec(1)).start() // first sees the record at 0s
-				w.at(sec(4) - time.Nanosecond)
+				w.At(sec(4) - time.Nanosecond)
 				if b.e.IsLeader() {
 					t.Fatalf("b took over before its own L; record %v", w.record())
 				}
-				w.at(sec(6))
+				w.At(sec(6))
 				if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(4))) {
 					t.Fatalf("b became leader at %v; want 4s (its own L)", got)
 				}

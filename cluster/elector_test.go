@@ -59,11 +59,11 @@ func TestE1AttemptSchedule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(21))
+		w.At(sec(21))
 		starts := func() []time.Duration {
 			var out []time.Duration
 			for _, ev := range a.eventsOf(AttemptSucceeded) {
-				out = append(out, w.rel(ev.Time)-ev.Duration)
+				out = append(out, w.Rel(ev.Time)-ev.Duration)
 			}
 			return out
 		}
@@ -82,7 +82,7 @@ func TestE1AttemptSchedule(t *testing.T) {
 		a.mu.Lock()
 		a.events = nil
 		a.mu.Unlock()
-		w.at(sec(45))
+		w.At(sec(45))
 		if got := starts(); !reflect.DeepEqual(got, ds(sec(25), sec(31), sec(37))) {
 			t.Fatalf("slow attempt starts %v; want 25s 31s 37s (each right after the previous one)", got)
 		}
@@ -110,13 +110,13 @@ func TestE2RecordStates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(0)
+		w.At(0)
 		rec := w.record()
 		if rec["holder"] != "a" || rec["term"] != 1.0 {
 			t.Fatalf("absent record: created %v; want holder a, term 1", rec)
 		}
 		rev := rec["revision"]
-		w.at(sec(5))
+		w.At(sec(5))
 		rec = w.record()
 		if rec["holder"] != "a" || rec["term"] != 1.0 || rec["revision"] == rev {
 			t.Fatalf("held by self: %v; want renewed (holder a, term 1, new revision)", rec)
@@ -124,14 +124,14 @@ func TestE2RecordStates(t *testing.T) {
 
 		// Released (empty holder): the next attempt takes over with term + 1.
 		b := w.node("b", 0, 0).start() // b's attempts at 5, 10, ...
-		w.at(sec(6))
+		w.At(sec(6))
 		if err := a.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if rec := w.record(); rec["holder"] != "" {
 			t.Fatalf("after a's Stop the record is %v; want holder \"\"", rec)
 		}
-		w.at(sec(10))
+		w.At(sec(10))
 		if rec := w.record(); rec["holder"] != "b" || rec["term"] != 2.0 {
 			t.Fatalf("released record after b's attempt: %v; want holder b, term 2", rec)
 		}
@@ -152,7 +152,7 @@ func TestE2ConcurrentCreateOneWins(t *testing.T) {
 				n.start()
 			}
 			for _, d := range []float64{0, 5, 10, 60} {
-				w.at(sec(d))
+				w.At(sec(d))
 				leaders := 0
 				for _, n := range nodes {
 					if n.e.IsLeader() {
@@ -174,27 +174,27 @@ func TestE2LostRaceIsAFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		n := 0
 		a.faults.Set(func(f *faultStore) {
 			f.BeforeWrite = func() {
 				// Another writer changes the record's revision just before each of a's writes.
 				n++
-				_ = w.mem.Patch(context.Background(), "cluster:leader", map[string]any{"revision": fmt.Sprint("other", n)}, nil)
+				_ = w.Mem.Patch(context.Background(), "cluster:leader", map[string]any{"revision": fmt.Sprint("other", n)}, nil)
 			}
 		})
-		w.at(sec(5))
+		w.At(sec(5))
 		if a.e.IsLeader() {
 			t.Fatal("a still leads after losing the race at 5s")
 		}
 		stops := a.eventsOf(StoppedLeading)
-		if len(stops) != 1 || stops[0].Reason != ReasonConflict || w.rel(stops[0].Time) != sec(5) {
+		if len(stops) != 1 || stops[0].Reason != ReasonConflict || w.Rel(stops[0].Time) != sec(5) {
 			t.Fatalf("stopped-leading events %v; want one at 5s with reason conflict", stops)
 		}
 		if !errors.Is(stops[0].Err, ErrConflict) {
 			t.Fatalf("stop error %v; want ErrConflict", stops[0].Err)
 		}
-		if got := a.deTimes(); len(got) != 1 || w.rel(got[0]) != sec(5) {
+		if got := a.deTimes(); len(got) != 1 || w.Rel(got[0]) != sec(5) {
 			t.Fatalf("deregistered at %v; want once at 5s", got)
 		}
 		a.faults.Set(func(f *faultStore) { f.BeforeWrite = nil }) // let Stop release
@@ -206,27 +206,27 @@ func TestE3AttemptTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(0)
+		w.At(0)
 		b := w.node("b", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b.faults.Set(func(f *faultStore) { f.Hang = true })
-		w.at(sec(16))
+		w.At(sec(16))
 		fails := b.eventsOf(AttemptFailed)
-		if len(fails) != 1 || fails[0].Reason != ReasonTimeout || w.rel(fails[0].Time) != sec(15) {
+		if len(fails) != 1 || fails[0].Reason != ReasonTimeout || w.Rel(fails[0].Time) != sec(15) {
 			t.Fatalf("b's failed attempts %v; want one timeout at 15s (attempt at 5s + L-R)", fails)
 		}
 		// A lock that ignores its context: the attempt still counts as failed at L-R, and no
 		// other attempt starts while it is in flight (attempts never overlap).
 		b.faults.Set(func(f *faultStore) { f.Hang, f.Ignore = true, true })
-		w.at(sec(40))
+		w.At(sec(40))
 		calls := b.faults.Calls
 		before := calls()
-		w.at(sec(100))
+		w.At(sec(100))
 		if got := calls(); got != before {
 			t.Fatalf("b made %d store calls while an attempt was stuck; want 0", got-before)
 		}
 		b.faults.Heal()
-		w.at(sec(106))
+		w.At(sec(106))
 		if calls() == before {
 			t.Fatal("b made no attempt after the stuck one returned")
 		}
@@ -241,22 +241,22 @@ func TestE4LeaderStopsAtOnceOnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		a.faults.Set(func(f *faultStore) { f.Err = errInjected })
-		w.at(sec(5))
+		w.At(sec(5))
 		if a.e.IsLeader() {
 			t.Fatal("a leads after a failed attempt at 5s")
 		}
 		stops := a.eventsOf(StoppedLeading)
-		if len(stops) != 1 || w.rel(stops[0].Time) != sec(5) || stops[0].Reason != ReasonError || !errors.Is(stops[0].Err, errInjected) {
+		if len(stops) != 1 || w.Rel(stops[0].Time) != sec(5) || stops[0].Reason != ReasonError || !errors.Is(stops[0].Err, errInjected) {
 			t.Fatalf("stopped leading %v; want at 5s, reason error, the injected error", stops)
 		}
-		if got := a.deTimes(); len(got) != 1 || w.rel(got[0]) != sec(5) {
+		if got := a.deTimes(); len(got) != 1 || w.Rel(got[0]) != sec(5) {
 			t.Fatalf("deregistered ran at %v; want once at 5s", got)
 		}
 		// Healed: it leads again at its next attempt, the record being held by itself.
 		a.faults.Heal()
-		w.at(sec(10))
+		w.At(sec(10))
 		if !a.e.IsLeader() {
 			t.Fatal("a does not lead again after the store healed")
 		}
@@ -268,13 +268,13 @@ func TestE4LeaderStopsWhenTaken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
-		if err := w.mem.Patch(context.Background(), "cluster:leader", map[string]any{"holder": "intruder", "revision": "x"}, nil); err != nil {
+		w.At(sec(1))
+		if err := w.Mem.Patch(context.Background(), "cluster:leader", map[string]any{"holder": "intruder", "revision": "x"}, nil); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(5))
+		w.At(sec(5))
 		stops := a.eventsOf(StoppedLeading)
-		if a.e.IsLeader() || len(stops) != 1 || stops[0].Reason != ReasonTakenBy || w.rel(stops[0].Time) != sec(5) {
+		if a.e.IsLeader() || len(stops) != 1 || stops[0].Reason != ReasonTakenBy || w.Rel(stops[0].Time) != sec(5) {
 			t.Fatalf("leader %v, stops %v; want stopped at 5s, reason taken", a.e.IsLeader(), stops)
 		}
 	})
@@ -286,21 +286,21 @@ func TestE5DeadlineWhileAttemptPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(6)) // last successful attempt: the one at 5s
+		w.At(sec(6)) // last successful attempt: the one at 5s
 		a.faults.Set(func(f *faultStore) { f.Hang = true })
-		w.at(sec(15) - time.Nanosecond)
+		w.At(sec(15) - time.Nanosecond)
 		if !a.e.IsLeader() {
 			t.Fatal("a stopped leading before 15s")
 		}
-		w.at(sec(15))
+		w.At(sec(15))
 		if a.e.IsLeader() {
 			t.Fatal("a still leads at 15s = 5s + (L+R)/2")
 		}
 		stops := a.eventsOf(StoppedLeading)
-		if len(stops) != 1 || w.rel(stops[0].Time) != sec(15) || stops[0].Reason != ReasonDeadline {
+		if len(stops) != 1 || w.Rel(stops[0].Time) != sec(15) || stops[0].Reason != ReasonDeadline {
 			t.Fatalf("stopped leading %v; want at 15s with reason deadline", stops)
 		}
-		if got := a.deTimes(); len(got) != 1 || w.rel(got[0]) != sec(15) {
+		if got := a.deTimes(); len(got) != 1 || w.Rel(got[0]) != sec(15) {
 			t.Fatalf("deregistered at %v; want 15s", got)
 		}
 		// The attempt started at 10s is still pending at 15s: it times out at 20s (E3).
@@ -308,7 +308,7 @@ func TestE5DeadlineWhileAttemptPending(t *testing.T) {
 		if len(fails) != 0 {
 			t.Fatalf("failed attempts before 20s: %v", fails)
 		}
-		w.at(sec(20))
+		w.At(sec(20))
 		if fails := a.eventsOf(AttemptFailed); len(fails) != 1 || fails[0].Reason != ReasonTimeout {
 			t.Fatalf("failed attempts at 20s: %v; want the timeout of the attempt of 10s", fails)
 		}
@@ -324,12 +324,12 @@ func TestE5LateSuccessDoesNotLead(t *testing.T) {
 		a := w.node("a", 20*time.Second, 5*time.Second)
 		a.faults.Set(func(f *faultStore) { f.Latency = 7 * time.Second })
 		a.start()
-		w.at(sec(14))
+		w.At(sec(14))
 		if a.e.IsLeader() {
 			t.Fatal("a leads on an attempt that answered after its deadline")
 		}
 		fails := a.eventsOf(AttemptFailed)
-		if len(fails) != 1 || fails[0].Reason != ReasonLate || w.rel(fails[0].Time) != sec(14) {
+		if len(fails) != 1 || fails[0].Reason != ReasonLate || w.Rel(fails[0].Time) != sec(14) {
 			t.Fatalf("failed attempts %v; want one at 14s with reason late", fails)
 		}
 		if got := a.fnTimes(); len(got) != 0 {
@@ -348,23 +348,23 @@ func TestE6CrashTakeoverOnOwnClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start() // attempts (renewals) at 0, 5, 10
-		w.at(sec(4.999))
+		w.At(sec(4.999))
 		b := w.node("b", 0, 0).start() // attempts at 4.999, 9.999, 14.999, ...
-		w.at(sec(5))
+		w.At(sec(5))
 		// A leader whose clock is far behind: its renewedAt is years old. b must not care.
 		a.faults.Set(func(f *faultStore) {
 			f.BeforeWrite = func() {}
 		})
-		if err := w.mem.Patch(context.Background(), "cluster:leader", map[string]any{"renewedAt": "1990-01-01T00:00:00Z"}, nil); err != nil {
+		if err := w.Mem.Patch(context.Background(), "cluster:leader", map[string]any{"renewedAt": "1990-01-01T00:00:00Z"}, nil); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(12))
+		w.At(sec(12))
 		a.crash() // last renewal: the attempt of 10s
-		w.at(sec(29.999) - time.Nanosecond)
+		w.At(sec(29.999) - time.Nanosecond)
 		if b.e.IsLeader() {
 			t.Fatal("b took over before the revision written at 10s expired on its clock")
 		}
-		w.at(sec(29.999))
+		w.At(sec(29.999))
 		// b first saw the revision of 10s at 14.999: it expires at 14.999 + L = 29.999.
 		if !b.e.IsLeader() {
 			t.Fatal("b does not lead at 29.999s")
@@ -386,17 +386,17 @@ func TestE6AttemptAtExpiry(t *testing.T) {
 		// R = 5s - 100µs so that b's regular attempts fall just before and after the expiry.
 		r := 5*time.Second - 100*time.Microsecond
 		a := w.node("a", testL, r).start()
-		w.at(sec(2))
+		w.At(sec(2))
 		b := w.node("b", testL, r).start() // sees a's revision of 0s first at 2s
-		w.at(sec(3))
+		w.At(sec(3))
 		a.crash() // last renewal at 0s: the revision b saw at 2s expires at 17s
-		w.at(sec(17) - time.Nanosecond)
+		w.At(sec(17) - time.Nanosecond)
 		// b attempted at 2 + 3r = 16.9997s, just before the expiry: it must not have taken over.
 		if b.e.IsLeader() || len(b.eventsOf(AttemptSucceeded)) != 4 {
 			t.Fatalf("before 17s: b leader %v after %d attempts; want follower after 4 attempts",
 				b.e.IsLeader(), len(b.eventsOf(AttemptSucceeded)))
 		}
-		w.at(sec(17))
+		w.At(sec(17))
 		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(17))) {
 			t.Fatalf("b became leader at %v; want 17s (2s + L), between its regular attempts", got)
 		}
@@ -409,7 +409,7 @@ func TestE7CleanStopHandsOverWithinR(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.node("b", 0, 0).start() // attempts at 1, 6, 11, 16
 		release := make(chan struct{})
 		deregStarted := make(chan struct{})
@@ -417,7 +417,7 @@ func TestE7CleanStopHandsOverWithinR(t *testing.T) {
 			close(deregStarted)
 			<-release
 		})
-		w.at(sec(12))
+		w.At(sec(12))
 		stopped := make(chan error, 1)
 		go func() { stopped <- a.e.Stop(context.Background()) }()
 		<-deregStarted
@@ -440,7 +440,7 @@ func TestE7CleanStopHandsOverWithinR(t *testing.T) {
 		if rec := w.record(); rec["holder"] != "" || rec["term"] != 1.0 {
 			t.Fatalf("record after Stop: %v; want released (holder \"\", term 1)", rec)
 		}
-		w.at(sec(16))
+		w.At(sec(16))
 		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(16))) {
 			t.Fatalf("b became leader at %v; want 16s, its first attempt after the release at 12s", got)
 		}
@@ -453,14 +453,14 @@ func TestE7StopTimeoutKeepsLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.node("b", 0, 0).start() // sees a's revision of 0s at 1s
 		release := make(chan struct{})
 		a.e.WhenLeader(func(ctx context.Context) error {
 			<-release // ignores its context: a stuck job
 			return nil
 		}, nil)
-		w.at(sec(2))
+		w.At(sec(2))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		err := a.e.Stop(ctx)
 		cancel()
@@ -470,8 +470,8 @@ func TestE7StopTimeoutKeepsLease(t *testing.T) {
 		if rec := w.record(); rec["holder"] != "a" {
 			t.Fatalf("record %v; want still held by a", rec)
 		}
-		w.at(sec(16))
-		if !b.e.IsLeader() || w.rel(b.eventsOf(BecameLeader)[0].Time) != sec(16) {
+		w.At(sec(16))
+		if !b.e.IsLeader() || w.Rel(b.eventsOf(BecameLeader)[0].Time) != sec(16) {
 			t.Fatalf("b: leader %v, events %v; want leading from 16s (a's renewal at 0s + L, seen at 1s)", b.e.IsLeader(), b.eventsOf(BecameLeader))
 		}
 		close(release)
@@ -485,9 +485,9 @@ func TestE7StopFollowerAndUnstarted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(0)
+		w.At(0)
 		b := w.node("b", 0, 0).start()
-		w.at(sec(3))
+		w.At(sec(3))
 		if err := b.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -519,7 +519,7 @@ func TestE7StartContextCancel(t *testing.T) {
 		if err := a.e.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(1))
+		w.At(sec(1))
 		cancel()
 		<-a.e.Done()
 		if a.e.IsLeader() {
@@ -578,11 +578,11 @@ func TestE8MalformedRecordNotOverwritten(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		bad := map[string]any{"holder": 42, "revision": "r"}
-		if err := w.mem.Create(context.Background(), "cluster:leader", bad); err != nil {
+		if err := w.Mem.Create(context.Background(), "cluster:leader", bad); err != nil {
 			t.Fatal(err)
 		}
 		a := w.node("a", 0, 0).start()
-		w.at(sec(60))
+		w.At(sec(60))
 		if a.e.IsLeader() {
 			t.Fatal("a leads over a malformed record")
 		}
@@ -605,18 +605,18 @@ func TestE7StopReleasesAfterLostRenewalAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(0)
+		w.At(0)
 		b := w.node("b", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		a.faults.Set(func(f *faultStore) { f.WriteThenHang = true })
-		w.at(sec(6)) // a's renewal of 5s wrote the record, its answer hangs
+		w.At(sec(6)) // a's renewal of 5s wrote the record, its answer hangs
 		if err := a.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		if rec := w.record(); rec["holder"] != "" {
 			t.Fatalf("after a's Stop the record is %v; want released", rec)
 		}
-		w.at(sec(10))
+		w.At(sec(10))
 		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(10))) {
 			t.Fatalf("b became leader at %v; want 10s, its next attempt after the release (within R)", got)
 		}
@@ -628,7 +628,7 @@ func TestE7SecondStopReturnsTheFirstsResult(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		release := make(chan struct{})
 		defer close(release)
 		a.e.WhenLeader(nil, func() { <-release }) // a deregistered that outlasts the first Stop's context
@@ -676,14 +676,14 @@ func TestE7StopAfterStartContextCancelled(t *testing.T) {
 		if err := a.e.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(1))
+		w.At(sec(1))
 		cancel()
 		<-a.e.Done() // at 11s: the callbacks had L - R
-		if d := w.since(); d != sec(11) {
+		if d := w.Since(); d != sec(11) {
 			t.Fatalf("the election ended at %v; want 11s", d)
 		}
 		err := a.e.Stop(context.Background())
-		if d := w.since(); d != sec(11) {
+		if d := w.Since(); d != sec(11) {
 			t.Errorf("Stop returned at %v; want at once (11s), with the first stop's result", d)
 		}
 		if err == nil || !strings.Contains(err.Error(), "not released") || !errors.Is(err, context.DeadlineExceeded) {

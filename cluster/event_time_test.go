@@ -16,7 +16,7 @@ import (
 func TestW7StoppedLeadingTimeIsTheDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		fs := newFaultStore(newWorld(t).mem)
+		fs := newFaultStore(newWorld(t).Mem)
 		var (
 			mu    sync.Mutex
 			stops []Event

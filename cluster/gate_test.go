@@ -24,7 +24,7 @@ func (gateFunc) Drop()                      {}
 func TestGateReleaseConflictReadsOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		cl := &countLock{inner: NewStoreLock(watchingStore{newFaultStore(w.mem)})}
+		cl := &countLock{inner: NewStoreLock(watchingStore{newFaultStore(w.Mem)})}
 		var failures []Event
 		var mu sync.Mutex
 		elector := func(name string, gate Gate) *Elector {
@@ -49,14 +49,14 @@ func TestGateReleaseConflictReadsOnce(t *testing.T) {
 			return e
 		}
 		held := elector("jobs/0", nil)
-		w.at(0)
+		w.At(0)
 		gated := elector("jobs/1", gateFunc(held.Idle))
-		w.at(sec(1))
+		w.At(sec(1))
 		if !held.IsLeader() || gated.IsLeader() {
 			t.Fatalf("at 1s: jobs/0 led %v, jobs/1 led %v; want jobs/0 alone", held.IsLeader(), gated.IsLeader())
 		}
 		other := "jobs/1"
-		plain := NewStoreLock(w.mem)
+		plain := NewStoreLock(w.Mem)
 		var once sync.Once
 		changed := false
 		cl.mu.Lock()
@@ -84,7 +84,7 @@ func TestGateReleaseConflictReadsOnce(t *testing.T) {
 			return cl.inner.Update(ctx, name, r)
 		}
 		cl.mu.Unlock()
-		w.at(sec(2))
+		w.At(sec(2))
 		now := stamp(time.Now(), Record{})
 		if _, err := plain.Create(context.Background(), other, Record{Holder: "x", Session: gated.session, Term: 4, AcquiredAt: now, RenewedAt: now, Duration: testL}); err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func TestElectorIdle(t *testing.T) {
 		elector := func(name string, dereg time.Duration) *Elector {
 			var e *Elector
 			e, err := NewElector(ElectorConfig{
-				Lock: NewStoreLock(w.mem), LeaseName: name, LeaseDuration: testL, RenewInterval: testR,
+				Lock: NewStoreLock(w.Mem), LeaseName: name, LeaseDuration: testL, RenewInterval: testR,
 				InstanceID: "x", Logger: quietLogger(),
 				Observer: func(ev Event) {
 					if ev.Kind == StoppedLeading {
@@ -144,11 +144,11 @@ func TestElectorIdle(t *testing.T) {
 			return e
 		}
 		a, b := elector("a", 0), elector("b", 3*time.Second)
-		w.at(sec(1))
+		w.At(sec(1))
 		if a.Idle() || b.Idle() {
 			t.Fatalf("at 1s, leading: a idle %v, b idle %v; want neither", a.Idle(), b.Idle())
 		}
-		plain := NewStoreLock(w.mem)
+		plain := NewStoreLock(w.Mem)
 		for _, name := range []string{"a", "b"} {
 			rec, err := plain.Get(context.Background(), name)
 			if err != nil {
@@ -159,14 +159,14 @@ func TestElectorIdle(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		w.at(sec(6))
+		w.At(sec(6))
 		if a.IsLeader() || b.IsLeader() {
 			t.Fatal("a or b leads at 6s, its record taken at 1s")
 		}
 		if !a.Idle() || b.Idle() {
 			t.Errorf("at 6s: a idle %v, b idle %v; want a alone (b's deregistered runs until 8s)", a.Idle(), b.Idle())
 		}
-		w.at(sec(8))
+		w.At(sec(8))
 		if !b.Idle() {
 			t.Error("b not idle at 8s, its deregistered returned")
 		}

@@ -2,14 +2,12 @@ package cluster
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
-	"github.com/leasehold/leasehold/store/memory"
+	"github.com/leasehold/leasehold/internal/bubble"
 )
 
 const (
@@ -30,35 +28,28 @@ type node struct {
 	deAt   []time.Time
 }
 
-type world struct {
-	t     *testing.T
-	mem   *memory.Store
-	start time.Time
-}
+// world is the store the instances of a test share, and the fake time it began at, with the
+// engine tests' own helpers.
+type world struct{ *bubble.World }
 
-func newWorld(t *testing.T) *world {
-	return &world{t: t, mem: memory.New(), start: time.Now()}
-}
+func newWorld(t *testing.T) *world { return &world{bubble.New(t)} }
 
-// since returns the fake time elapsed since the world began.
-func (w *world) since() time.Duration { return time.Since(w.start) }
-
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+var quietLogger = bubble.QuietLogger
 
 // node creates an elector named id with L and R (0 for the test defaults), and registers one
 // callback that records when fn and deregistered run.
 func (w *world) node(id string, l, r time.Duration) *node {
-	w.t.Helper()
+	w.T.Helper()
 	return w.nodeWith(id, l, r, quietLogger())
 }
 
 // nodeWith is node with a logger of the test's.
 func (w *world) nodeWith(id string, l, r time.Duration, log *slog.Logger) *node {
-	w.t.Helper()
+	w.T.Helper()
 	if l == 0 {
 		l, r = testL, testR
 	}
-	n := &node{t: w.t, faults: newFaultStore(w.mem)}
+	n := &node{t: w.T, faults: newFaultStore(w.Mem)}
 	e, err := NewElector(ElectorConfig{
 		Lock: NewStoreLock(n.faults), LeaseName: "leader", LeaseDuration: l, RenewInterval: r,
 		InstanceID: id, Logger: log,
@@ -69,7 +60,7 @@ func (w *world) nodeWith(id string, l, r time.Duration, log *slog.Logger) *node 
 		},
 	})
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	n.e = e
 	e.WhenLeader(func(ctx context.Context) error {
@@ -131,31 +122,18 @@ func (n *node) eventsOf(kind EventKind) []Event {
 	return out
 }
 
-// at sleeps until d after the world began (fake time inside a bubble) and waits for every
-// goroutine of the bubble to block.
-func (w *world) at(d time.Duration) {
-	w.t.Helper()
-	if wait := w.start.Add(d).Sub(time.Now()); wait > 0 {
-		time.Sleep(wait)
-	}
-	synctest.Wait()
-}
-
-// rel returns t as a duration since the world began.
-func (w *world) rel(t time.Time) time.Duration { return t.Sub(w.start) }
-
 // times returns the times of the events of kind, relative to the world's start.
 func (w *world) times(n *node, kind EventKind) []time.Duration {
 	var out []time.Duration
 	for _, ev := range n.eventsOf(kind) {
-		out = append(out, w.rel(ev.Time))
+		out = append(out, w.Rel(ev.Time))
 	}
 	return out
 }
 
 // record returns the lease document as stored, or nil.
 func (w *world) record() map[string]any {
-	doc, err := w.mem.Get(context.Background(), "cluster:leader")
+	doc, err := w.Mem.Get(context.Background(), "cluster:leader")
 	if err != nil {
 		return nil
 	}

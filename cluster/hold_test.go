@@ -14,8 +14,8 @@ import (
 func (w *world) stopNotBefore(ctx context.Context, n *node, t time.Duration) <-chan stopResult {
 	c := make(chan stopResult, 1)
 	go func() {
-		err := n.e.StopNotBefore(ctx, w.start.Add(t))
-		c <- stopResult{err, w.since()}
+		err := n.e.StopNotBefore(ctx, w.Start.Add(t))
+		c <- stopResult{err, w.Since()}
 	}()
 	return c
 }
@@ -42,11 +42,11 @@ func TestC6StopNotBefore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.node("b", 0, 0).start() // attempts at 1s, 6s, ..., 41s
-		w.at(sec(2))
+		w.At(sec(2))
 		res := w.stopNotBefore(context.Background(), a, sec(40))
-		w.at(sec(40) - time.Nanosecond)
+		w.At(sec(40) - time.Nanosecond)
 		if r, ok := returned(res); ok {
 			t.Fatalf("StopNotBefore returned at %v (%v), before 40s", r.at, r.err)
 		}
@@ -57,7 +57,7 @@ func TestC6StopNotBefore(t *testing.T) {
 		if got := w.times(a, AttemptSucceeded); !reflect.DeepEqual(got, ds(0, sec(5), sec(10), sec(15), sec(20), sec(25), sec(30), sec(35))) {
 			t.Fatalf("a's attempts during the hold at %v; want every R", got)
 		}
-		w.at(sec(40))
+		w.At(sec(40))
 		r, ok := returned(res)
 		if !ok || r.err != nil || r.at != sec(40) {
 			t.Fatalf("StopNotBefore: returned %v at %v with %v; want nil at 40s", ok, r.at, r.err)
@@ -65,7 +65,7 @@ func TestC6StopNotBefore(t *testing.T) {
 		if rec := w.record(); rec["holder"] != "" || rec["term"] != 1.0 {
 			t.Fatalf("record after the stop at 40s: %v; want released, term 1", rec)
 		}
-		w.at(sec(41))
+		w.At(sec(41))
 		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(41))) {
 			t.Fatalf("b became leader at %v; want 41s, its first attempt after the release", got)
 		}
@@ -80,11 +80,11 @@ func TestC6StopNotBeforeEnds(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			w := newWorld(t)
 			a := w.node("a", 0, 0).start()
-			w.at(sec(1))
+			w.At(sec(1))
 			res := w.stopNotBefore(context.Background(), a, sec(60))
-			w.at(sec(7))
+			w.At(sec(7))
 			a.faults.Set(func(f *faultStore) { f.Err = errInjected }) // the attempt at 10s fails
-			w.at(sec(10))
+			w.At(sec(10))
 			if r, ok := returned(res); !ok || r.at != sec(10) {
 				t.Fatalf("StopNotBefore returned %v at %v (%v); want at 10s, when the leadership was lost", ok, r.at, r.err)
 			}
@@ -96,16 +96,16 @@ func TestC6StopNotBeforeEnds(t *testing.T) {
 			w := newWorld(t)
 			a := w.node("a", 0, 0).start()
 			ctx, cancel := context.WithCancel(context.Background())
-			w.at(sec(1))
+			w.At(sec(1))
 			res := w.stopNotBefore(ctx, a, sec(60))
-			w.at(sec(12))
+			w.At(sec(12))
 			cancel()
 			synctest.Wait()
 			r, ok := returned(res)
 			if !ok || r.at != sec(12) || !errors.Is(r.err, context.Canceled) {
 				t.Fatalf("StopNotBefore returned %v at %v with %v; want context.Canceled at 12s", ok, r.at, r.err)
 			}
-			w.at(sec(21))
+			w.At(sec(21))
 			if !a.e.IsLeader() || len(w.times(a, AttemptSucceeded)) != 5 {
 				t.Fatalf("after the cancelled hold: a leads %v, attempts %v; want it to lead and renew", a.e.IsLeader(), w.times(a, AttemptSucceeded))
 			}
@@ -116,10 +116,10 @@ func TestC6StopNotBeforeEnds(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			w := newWorld(t)
 			a := w.node("a", 0, 0).start()
-			w.at(sec(1))
+			w.At(sec(1))
 			b := w.node("b", 0, 0).start()
 			c := w.node("c", 0, 0)
-			w.at(sec(2))
+			w.At(sec(2))
 			for _, tc := range []struct {
 				n *node
 				t time.Duration

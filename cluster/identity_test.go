@@ -20,11 +20,11 @@ func TestE12TwoProcessesOneInstanceID(t *testing.T) {
 				w := newWorld(t)
 				logs := &logCapture{}
 				a := w.node("web-1", 0, 0).start()
-				w.at(sec(1))
+				w.At(sec(1))
 				b := w.nodeWith("web-1", 0, 0, logs.Logger()).start()
 				// a renews at 0, 5, ..., 30 s; it ends at 32 s.
 				for d := sec(1); d <= sec(32); d += sec(0.25) {
-					w.at(d)
+					w.At(d)
 					if a.e.IsLeader() && b.e.IsLeader() {
 						t.Fatalf("both processes named web-1 lead at %v", d)
 					}
@@ -51,7 +51,7 @@ func TestE12TwoProcessesOneInstanceID(t *testing.T) {
 					}
 					bound = sec(36) // the release, at 32 s, is seen at b's next poll (E1)
 				}
-				w.at(sec(32) + testL + testR)
+				w.At(sec(32) + testL + testR)
 				got := w.times(b, BecameLeader)
 				if len(got) != 1 || got[0] != bound {
 					t.Fatalf("b became leader at %v; want once, at %v", got, bound)
@@ -76,14 +76,14 @@ func TestE11NewTermAfterLostLeadership(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(4))
+		w.At(sec(4))
 		a.faults.Set(func(f *faultStore) { f.Err = errInjected }) // the attempt at 5 s fails
-		w.at(sec(6))
+		w.At(sec(6))
 		a.faults.Heal()
 		if a.e.IsLeader() {
 			t.Fatal("a leads after a failed attempt (E4)")
 		}
-		w.at(sec(11))
+		w.At(sec(11))
 		var terms []uint64
 		for _, ev := range a.eventsOf(BecameLeader) {
 			terms = append(terms, ev.Term)
@@ -103,22 +103,22 @@ func TestE11DeletedRecordAboveLastTerm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		if err := a.e.Stop(context.Background()); err != nil { // released at term 1
 			t.Fatal(err)
 		}
 		b := w.node("b", 0, 0).start() // takes it over: term 2
-		w.at(sec(2))
+		w.At(sec(2))
 		c := w.node("c", 0, 0).start() // follows b, and sees term 2
-		w.at(sec(3))
+		w.At(sec(3))
 		if term, ok := b.e.Term(); !ok || term != 2 {
 			t.Fatalf("b's term %d (leading %v); want 2", term, ok)
 		}
 		b.crash()
-		if err := w.mem.Delete(context.Background(), "cluster:leader", nil); err != nil {
+		if err := w.Mem.Delete(context.Background(), "cluster:leader", nil); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(10)) // c finds no record at its next poll and creates it
+		w.At(sec(10)) // c finds no record at its next poll and creates it
 		got := c.eventsOf(BecameLeader)
 		if len(got) != 1 || got[0].Term != 3 {
 			t.Fatalf("c's leaderships %+v; want one, with term 3: above the 2 it saw", got)
@@ -132,12 +132,12 @@ func TestE11FloorAfterLostRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		a.crash()
 		if term, _ := w.record()["term"].(float64); term != 1 {
 			t.Fatalf("record's term %v; want 1 (the floor is 1 on the fake clock of 2000)", w.record()["term"])
 		}
-		if err := w.mem.Delete(context.Background(), "cluster:leader", nil); err != nil {
+		if err := w.Mem.Delete(context.Background(), "cluster:leader", nil); err != nil {
 			t.Fatal(err)
 		}
 		fresh := w.node("fresh", 0, 0)
@@ -145,7 +145,7 @@ func TestE11FloorAfterLostRecord(t *testing.T) {
 		fresh.e.wallSkew.Store(int64(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC).Sub(time.Now())))
 		want := fencing.Floor(time.Now().Add(time.Duration(fresh.e.wallSkew.Load())))
 		fresh.start()
-		w.at(sec(2))
+		w.At(sec(2))
 		if term, ok := fresh.e.Term(); !ok || term != want || want <= 1 {
 			t.Fatalf("fresh's term %d (leading %v); want the floor %d", term, ok, want)
 		}

@@ -64,7 +64,7 @@ func (l *strictLock) set(fn func(l *strictLock)) {
 func TestE10KnownWriteErrorReads(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		lock := newStrictLock(w.mem)
+		lock := newStrictLock(w.Mem)
 		var mu sync.Mutex
 		var evs []Event
 		e, err := NewElector(ElectorConfig{
@@ -79,18 +79,18 @@ func TestE10KnownWriteErrorReads(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = e.Stop(context.Background()) })
-		w.at(sec(1))
+		w.At(sec(1))
 		if !e.IsLeader() {
 			t.Fatal("a does not lead at 1s")
 		}
 		lock.set(func(l *strictLock) { l.failNext["leader"] = errors.New("test: the write failed") })
 		getsBefore := func() int { lock.mu.Lock(); defer lock.mu.Unlock(); return lock.gets["leader"] }()
-		w.at(sec(5.5))
+		w.At(sec(5.5))
 		mu.Lock()
 		defer mu.Unlock()
 		for _, ev := range evs {
 			if ev.Kind == AttemptFailed || ev.Kind == StoppedLeading {
-				t.Errorf("%v at %v (%v): the renewal whose write failed did not read", ev.Kind, w.rel(ev.Time), ev.Err)
+				t.Errorf("%v at %v (%v): the renewal whose write failed did not read", ev.Kind, w.Rel(ev.Time), ev.Err)
 			}
 		}
 		if !e.IsLeader() {

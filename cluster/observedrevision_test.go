@@ -34,14 +34,14 @@ func TestE6ObservedRevision(t *testing.T) {
 					a, b = w.node("a", 0, 0), w.node("b", 0, 0)
 				}
 				a.start()
-				w.at(sec(1))
+				w.At(sec(1))
 				b.start()
-				w.at(sec(12))
+				w.At(sec(12))
 				a.crash()
-				w.at(sec(40))
+				w.At(sec(40))
 				var want []Event
 				for _, s := range tc.want {
-					want = append(want, Event{Kind: ObservedRevision, Time: w.start.Add(sec(s)), Lease: "leader", Instance: "b", Term: 1, Holder: "a"})
+					want = append(want, Event{Kind: ObservedRevision, Time: w.Start.Add(sec(s)), Lease: "leader", Instance: "b", Term: 1, Holder: "a"})
 				}
 				if got := b.eventsOf(ObservedRevision); !reflect.DeepEqual(got, want) {
 					t.Fatalf("b's ObservedRevision events:\n got %+v\nwant %+v", got, want)

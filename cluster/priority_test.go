@@ -32,10 +32,10 @@ func checked(e *Elector, bad *atomic.Bool, took time.Duration) {
 
 // watchedLeaders samples, every 100ms until until, that at most one of nodes leads.
 func (w *world) watchedLeaders(until time.Duration, nodes ...*node) {
-	w.t.Helper()
-	for d := w.since(); d <= until; d += 100 * time.Millisecond {
-		w.at(d)
-		oneLeader(w.t, nodes...)
+	w.T.Helper()
+	for d := w.Since(); d <= until; d += 100 * time.Millisecond {
+		w.At(d)
+		oneLeader(w.T, nodes...)
 	}
 }
 
@@ -48,9 +48,9 @@ func TestQ2PreemptionAfterTheWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start()
-		w.at(sec(0.5))
+		w.At(sec(0.5))
 		c := w.watchNode("c", nil).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", nil)
 		ranked(b.e, 5, sec(30))
 		b.start()
@@ -61,7 +61,7 @@ func TestQ2PreemptionAfterTheWindow(t *testing.T) {
 		if rec := w.record(); rec["resignRequestedAt"] != "" || rec["holder"] != "a" {
 			t.Fatalf("record before 31s: %v; want a's, no request", rec)
 		}
-		w.at(sec(31))
+		w.At(sec(31))
 		if rec := w.record(); rec["holder"] != "a" || rec["nextHolder"] != "b" || rec["preempt"] != true || rec["nextPriority"] != 5.0 {
 			t.Fatalf("record at 31s: %v; want a's, with b's request", rec)
 		}
@@ -70,7 +70,7 @@ func TestQ2PreemptionAfterTheWindow(t *testing.T) {
 			t.Fatalf("b became leader at %v; want 35s, a's renewal after the end of b's window", got)
 		}
 		stops := a.eventsOf(StoppedLeading)
-		if len(stops) != 1 || w.rel(stops[0].Time) != sec(35) || stops[0].Reason != ReasonResign {
+		if len(stops) != 1 || w.Rel(stops[0].Time) != sec(35) || stops[0].Reason != ReasonResign {
 			t.Fatalf("a's stops: %+v; want one at 35s, reason resign", stops)
 		}
 		if term, _ := b.e.Term(); term != 2 {
@@ -100,17 +100,17 @@ func TestQ2WindowRestartsWhenLeadingEnds(t *testing.T) {
 		b := w.watchNode("b", nil)
 		ranked(b.e, 5, sec(60))
 		b.start() // leads from 0s
-		w.at(sec(1))
+		w.At(sec(1))
 		a := w.watchNode("a", nil).start()
-		w.at(sec(19))
+		w.At(sec(19))
 		b.faults.Set(func(f *faultStore) { f.Err = errInjected })
-		w.at(sec(20))
+		w.At(sec(20))
 		if b.e.IsLeader() {
 			t.Fatal("b still leads after its renewal failed")
 		}
-		w.at(sec(36))
+		w.At(sec(36))
 		b.faults.Heal()
-		w.at(sec(40))
+		w.At(sec(40))
 		if got := w.times(a.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(30))) {
 			t.Fatalf("a became leader at %v; want 30s", got)
 		}
@@ -118,11 +118,11 @@ func TestQ2WindowRestartsWhenLeadingEnds(t *testing.T) {
 		if rec := w.record(); rec["resignRequestedAt"] != "" || rec["holder"] != "a" {
 			t.Fatalf("record before 80s: %v; want a's, no request: b asked before a whole window since it stopped leading (20s + 60s)", rec)
 		}
-		w.at(sec(80))
+		w.At(sec(80))
 		if got := w.times(b.node, BecameLeader); len(got) != 2 || got[1] != sec(80) {
 			t.Fatalf("b became leader at %v; want 0s, then 80s", got)
 		}
-		if stops := a.eventsOf(StoppedLeading); len(stops) != 1 || w.rel(stops[0].Time) != sec(80) || stops[0].Reason != ReasonResign {
+		if stops := a.eventsOf(StoppedLeading); len(stops) != 1 || w.Rel(stops[0].Time) != sec(80) || stops[0].Reason != ReasonResign {
 			t.Fatalf("a's stops: %+v; want one at 80s, reason resign", stops)
 		}
 		oneLeader(t, a.node, b.node)
@@ -136,24 +136,24 @@ func TestQ3HighestCandidateWins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start() // 0, 5, 10, ...
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.node("b", 0, 0)
 		ranked(b.e, 3, sec(30))
 		b.start() // 1, 6, ..., asks at 31
-		w.at(sec(2))
+		w.At(sec(2))
 		c := w.node("c", 0, 0)
 		ranked(c.e, 5, sec(30))
 		c.start() // 2, 7, ..., asks at 32
-		w.at(sec(31))
+		w.At(sec(31))
 		if rec := w.record(); rec["nextHolder"] != "b" || rec["nextPriority"] != 3.0 || rec["preempt"] != true {
 			t.Fatalf("record at 31s: %v; want b's request, priority 3", rec)
 		}
-		w.at(sec(32))
+		w.At(sec(32))
 		if rec := w.record(); rec["nextHolder"] != "c" || rec["nextPriority"] != 5.0 || rec["holder"] != "a" {
 			t.Fatalf("record at 32s: %v; want c's request replacing b's", rec)
 		}
 		w.watchedLeaders(sec(37)-time.Millisecond, a, b, c)
-		w.at(sec(37))
+		w.At(sec(37))
 		if got := w.times(c, BecameLeader); !reflect.DeepEqual(got, ds(sec(37))) {
 			t.Fatalf("c became leader at %v; want 37s", got)
 		}
@@ -173,8 +173,8 @@ func TestQ3HolderIgnoresALowerRequest(t *testing.T) {
 		a := w.watchNode("a", nil)
 		ranked(a.e, 7, 0)
 		a.start()
-		w.at(sec(3))
-		lock := NewStoreLock(w.mem)
+		w.At(sec(3))
+		lock := NewStoreLock(w.Mem)
 		rec, err := lock.Get(context.Background(), "leader")
 		if err != nil {
 			t.Fatal(err)
@@ -183,7 +183,7 @@ func TestQ3HolderIgnoresALowerRequest(t *testing.T) {
 		if _, err := lock.Update(context.Background(), "leader", rec); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(5))
+		w.At(sec(5))
 		if !a.e.IsLeader() || len(a.eventsOf(StoppedLeading)) != 0 {
 			t.Fatal("a stopped leading for a candidate it outranks")
 		}
@@ -201,15 +201,15 @@ func TestQ4PreemptingCandidateDies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start() // 0, 5, 10, ...
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.node("b", 0, 0)
 		ranked(b.e, 5, sec(30))
 		b.start() // 1, 6, ..., asks at 31, next attempt 36
-		w.at(sec(2))
+		w.At(sec(2))
 		c := w.node("c", 0, 0).start() // 2, 7, ...
-		w.at(sec(33))
+		w.At(sec(33))
 		b.crash()
-		w.at(sec(35))
+		w.At(sec(35))
 		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "b" || rec["preempt"] != true {
 			t.Fatalf("record at 35s: %v; want released, reserved for b by a preemption", rec)
 		}
@@ -217,7 +217,7 @@ func TestQ4PreemptingCandidateDies(t *testing.T) {
 		if a.e.IsLeader() || c.e.IsLeader() {
 			t.Fatal("someone took a reserved release within R")
 		}
-		w.at(sec(40))
+		w.At(sec(40))
 		if got := w.times(a, BecameLeader); len(got) != 2 || got[1] != sec(40) {
 			t.Fatalf("a became leader at %v; want 0s and 40s, R after its release", got)
 		}
@@ -241,9 +241,9 @@ func TestU2UnhealthyLeaderHandsOver(t *testing.T) {
 		a := w.watchNode("a", nil)
 		checked(a.e, &bad, time.Second)
 		a.start() // checks from 0, 5, 10, ..., each ending 1s later; the record is created at 1s
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", nil).start()
-		w.at(sec(19))
+		w.At(sec(19))
 		if !a.e.IsLeader() {
 			t.Fatal("a, healthy, must lead")
 		}
@@ -255,12 +255,12 @@ func TestU2UnhealthyLeaderHandsOver(t *testing.T) {
 		if rec := w.record(); rec["unhealthy"] != false {
 			t.Fatalf("record before 31s: %v; want a healthy holder", rec)
 		}
-		w.at(sec(31))
+		w.At(sec(31))
 		if got := w.times(b.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(31))) {
 			t.Fatalf("b became leader at %v; want 31s, a's third failed check", got)
 		}
 		stops := a.eventsOf(StoppedLeading)
-		if len(stops) != 1 || w.rel(stops[0].Time) != sec(31) || stops[0].Reason != ReasonResign {
+		if len(stops) != 1 || w.Rel(stops[0].Time) != sec(31) || stops[0].Reason != ReasonResign {
 			t.Fatalf("a's stops: %+v; want one at 31s, reason resign", stops)
 		}
 		w.watchedLeaders(sec(60), a.node, b.node)
@@ -283,7 +283,7 @@ func TestU3AllUnhealthyLeaderKeepsLeading(t *testing.T) {
 		a := w.watchNode("a", nil)
 		checked(a.e, &bad, 0)
 		a.start() // 0, 5, 10, ...
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", nil)
 		checked(b.e, &bad, 0)
 		b.start()
@@ -291,7 +291,7 @@ func TestU3AllUnhealthyLeaderKeepsLeading(t *testing.T) {
 		if a.e.IsLeader() || b.e.IsLeader() || w.record() != nil {
 			t.Fatal("a failing candidate created the record before its last resort")
 		}
-		w.at(sec(20))
+		w.At(sec(20))
 		if got := w.times(a.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(20))) {
 			t.Fatalf("a became leader at %v; want 20s", got)
 		}
@@ -315,19 +315,19 @@ func TestU1FailingCandidateTakesLast(t *testing.T) {
 		var bad atomic.Bool
 		bad.Store(true)
 		a := w.watchNode("a", nil).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", nil)
 		checked(b.e, &bad, 0)
 		b.start()
-		w.at(sec(2))
+		w.At(sec(2))
 		c := w.watchNode("c", nil).start()
-		w.at(sec(12))
+		w.At(sec(12))
 		a.crash()
 		w.watchedLeaders(sec(25), b.node, c.node)
 		if got := w.times(c.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(25))) {
 			t.Fatalf("c became leader at %v; want 25s", got)
 		}
-		w.at(sec(40))
+		w.At(sec(40))
 		if err := c.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +335,7 @@ func TestU1FailingCandidateTakesLast(t *testing.T) {
 		if b.e.IsLeader() {
 			t.Fatal("b, failing, took the release before its last resort")
 		}
-		w.at(sec(60))
+		w.At(sec(60))
 		if got := w.times(b.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(60))) {
 			t.Fatalf("b became leader at %v; want 60s", got)
 		}
@@ -398,24 +398,24 @@ func TestQ2RequestSeenOnceWritten(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start() // 0, 5, ..., 30
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.node("b", 0, 0)
 		ranked(b.e, 5, sec(30))
 		b.start() // 1, 6, ..., asks at 31
-		w.at(sec(30.5))
+		w.At(sec(30.5))
 		b.faults.Set(func(f *faultStore) { f.BeforeWrite = func() { time.Sleep(2 * time.Second) } })
-		w.at(sec(32))
+		w.At(sec(32))
 		a.crash()
-		w.at(sec(33))
+		w.At(sec(33))
 		if rec := w.record(); rec["nextHolder"] != "b" || rec["preempt"] != true {
 			t.Fatalf("record at 33s: %v; want a's with b's request", rec)
 		}
 		b.faults.Set(func(f *faultStore) { f.BeforeWrite = nil })
-		w.at(sec(48) - time.Nanosecond)
+		w.At(sec(48) - time.Nanosecond)
 		if b.e.IsLeader() {
 			t.Fatal("b took over before L had passed since its request landed")
 		}
-		w.at(sec(48))
+		w.At(sec(48))
 		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(48))) {
 			t.Fatalf("b became leader at %v; want 48s", got)
 		}
@@ -448,7 +448,7 @@ func TestQ2RequestLosingToARenewalAsksAgain(t *testing.T) {
 		}
 		a := w.watchNode("a", func(l *countLock) {
 			l.updateHook = func(ctx context.Context, name string, r Record) (Record, error) {
-				if w.since() < sec(30) || r.Holder != "a" {
+				if w.Since() < sec(30) || r.Holder != "a" {
 					return l.inner.Update(ctx, name, r)
 				}
 				if err := wait(ctx, bRead); err != nil {
@@ -459,10 +459,10 @@ func TestQ2RequestLosingToARenewalAsksAgain(t *testing.T) {
 				return rec, err
 			}
 		}).start() // 0, 5, ..., 30, 35
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", func(l *countLock) {
 			l.getHook = func(context.Context) {
-				if w.since() >= sec(30) {
+				if w.Since() >= sec(30) {
 					readAt.Do(func() { close(bRead) })
 				}
 			}
@@ -479,16 +479,16 @@ func TestQ2RequestLosingToARenewalAsksAgain(t *testing.T) {
 		})
 		ranked(b.e, 5, sec(29))
 		b.start() // reads at 1s, then listens; asks at 30s
-		w.at(sec(30))
+		w.At(sec(30))
 		if rec := w.record(); rec["holder"] != "a" || rec["nextHolder"] != "b" || rec["preempt"] != true {
 			t.Fatalf("record at 30s: %v; want a's, with b's request (it lost its race to a's renewal, then asked again)", rec)
 		}
-		w.at(sec(35))
+		w.At(sec(35))
 		if got := w.times(b.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(35))) {
 			t.Fatalf("b became leader at %v; want 35s, a's renewal after b's request", got)
 		}
 		stops := a.eventsOf(StoppedLeading)
-		if len(stops) != 1 || w.rel(stops[0].Time) != sec(35) || stops[0].Reason != ReasonResign {
+		if len(stops) != 1 || w.Rel(stops[0].Time) != sec(35) || stops[0].Reason != ReasonResign {
 			t.Fatalf("a's stops: %+v; want one at 35s, reason resign", stops)
 		}
 	})

@@ -174,8 +174,8 @@ type wnode struct {
 }
 
 func (w *world) watchNode(id string, setup func(*countLock)) *wnode {
-	w.t.Helper()
-	n := &node{t: w.t, faults: newFaultStore(w.mem)}
+	w.T.Helper()
+	n := &node{t: w.T, faults: newFaultStore(w.Mem)}
 	cl := &countLock{inner: NewStoreLock(watchingStore{n.faults})}
 	if setup != nil {
 		setup(cl)
@@ -190,7 +190,7 @@ func (w *world) watchNode(id string, setup func(*countLock)) *wnode {
 		},
 	})
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	n.e = e
 	return &wnode{node: n, lock: cl}
@@ -204,9 +204,9 @@ func TestE9ReleaseTakeoverWithoutPolling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", nil).start() // reads at 1s (E1), then only listens
-		w.at(sec(12.5))
+		w.At(sec(12.5))
 		before := b.lock.counts()
 		if err := a.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
@@ -231,7 +231,7 @@ func TestE7ReleaseWritesWithoutReading(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start()
-		w.at(sec(6)) // renewed at 5s
+		w.At(sec(6)) // renewed at 5s
 		before := a.lock.counts()
 		if err := a.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
@@ -244,8 +244,8 @@ func TestE7ReleaseWritesWithoutReading(t *testing.T) {
 		}
 
 		b := w.watchNode("b", nil).start() // takes the released lease at 6s
-		w.at(sec(12))                      // renewed at 11s
-		if _, err := Resign(context.Background(), NewStoreLock(w.mem), "leader", ""); err != nil {
+		w.At(sec(12))                      // renewed at 11s
+		if _, err := Resign(context.Background(), NewStoreLock(w.Mem), "leader", ""); err != nil {
 			t.Fatal(err)
 		}
 		before = b.lock.counts()
@@ -267,14 +267,14 @@ func TestE9E10SteadyStateRequests(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", nil).start()
-		w.at(sec(2))
+		w.At(sec(2))
 		a0, b0 := a.lock.counts(), b.lock.counts()
 		if b0 != (lockCounts{gets: 1, watches: 1}) {
 			t.Fatalf("b's calls after its start: %+v; want its first read and one watch", b0)
 		}
-		w.at(sec(102)) // 20 R
+		w.At(sec(102)) // 20 R
 		if d := a.lock.counts().minus(a0); d != (lockCounts{updates: 20}) {
 			t.Fatalf("a's calls over 20 R: %+v; want 20 updates, no read", d)
 		}
@@ -291,7 +291,7 @@ func TestE9E10SteadyStateRequests(t *testing.T) {
 		// is a WatchedChange for each of a's renewals.
 		heard := 0
 		for _, ev := range b.eventsOf(WatchedChange) {
-			if w.rel(ev.Time) > sec(2) && ev.Holder == "a" {
+			if w.Rel(ev.Time) > sec(2) && ev.Holder == "a" {
 				heard++
 			}
 		}
@@ -311,28 +311,28 @@ func TestE9SilentWatchFallsBackToPolling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start() // renews at 0, 5, 10, ...
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", nil).start() // watches from 1s: heartbeats at 3.5, 6, 8.5, 11, ...
-		w.at(sec(12))
+		w.At(sec(12))
 		b.lock.mu.Lock()
 		b.lock.silent = true // last proof of life: the heartbeat of 11s
 		b.lock.mu.Unlock()
 		base := b.lock.counts()
-		w.at(sec(16) - time.Nanosecond)
+		w.At(sec(16) - time.Nanosecond)
 		if d := b.lock.counts().minus(base); d.gets != 0 {
 			t.Fatalf("b read %d times within R of the last proof of life; want 0", d.gets)
 		}
-		w.at(sec(16)) // 11s + R: b reads, and sees the renewal of 15s
+		w.At(sec(16)) // 11s + R: b reads, and sees the renewal of 15s
 		if d := b.lock.counts().minus(base); d.gets != 1 {
 			t.Fatalf("b read %d times by 11s + R; want 1", d.gets)
 		}
-		w.at(sec(22))
+		w.At(sec(22))
 		a.crash()     // last renewal at 20s
-		w.at(sec(22)) // b read at 21s, R after the last: first sight of the revision of 20s
+		w.At(sec(22)) // b read at 21s, R after the last: first sight of the revision of 20s
 		if d := b.lock.counts().minus(base); d.gets != 2 {
 			t.Fatalf("b read %d times by 22s; want 2 (every R once the watch is silent)", d.gets)
 		}
-		w.at(sec(40))
+		w.At(sec(40))
 		got := w.times(b.node, BecameLeader)
 		if !reflect.DeepEqual(got, ds(sec(36))) {
 			t.Fatalf("b became leader at %v; want 36s (21s + L, within L + R of the last renewal at 20s)", got)
@@ -348,17 +348,17 @@ func TestE9SilentWatchReleaseTakenWithinR(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start() // renews at 0, 5, 10
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", nil).start() // heartbeats at 3.5, 6, 8.5
-		w.at(sec(10.2))
+		w.At(sec(10.2))
 		b.lock.mu.Lock()
 		b.lock.silent = true // last proof of life: a's renewal at 10s
 		b.lock.mu.Unlock()
-		w.at(sec(10.5))
+		w.At(sec(10.5))
 		if err := a.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(20))
+		w.At(sec(20))
 		got := w.times(b.node, BecameLeader)
 		if len(got) != 1 || got[0] > sec(10.5)+testR {
 			t.Fatalf("b became leader at %v; want one takeover within R of the release at 10.5s", got)
@@ -377,15 +377,15 @@ func TestE9HeartbeatsAloneKeepTheWatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", nil).start()
-		w.at(sec(12))
+		w.At(sec(12))
 		a.crash() // last renewal at 10s, seen by b's watch at 10s
 		base := b.lock.counts()
 		b.lock.mu.Lock()
 		beats0 := b.lock.beats
 		b.lock.mu.Unlock()
-		w.at(sec(25) - time.Nanosecond)
+		w.At(sec(25) - time.Nanosecond)
 		if d := b.lock.counts().minus(base); d != (lockCounts{}) {
 			t.Fatalf("b's calls from 12s to 25s under heartbeats alone: %+v; want none", d)
 		}
@@ -396,11 +396,11 @@ func TestE9HeartbeatsAloneKeepTheWatch(t *testing.T) {
 			t.Fatalf("heartbeats delivered from 12s to 25s: %d; want 5", beats)
 		}
 		for _, ev := range b.eventsOf(WatchedChange) {
-			if w.rel(ev.Time) > sec(10) {
-				t.Fatalf("b emitted WatchedChange at %v; want none after the renewal of 10s (a heartbeat is no change)", w.rel(ev.Time))
+			if w.Rel(ev.Time) > sec(10) {
+				t.Fatalf("b emitted WatchedChange at %v; want none after the renewal of 10s (a heartbeat is no change)", w.Rel(ev.Time))
 			}
 		}
-		w.at(sec(26))
+		w.At(sec(26))
 		if got := w.times(b.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(25))) {
 			t.Fatalf("b became leader at %v; want 25s, L after it saw the renewal of 10s", got)
 		}
@@ -417,18 +417,18 @@ func TestE9HeartbeatsDoNotPutOffAFailedTakeover(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", nil).start()
-		w.at(sec(12))
+		w.At(sec(12))
 		a.crash() // last renewal at 10s: expires for b at 25s
-		w.at(sec(24))
+		w.At(sec(24))
 		b.faults.Set(func(f *faultStore) { f.Err = errInjected })
-		w.at(sec(26)) // the takeover at 25s failed
+		w.At(sec(26)) // the takeover at 25s failed
 		b.faults.Heal()
-		if got := b.eventsOf(AttemptFailed); len(got) != 1 || w.rel(got[0].Time) != sec(25) {
+		if got := b.eventsOf(AttemptFailed); len(got) != 1 || w.Rel(got[0].Time) != sec(25) {
 			t.Fatalf("b's failed attempts: %v; want one at 25s", got)
 		}
-		w.at(sec(31))
+		w.At(sec(31))
 		if got := w.times(b.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(30))) {
 			t.Fatalf("b became leader at %v; want 30s, R after the failed takeover, though heartbeats came", got)
 		}
@@ -489,9 +489,9 @@ func TestE9WatchErrorReestablished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", nil).start()
-		w.at(sec(12))
+		w.At(sec(12))
 		base := b.lock.counts()
 		b.lock.cut()
 		synctest.Wait()
@@ -499,15 +499,15 @@ func TestE9WatchErrorReestablished(t *testing.T) {
 		if d := b.lock.counts().minus(base); d != (lockCounts{gets: 1}) {
 			t.Fatalf("b's calls as its watch failed: %+v; want one read", d)
 		}
-		w.at(sec(17) - time.Nanosecond)
+		w.At(sec(17) - time.Nanosecond)
 		if d := b.lock.counts().minus(base); d.watches != 0 {
 			t.Fatalf("b watched again after %d calls before R had passed", d.watches)
 		}
-		w.at(sec(17))
+		w.At(sec(17))
 		if d := b.lock.counts().minus(base); d != (lockCounts{gets: 2, watches: 1}) {
 			t.Fatalf("b's calls by 17s: %+v; want reads at 12s and 17s and a new watch at 17s", d)
 		}
-		w.at(sec(30))
+		w.At(sec(30))
 		if d := b.lock.counts().minus(base); d != (lockCounts{gets: 2, watches: 1}) {
 			t.Fatalf("b's calls by 30s: %+v; want no read once the watch is back", d)
 		}
@@ -527,8 +527,8 @@ func TestE9UnsupportedPollsAfterOneLogLine(t *testing.T) {
 		w := newWorld(t)
 		var logs logCapture
 		a := w.watchNode("a", nil).start()
-		w.at(sec(1))
-		n := &node{t: t, faults: newFaultStore(w.mem)}
+		w.At(sec(1))
+		n := &node{t: t, faults: newFaultStore(w.Mem)}
 		cl := &countLock{inner: NewStoreLock(watchingStore{n.faults}), unsupported: true}
 		e, err := NewElector(ElectorConfig{Lock: cl, LeaseName: "leader", LeaseDuration: testL, RenewInterval: testR, InstanceID: "b", Logger: logs.Logger()})
 		if err != nil {
@@ -536,7 +536,7 @@ func TestE9UnsupportedPollsAfterOneLogLine(t *testing.T) {
 		}
 		n.e = e
 		n.start()
-		w.at(sec(31.5))
+		w.At(sec(31.5))
 		if got := cl.counts(); got != (lockCounts{gets: 7, watches: 1}) {
 			t.Fatalf("b's calls by 31.5s: %+v; want reads at 1, 6, ..., 31s and one watch", got)
 		}
@@ -555,7 +555,7 @@ func TestE10LostWriteIsStillOwn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		var once sync.Once
 		a.lock.mu.Lock()
 		a.lock.updateHook = func(ctx context.Context, name string, r Record) (Record, error) {
@@ -575,7 +575,7 @@ func TestE10LostWriteIsStillOwn(t *testing.T) {
 		}
 		a.lock.mu.Unlock()
 		base := a.lock.counts()
-		w.at(sec(5))
+		w.At(sec(5))
 		if d := a.lock.counts().minus(base); d != (lockCounts{gets: 1, updates: 2}) {
 			t.Fatalf("a's calls for the renewal at 5s: %+v; want a write, one read, a write", d)
 		}
@@ -596,9 +596,9 @@ func TestE9LeaderSeesForeignRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		b := w.watchNode("b", nil).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		a := w.watchNode("a", nil).start()
-		w.at(sec(2))
+		w.At(sec(2))
 		if err := b.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -606,9 +606,9 @@ func TestE9LeaderSeesForeignRecord(t *testing.T) {
 		if !a.e.IsLeader() {
 			t.Fatal("a does not lead after b's release")
 		}
-		w.at(sec(7))
+		w.At(sec(7))
 		base := a.lock.counts()
-		if err := w.mem.Patch(context.Background(), "cluster:leader", map[string]any{"holder": "z", "term": 3.0, "revision": "foreign"}, nil); err != nil {
+		if err := w.Mem.Patch(context.Background(), "cluster:leader", map[string]any{"holder": "z", "term": 3.0, "revision": "foreign"}, nil); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
@@ -616,7 +616,7 @@ func TestE9LeaderSeesForeignRecord(t *testing.T) {
 			t.Fatalf("a's calls after the foreign write: %+v; want one write and one read", d)
 		}
 		stops := a.eventsOf(StoppedLeading)
-		if a.e.IsLeader() || len(stops) != 1 || stops[0].Reason != ReasonTakenBy || w.rel(stops[0].Time) != sec(7) {
+		if a.e.IsLeader() || len(stops) != 1 || stops[0].Reason != ReasonTakenBy || w.Rel(stops[0].Time) != sec(7) {
 			t.Fatalf("a leads %v, stops %v; want it stopped at 7s, taken", a.e.IsLeader(), stops)
 		}
 	})
@@ -629,14 +629,14 @@ func TestE9WatchEndsWithTheElection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		c := w.watchNode("c", nil).start()
 		ctx, cancel := context.WithCancel(context.Background())
 		b := w.watchNode("b", nil)
 		if err := b.e.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(3))
+		w.At(sec(3))
 		for _, n := range []*wnode{a, b, c} {
 			n.lock.mu.Lock()
 			active := n.lock.active
@@ -749,20 +749,20 @@ func TestE7StopReturnsByItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", func(l *countLock) { l.lateReturn = 60 * time.Second }).start()
-		w.at(sec(2))
+		w.At(sec(2))
 		if err := a.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(3))
+		w.At(sec(3))
 		if !b.e.IsLeader() {
 			t.Fatal("b does not lead after a's release")
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		err := b.e.Stop(ctx)
-		if got := w.since(); got != sec(5) {
+		if got := w.Since(); got != sec(5) {
 			t.Fatalf("Stop returned at %v; want 5s, when its 2s context ended", got)
 		}
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "lease watch has not returned") {
@@ -779,7 +779,7 @@ func TestE7StopReturnsByItsContext(t *testing.T) {
 		if err := b.e.Stop(context.Background()); err != nil {
 			t.Fatalf("a later Stop, once the watch returned: %v; want nil", err)
 		}
-		if got := w.since(); got != sec(63) {
+		if got := w.Since(); got != sec(63) {
 			t.Fatalf("the later Stop returned at %v; want 63s, when the Watch returned", got)
 		}
 		<-b.e.Done()
@@ -792,17 +792,17 @@ func TestE7StopAfterStartContextReturnsByItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.watchNode("a", nil).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.watchNode("b", func(l *countLock) { l.lateReturn = 60 * time.Second })
 		startCtx, cancelStart := context.WithCancel(context.Background())
 		if err := b.e.Start(startCtx); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(2))
+		w.At(sec(2))
 		if err := a.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(3))
+		w.At(sec(3))
 		if !b.e.IsLeader() {
 			t.Fatal("b does not lead after a's release")
 		}
@@ -814,14 +814,14 @@ func TestE7StopAfterStartContextReturnsByItsContext(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		err := b.e.Stop(ctx)
-		if got := w.since(); got != sec(5) {
+		if got := w.Since(); got != sec(5) {
 			t.Fatalf("Stop returned at %v; want 5s, when its 2s context ended", got)
 		}
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "lease watch has not returned") || strings.Contains(err.Error(), "not released") {
 			t.Fatalf("Stop: %v; want an error naming the watch (the lease was released), wrapping context.DeadlineExceeded", err)
 		}
 		<-b.e.Done()
-		if got := w.since(); got != sec(63) {
+		if got := w.Since(); got != sec(63) {
 			t.Fatalf("Done closed at %v; want 63s, when the Watch returned", got)
 		}
 	})

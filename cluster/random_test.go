@@ -3,11 +3,11 @@ package cluster
 import (
 	"flag"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/bubble"
 )
 
 // The randomized fault test: 3 to 5 electors over one memory store, each through a faultStore of
@@ -113,34 +113,10 @@ func randomConfigs() []randomConfig {
 	return cs
 }
 
+// randomSeedList returns the seeds to run: n unless the flags or the environment say
+// otherwise (bubble.Seeds).
 func randomSeedList(t *testing.T, n int) []uint64 {
-	if *flagRandomSeed != 0 {
-		return []uint64{*flagRandomSeed}
-	}
-	if v := os.Getenv("LEASEHOLD_RANDOM_SEEDS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			t.Fatalf("LEASEHOLD_RANDOM_SEEDS=%q: want a positive integer", v)
-		}
-	}
-	if *flagRandomSeeds > 0 {
-		n = *flagRandomSeeds
-	}
-	first := uint64(1)
-	if v := os.Getenv("LEASEHOLD_RANDOM_FIRST"); v != "" {
-		var err error
-		if first, err = strconv.ParseUint(v, 10, 64); err != nil || first < 1 {
-			t.Fatalf("LEASEHOLD_RANDOM_FIRST=%q: want a positive integer", v)
-		}
-	}
-	if *flagRandomFirst > 0 {
-		first = *flagRandomFirst
-	}
-	seeds := make([]uint64, n)
-	for i := range seeds {
-		seeds[i] = first + uint64(i)
-	}
-	return seeds
+	return bubble.Seeds(t, n, *flagRandomSeed, *flagRandomSeeds, *flagRandomFirst)
 }
 
 // E1-E8, W3-W5, W7, W8 under random faults. Every seed of every configuration runs in

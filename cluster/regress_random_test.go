@@ -16,12 +16,12 @@ func TestRegressStopAfterLostCreateAnswerAndFailedRead(t *testing.T) {
 		a := w.node("a", 0, 0)
 		a.faults.Set(func(f *faultStore) { f.WriteThenHang = true })
 		a.start()
-		w.at(sec(1)) // the create is applied; its answer never comes (E3 ends the attempt at 10 s)
+		w.At(sec(1)) // the create is applied; its answer never comes (E3 ends the attempt at 10 s)
 		if doc := w.record(); doc == nil || doc["holder"] != "a" {
 			t.Fatalf("record after the create: %v; want holder a", doc)
 		}
 		a.faults.Set(func(f *faultStore) { f.Err = errInjected })
-		w.at(sec(11)) // the attempt at 10 s fails on the error: a never learns it holds the lease
+		w.At(sec(11)) // the attempt at 10 s fails on the error: a never learns it holds the lease
 		if a.e.IsLeader() {
 			t.Fatal("a leads without an answer from the store")
 		}

@@ -22,14 +22,14 @@ func TestRegressReleaseWaitOutlastsAnotherRelease(t *testing.T) {
 			return nil
 		}, func() { time.Sleep(23 * time.Second) })
 		a.start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.node("b", 0, 0).start()
-		w.at(sec(3))
+		w.At(sec(3))
 		w.resign("")
 		// a stops leading at its attempt at 5 s; that attempt's successor waits from 5 s to
 		// 15 s (E3), the next one from 15 s to 25 s. b first saw the request's revision at
 		// 6 s and takes it over at 21 s, when it has not changed for L.
-		w.at(sec(21))
+		w.At(sec(21))
 		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(21))) {
 			t.Fatalf("b became leader at %v; want 21s", got)
 		}
@@ -39,11 +39,11 @@ func TestRegressReleaseWaitOutlastsAnotherRelease(t *testing.T) {
 		if rec := w.record(); rec["holder"] != "" {
 			t.Fatalf("record after b's Stop: %v; want released", rec)
 		}
-		w.at(sec(25) - time.Nanosecond)
+		w.At(sec(25) - time.Nanosecond)
 		if a.e.IsLeader() {
 			t.Fatal("a leads while its attempt waits for its callbacks")
 		}
-		w.at(sec(25))
+		w.At(sec(25))
 		if got := w.times(a, BecameLeader); !reflect.DeepEqual(got, ds(0, sec(25))) {
 			t.Fatalf("a became leader at %v; want 0s and 25s, when its waiting attempt ends", got)
 		}

@@ -12,10 +12,10 @@ import (
 
 // resign asks the holder of the world's lease to step down, over the shared memory store.
 func (w *world) resign(to string) Record {
-	w.t.Helper()
-	rec, err := Resign(context.Background(), NewStoreLock(w.mem), "leader", to)
+	w.T.Helper()
+	rec, err := Resign(context.Background(), NewStoreLock(w.Mem), "leader", to)
 	if err != nil {
-		w.t.Fatalf("Resign(%q): %v", to, err)
+		w.T.Fatalf("Resign(%q): %v", to, err)
 	}
 	return rec
 }
@@ -43,11 +43,11 @@ func TestR2ResignHandsOverToNamed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start() // attempts at 0, 5, 10, ...
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.node("b", 0, 0).start() // 1, 6, 11, ...
-		w.at(sec(2))
+		w.At(sec(2))
 		c := w.node("c", 0, 0).start() // 2, 7, 12, ...
-		w.at(sec(3))
+		w.At(sec(3))
 		req := w.resign("c")
 		if req.Holder != "a" || req.NextHolder != "c" || req.ResignRequested.IsZero() || !ResignPending(req) {
 			t.Fatalf("Resign wrote %+v; want a's record with a pending request naming c", req)
@@ -55,23 +55,23 @@ func TestR2ResignHandsOverToNamed(t *testing.T) {
 		if rec := w.record(); rec["holder"] != "a" || rec["nextHolder"] != "c" || rec["resignRequestedAt"] == "" {
 			t.Fatalf("record after Resign: %v", rec)
 		}
-		w.at(sec(5))
+		w.At(sec(5))
 		stops := a.eventsOf(StoppedLeading)
-		if len(stops) != 1 || w.rel(stops[0].Time) != sec(5) || stops[0].Reason != ReasonResign || !errors.Is(stops[0].Err, ErrResignRequested) {
+		if len(stops) != 1 || w.Rel(stops[0].Time) != sec(5) || stops[0].Reason != ReasonResign || !errors.Is(stops[0].Err, ErrResignRequested) {
 			t.Fatalf("a's stops: %+v; want one at 5s, reason resign", stops)
 		}
-		if got := a.deTimes(); len(got) != 1 || w.rel(got[0]) != sec(5) {
+		if got := a.deTimes(); len(got) != 1 || w.Rel(got[0]) != sec(5) {
 			t.Fatalf("a's deregistered ran at %v; want 5s", got)
 		}
 		oneLeader(t, a, b, c)
 		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "c" || rec["resignRequestedAt"] != "" || rec["term"] != 1.0 {
 			t.Fatalf("record at 5s: %v; want released at once, next holder c, no request pending, term 1", rec)
 		}
-		w.at(sec(6))
+		w.At(sec(6))
 		if b.e.IsLeader() || len(b.eventsOf(BecameLeader)) > 0 {
 			t.Fatal("b took a lease reserved for c")
 		}
-		w.at(sec(7))
+		w.At(sec(7))
 		if got := w.times(c, BecameLeader); !reflect.DeepEqual(got, ds(sec(7))) {
 			t.Fatalf("c became leader at %v; want 7s", got)
 		}
@@ -81,7 +81,7 @@ func TestR2ResignHandsOverToNamed(t *testing.T) {
 		if rec := w.record(); rec["holder"] != "c" || rec["nextHolder"] != "" {
 			t.Fatalf("record at 7s: %v; want c's, the reservation cleared", rec)
 		}
-		w.at(sec(40))
+		w.At(sec(40))
 		oneLeader(t, a, b, c)
 		if !c.e.IsLeader() || len(b.eventsOf(BecameLeader)) > 0 || len(a.eventsOf(BecameLeader)) != 1 {
 			t.Fatal("after the handover c must keep the lease")
@@ -100,19 +100,19 @@ func TestR2ReleaseAfterCallbacks(t *testing.T) {
 			return nil
 		}, func() { time.Sleep(7 * time.Second) })
 		a.start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.node("b", 0, 0).start()
-		w.at(sec(3))
+		w.At(sec(3))
 		w.resign("b")
-		w.at(sec(12) - time.Nanosecond)
+		w.At(sec(12) - time.Nanosecond)
 		if rec := w.record(); rec["holder"] != "a" {
 			t.Fatalf("record just before 12s: %v; want a's until its callbacks return", rec)
 		}
-		w.at(sec(12))
+		w.At(sec(12))
 		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "b" {
 			t.Fatalf("record at 12s: %v; want released to b", rec)
 		}
-		w.at(sec(16))
+		w.At(sec(16))
 		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(16))) {
 			t.Fatalf("b became leader at %v; want 16s, its first attempt after the release", got)
 		}
@@ -126,11 +126,11 @@ func TestR3NamedAbsent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.node("b", 0, 0).start()
-		w.at(sec(3))
+		w.At(sec(3))
 		w.resign("ghost")
-		w.at(sec(20) - time.Nanosecond)
+		w.At(sec(20) - time.Nanosecond)
 		oneLeader(t, a, b)
 		if a.e.IsLeader() || b.e.IsLeader() {
 			t.Fatal("someone leads a lease reserved for an absent instance, within its bound")
@@ -138,14 +138,14 @@ func TestR3NamedAbsent(t *testing.T) {
 		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "ghost" {
 			t.Fatalf("record: %v; want released to ghost", rec)
 		}
-		w.at(sec(20))
+		w.At(sec(20))
 		if got := w.times(a, BecameLeader); !reflect.DeepEqual(got, ds(0, sec(20))) {
 			t.Fatalf("a became leader at %v; want 0s and 20s", got)
 		}
 		if term, _ := a.e.Term(); term != 2 {
 			t.Fatalf("term %d after the bound; want 2", term)
 		}
-		w.at(sec(30))
+		w.At(sec(30))
 		oneLeader(t, a, b)
 		if len(b.eventsOf(BecameLeader)) > 0 {
 			t.Fatal("b leads too")
@@ -160,15 +160,15 @@ func TestR4ResignWithoutNextHolder(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			w := newWorld(t)
 			a := w.node("a", 0, 0).start()
-			w.at(sec(1))
+			w.At(sec(1))
 			b := w.node("b", 0, 0).start()
-			w.at(sec(3))
+			w.At(sec(3))
 			w.resign("")
-			w.at(sec(6))
+			w.At(sec(6))
 			if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(6))) {
 				t.Fatalf("b became leader at %v; want 6s", got)
 			}
-			w.at(sec(60))
+			w.At(sec(60))
 			oneLeader(t, a, b)
 			if got := w.times(a, BecameLeader); !reflect.DeepEqual(got, ds(0)) {
 				t.Fatalf("a became leader at %v; want 0s only", got)
@@ -179,13 +179,13 @@ func TestR4ResignWithoutNextHolder(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			w := newWorld(t)
 			a := w.node("a", 0, 0).start()
-			w.at(sec(3))
+			w.At(sec(3))
 			w.resign("")
-			w.at(sec(20) - time.Nanosecond)
+			w.At(sec(20) - time.Nanosecond)
 			if a.e.IsLeader() {
 				t.Fatal("the resigner took its lease back within L of its release")
 			}
-			w.at(sec(20))
+			w.At(sec(20))
 			if got := w.times(a, BecameLeader); !reflect.DeepEqual(got, ds(0, sec(20))) {
 				t.Fatalf("a became leader at %v; want 0s and 20s", got)
 			}
@@ -201,26 +201,26 @@ func TestR2RequestDuringRenewal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.node("b", 0, 0).start()
-		w.at(sec(2))
+		w.At(sec(2))
 		a.faults.Set(func(f *faultStore) {
 			f.BeforeWrite = func() {
 				a.faults.Set(func(f *faultStore) { f.BeforeWrite = nil }) // once
-				if _, err := Resign(context.Background(), NewStoreLock(w.mem), "leader", "b"); err != nil {
+				if _, err := Resign(context.Background(), NewStoreLock(w.Mem), "leader", "b"); err != nil {
 					t.Errorf("Resign: %v", err)
 				}
 			}
 		})
-		w.at(sec(5))
+		w.At(sec(5))
 		stops := a.eventsOf(StoppedLeading)
-		if len(stops) != 1 || w.rel(stops[0].Time) != sec(5) || stops[0].Reason != ReasonResign {
+		if len(stops) != 1 || w.Rel(stops[0].Time) != sec(5) || stops[0].Reason != ReasonResign {
 			t.Fatalf("a's stops: %+v; want one at 5s, for the resign its renewal's conflict read", stops)
 		}
 		if rec := w.record(); rec["holder"] != "" || rec["nextHolder"] != "b" {
 			t.Fatalf("record at 5s: %v; want released to b", rec)
 		}
-		w.at(sec(6))
+		w.At(sec(6))
 		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(6))) {
 			t.Fatalf("b became leader at %v; want 6s", got)
 		}
@@ -233,13 +233,13 @@ func TestR2RequestDuringRenewal(t *testing.T) {
 func TestR1ResignRefusals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		lock := NewStoreLock(w.mem)
+		lock := NewStoreLock(w.Mem)
 		ctx := context.Background()
 		if _, err := Resign(ctx, lock, "leader", ""); !errors.Is(err, ErrNotHeld) || !strings.Contains(err.Error(), `lease "leader"`) {
 			t.Fatalf("Resign of a missing lease: %v; want ErrNotHeld naming the lease", err)
 		}
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 		before := w.record()
 		if _, err := Resign(ctx, lock, "leader", "a"); !errors.Is(err, ErrResignToHolder) {
 			t.Fatalf("Resign to the holder: %v; want ErrResignToHolder", err)
@@ -290,10 +290,10 @@ func TestR2WatchingLeaderResignsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		b := w.watchNode("b", nil).start() // leads from the start: no watch
-		w.at(sec(1))
+		w.At(sec(1))
 		a := w.watchNode("a", nil).start() // follows, so watches
 		c := w.watchNode("c", nil).start()
-		w.at(sec(2))
+		w.At(sec(2))
 		if err := b.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -305,11 +305,11 @@ func TestR2WatchingLeaderResignsAtOnce(t *testing.T) {
 		if !leader.e.IsLeader() {
 			t.Fatal("nobody leads after b's release")
 		}
-		w.at(sec(4)) // between the leader's renewals (2s, 7s)
+		w.At(sec(4)) // between the leader's renewals (2s, 7s)
 		w.resign(next.e.InstanceID())
 		synctest.Wait()
 		stops := leader.eventsOf(StoppedLeading)
-		if len(stops) != 1 || w.rel(stops[0].Time) != sec(4) || stops[0].Reason != ReasonResign {
+		if len(stops) != 1 || w.Rel(stops[0].Time) != sec(4) || stops[0].Reason != ReasonResign {
 			t.Fatalf("the leader's stops: %+v; want one at 4s, reason resign", stops)
 		}
 		if got := w.times(next.node, BecameLeader); !reflect.DeepEqual(got, ds(sec(4))) {
@@ -318,7 +318,7 @@ func TestR2WatchingLeaderResignsAtOnce(t *testing.T) {
 		if term, _ := next.e.Term(); term != 3 {
 			t.Fatalf("term %d; want 3", term)
 		}
-		w.at(sec(30))
+		w.At(sec(30))
 		oneLeader(t, a.node, b.node, c.node)
 	})
 }
@@ -334,13 +334,13 @@ func TestR2ReleaseConflictReadsOnce(t *testing.T) {
 		gate := make(chan struct{})
 		a.e.WhenLeader(nil, func() { <-gate })
 		a.start()
-		w.at(sec(2))
+		w.At(sec(2))
 		w.resign("")
-		w.at(sec(5)) // a steps down; its next attempt read the record, and awaits deregistered
+		w.At(sec(5)) // a steps down; its next attempt read the record, and awaits deregistered
 		if stops := a.eventsOf(StoppedLeading); len(stops) != 1 || stops[0].Reason != ReasonResign {
 			t.Fatalf("a's stops: %v; want one at 5s, resign", stops)
 		}
-		w.at(sec(6))
+		w.At(sec(6))
 		w.resign("c") // the record changes under the release to come
 		close(gate)
 		synctest.Wait()
@@ -349,7 +349,7 @@ func TestR2ReleaseConflictReadsOnce(t *testing.T) {
 		}
 		for _, ev := range a.eventsOf(AttemptFailed) {
 			if ev.Reason != ReasonResign {
-				t.Fatalf("a's attempt failed at %v: %v (%s); want only the step-down at 5s", w.rel(ev.Time), ev.Err, ev.Reason)
+				t.Fatalf("a's attempt failed at %v: %v (%s); want only the step-down at 5s", w.Rel(ev.Time), ev.Err, ev.Reason)
 			}
 		}
 	})

@@ -21,7 +21,7 @@ var rollbackModes = []struct {
 func noTwoLeaders(t *testing.T, w *world, from, to time.Duration, nodes map[string]*node) {
 	t.Helper()
 	for d := from; d <= to; d += sec(0.25) {
-		w.at(d)
+		w.At(d)
 		var leaders []string
 		for id, n := range nodes {
 			if n.e.IsLeader() {
@@ -65,13 +65,13 @@ func TestRollbackToARevisionSeenBefore(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newWorld(t)
-				rb := newRollbackStore(w.mem)
+				rb := newRollbackStore(w.Mem)
 				a := w.rollbackNode("a", rb, mode.watch).start() // creates A at 0 s, renews every 5 s
-				w.at(sec(1))
+				w.At(sec(1))
 				b := w.rollbackNode("b", rb, mode.watch).start() // first sees A at 1 s
-				w.at(sec(2))
+				w.At(sec(2))
 				snap := rb.snapshot() // A
-				w.at(sec(12))         // b saw the renewals of 5 and 10 s
+				w.At(sec(12))         // b saw the renewals of 5 and 10 s
 				// The primary dies; the replica promoted had only A. The old leader cannot
 				// reach it: its renewal at 15 s hangs, and it leads until 10 + (L + R)/2.
 				a.faults.Set(func(f *faultStore) { f.Hang = true })
@@ -109,16 +109,16 @@ func TestRollbackToOwnOldRecord(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newWorld(t)
-				rb := newRollbackStore(w.mem)
+				rb := newRollbackStore(w.Mem)
 				b := w.rollbackNode("b", rb, mode.watch).start() // leads at 0 s, term 1
-				w.at(sec(1))
+				w.At(sec(1))
 				snap := rb.snapshot() // b's record, term 1
 				a := w.rollbackNode("a", rb, mode.watch).start()
-				w.at(sec(2))
+				w.At(sec(2))
 				b.faults.Set(func(f *faultStore) { f.Err = errInjected }) // b stops leading at 5 s
-				w.at(sec(17))                                             // a took over at 16 s: term 2
+				w.At(sec(17))                                             // a took over at 16 s: term 2
 				b.faults.Set(func(f *faultStore) { f.Err = nil })
-				w.at(sec(22)) // b follows a since its attempt at 20 s; a renewed at 21 s
+				w.At(sec(22)) // b follows a since its attempt at 20 s; a renewed at 21 s
 				a.faults.Set(func(f *faultStore) { f.Hang = true })
 				if err := rb.rollback(snap, mode.silent); err != nil {
 					t.Fatal(err)
@@ -150,18 +150,18 @@ func TestRollbackToOwnOldRecord(t *testing.T) {
 func TestRollbackToAnOldRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		rb := newRollbackStore(w.mem)
+		rb := newRollbackStore(w.Mem)
 		b := w.rollbackNode("b", rb, false).start() // leads at 0 s, term 1
-		w.at(sec(1))
+		w.At(sec(1))
 		a := w.rollbackNode("a", rb, false).start() // polls at 1, 6, 11... s
-		w.at(sec(2))
+		w.At(sec(2))
 		c := w.rollbackNode("c", rb, false).start() // polls at 2, 7, 12, 17... s
-		w.at(sec(3))
+		w.At(sec(3))
 		if err := b.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		snap := rb.snapshot() // released, term 1
-		w.at(sec(13))         // a took it over at 6 s (term 2), renewed at 11 s; c saw term 2
+		w.At(sec(13))         // a took it over at 6 s (term 2), renewed at 11 s; c saw term 2
 		a.faults.Set(func(f *faultStore) { f.Hang = true })
 		if err := rb.rollback(snap, false); err != nil {
 			t.Fatal(err)
@@ -188,19 +188,19 @@ func TestRollbackToAnOldRelease(t *testing.T) {
 func TestRollbackToNoRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		rb := newRollbackStore(w.mem)
+		rb := newRollbackStore(w.Mem)
 		snap := rb.snapshot() // no record
 		if snap != nil {
 			t.Fatalf("snapshot %v; want none", snap)
 		}
 		a := w.rollbackNode("a", rb, false).start() // creates at 0 s, renews every 5 s
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.rollbackNode("b", rb, false).start() // polls at 1, 6, 11, 16 s
-		w.at(sec(15.5))
+		w.At(sec(15.5))
 		if err := rb.rollback(snap, false); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(30))
+		w.At(sec(30))
 		if got := w.times(b, BecameLeader); !reflect.DeepEqual(got, ds(sec(16))) {
 			t.Fatalf("b became leader at %v; want 16s, its first read of no record", got)
 		}
@@ -219,18 +219,18 @@ func TestRollbackToNoRecord(t *testing.T) {
 func TestRollbackLeaderReadsAnOldRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		rb := newRollbackStore(w.mem)
+		rb := newRollbackStore(w.Mem)
 		b := w.rollbackNode("b", rb, false).start() // leads at 0 s, term 1
-		w.at(sec(1))
+		w.At(sec(1))
 		a := w.rollbackNode("a", rb, false).start() // polls at 1, 6 s; renews at 11, 16... s
-		w.at(sec(2))
+		w.At(sec(2))
 		c := w.rollbackNode("c", rb, false).start() // polls at 2, 7, 12, 17... s
-		w.at(sec(3))
+		w.At(sec(3))
 		if err := b.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		snap := rb.snapshot() // released, term 1
-		w.at(sec(13))         // a took it over at 6 s (term 2)
+		w.At(sec(13))         // a took it over at 6 s (term 2)
 		if err := rb.rollback(snap, false); err != nil {
 			t.Fatal(err)
 		}

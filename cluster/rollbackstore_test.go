@@ -96,8 +96,8 @@ func (l hidingLock) Watch(ctx context.Context, name string, fn func(Record, erro
 // rollbackNode is a node over the world's store, watching it (with heartbeats) when watch
 // says so, and blind to the silent rollbacks of rb.
 func (w *world) rollbackNode(id string, rb *rollbackStore, watch bool) *node {
-	w.t.Helper()
-	n := &node{t: w.t, faults: newFaultStore(w.mem)}
+	w.T.Helper()
+	n := &node{t: w.T, faults: newFaultStore(w.Mem)}
 	var lock Lock = NewStoreLock(n.faults)
 	if watch {
 		lock = hidingLock{countLock: &countLock{inner: NewStoreLock(watchingStore{n.faults})}, rb: rb}
@@ -112,7 +112,7 @@ func (w *world) rollbackNode(id string, rb *rollbackStore, watch bool) *node {
 		},
 	})
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	n.e = e
 	return n

@@ -18,10 +18,10 @@ func (n *node) advertising(v string) *node {
 
 // leaderNow reads the world's lease as a client would (V3).
 func (w *world) leaderNow() LeaderInfo {
-	w.t.Helper()
-	info, err := Leader(context.Background(), NewStoreLock(w.mem), "leader")
+	w.T.Helper()
+	info, err := Leader(context.Background(), NewStoreLock(w.Mem), "leader")
 	if err != nil {
-		w.t.Fatalf("Leader: %v", err)
+		w.T.Fatalf("Leader: %v", err)
 	}
 	return info
 }
@@ -36,11 +36,11 @@ func TestV1ValueCarriedAndCleared(t *testing.T) {
 			t.Fatalf("Leader before any record = %+v, held %v; want nobody", info, info.Held())
 		}
 		a := w.node("a", 0, 0).advertising("http://10.0.0.1:8080").start() // 0, 5, 10, ...
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.node("b", 0, 0).advertising("http://10.0.0.2:8080").start() // 1, 6, 11, ...
-		w.at(sec(2))
+		w.At(sec(2))
 		c := w.node("c", 0, 0).start() // 2, 7, 12, ...
-		w.at(sec(3))
+		w.At(sec(3))
 		want := LeaderInfo{ID: "a", Term: 1, Value: "http://10.0.0.1:8080"}
 		if info := w.leaderNow(); info != want || !info.Held() {
 			t.Fatalf("Leader = %+v, held %v; want %+v, held", info, info.Held(), want)
@@ -48,7 +48,7 @@ func TestV1ValueCarriedAndCleared(t *testing.T) {
 		if doc := w.record(); doc["value"] != "http://10.0.0.1:8080" || doc["valueTerm"] != 1.0 {
 			t.Fatalf("stored record %v; want value and valueTerm 1", doc)
 		}
-		w.at(sec(13)) // renewals at 5 and 10
+		w.At(sec(13)) // renewals at 5 and 10
 		if info := w.leaderNow(); info != want {
 			t.Fatalf("Leader after two renewals = %+v; want %+v", info, want)
 		}
@@ -61,13 +61,13 @@ func TestV1ValueCarriedAndCleared(t *testing.T) {
 		if info := w.leaderNow(); info.Held() || info.Value != "" {
 			t.Fatalf("Leader after the release = %+v, held %v; want nobody, no value", info, info.Held())
 		}
-		w.at(sec(17)) // b's attempt at 16 takes the released record
+		w.At(sec(17)) // b's attempt at 16 takes the released record
 		want = LeaderInfo{ID: "b", Term: 2, Value: "http://10.0.0.2:8080"}
 		if info := w.leaderNow(); info != want || !info.Held() {
 			t.Fatalf("Leader after b's takeover = %+v; want %+v", info, want)
 		}
 		b.crash()
-		w.at(sec(60)) // c takes the record over once it has expired on its clock (E6)
+		w.At(sec(60)) // c takes the record over once it has expired on its clock (E6)
 		if !c.e.IsLeader() {
 			t.Fatal("c does not lead once b's record has expired")
 		}
@@ -114,13 +114,13 @@ func TestV4LeaderExpiredIsNotHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).advertising("a:1").start()
-		w.at(sec(11)) // last renewal at 10
+		w.At(sec(11)) // last renewal at 10
 		a.crash()
-		w.at(sec(25))
+		w.At(sec(25))
 		if info := w.leaderNow(); !info.Held() || info.ID != "a" {
 			t.Fatalf("Leader 15s after the last renewal = %+v, held %v; want a, held", info, info.Held())
 		}
-		w.at(sec(25) + time.Millisecond)
+		w.At(sec(25) + time.Millisecond)
 		info := w.leaderNow()
 		if info.Held() || info.ID != "a" || info.Term != 1 {
 			t.Fatalf("Leader 15.001s after the last renewal = %+v, held %v; want a, term 1, not held", info, info.Held())
@@ -162,7 +162,7 @@ func TestV5FollowLeader(t *testing.T) {
 		w := newWorld(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		infos, err := FollowLeader(ctx, ObserveConfig{Lock: NewStoreLock(w.mem), LeaseName: "leader", Interval: sec(1)})
+		infos, err := FollowLeader(ctx, ObserveConfig{Lock: NewStoreLock(w.Mem), LeaseName: "leader", Interval: sec(1)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -33,10 +33,10 @@ func collect(w *world, ch <-chan Record) (wait func() []change) {
 		defer close(done)
 		for rec := range ch {
 			if rec.Holder != "" && rec.Revision == "" {
-				w.t.Errorf("delivered a held record without a revision: %+v", rec)
+				w.T.Errorf("delivered a held record without a revision: %+v", rec)
 			}
 			mu.Lock()
-			c := change{holder: rec.Holder, term: rec.Term, at: w.since()}
+			c := change{holder: rec.Holder, term: rec.Term, at: w.Since()}
 			if ResignPending(rec) {
 				c.resign = cmp.Or(rec.NextHolder, "any")
 			}
@@ -60,25 +60,25 @@ func TestO1ObserveChanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		ctx, cancel := context.WithCancel(context.Background())
-		ch, err := Observe(ctx, ObserveConfig{Lock: NewStoreLock(w.mem), Interval: time.Second})
+		ch, err := Observe(ctx, ObserveConfig{Lock: NewStoreLock(w.Mem), Interval: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		wait := collect(w, ch)
 
-		w.at(sec(0.5))
+		w.At(sec(0.5))
 		a := w.node("a", 0, 0).start() // creates the record, term 1; renews every 5s
-		w.at(sec(20.5))
+		w.At(sec(20.5))
 		if err := a.e.Stop(context.Background()); err != nil { // releases it
 			t.Fatal(err)
 		}
-		w.at(sec(22.5))
+		w.At(sec(22.5))
 		b := w.node("b", 0, 0).start() // takes the released lease over, term 2
-		w.at(sec(30.5))
+		w.At(sec(30.5))
 		b.crash()
-		w.at(sec(31.5))
+		w.At(sec(31.5))
 		w.node("c", 0, 0).start() // watches b's last revision for L: takes over at 46.5s, term 3
-		w.at(sec(60))
+		w.At(sec(60))
 		cancel()
 		got := wait()
 		want := []change{
@@ -104,23 +104,23 @@ func TestO1ObserveResign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		ctx, cancel := context.WithCancel(context.Background())
-		ch, err := Observe(ctx, ObserveConfig{Lock: NewStoreLock(w.mem), LeaseName: "leader", Interval: time.Second})
+		ch, err := Observe(ctx, ObserveConfig{Lock: NewStoreLock(w.Mem), LeaseName: "leader", Interval: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		wait := collect(w, ch)
 
-		w.at(sec(0.5))
+		w.At(sec(0.5))
 		w.node("a", 0, 0).start() // term 1; renews at 5.5s, 10.5s, 15.5s...
-		w.at(sec(11.2))
-		if _, err := Resign(context.Background(), NewStoreLock(w.mem), "leader", "b"); err != nil {
+		w.At(sec(11.2))
+		if _, err := Resign(context.Background(), NewStoreLock(w.Mem), "leader", "b"); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(13.2))
-		if _, err := Resign(context.Background(), NewStoreLock(w.mem), "leader", ""); err != nil { // replaces the first
+		w.At(sec(13.2))
+		if _, err := Resign(context.Background(), NewStoreLock(w.Mem), "leader", ""); err != nil { // replaces the first
 			t.Fatal(err)
 		}
-		w.at(sec(30))
+		w.At(sec(30))
 		cancel()
 		got := wait()
 		want := []change{
@@ -185,7 +185,7 @@ func TestO1ObserveCancel(t *testing.T) {
 func TestO1ObserveErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		f := newFaultStore(w.mem)
+		f := newFaultStore(w.Mem)
 		f.Set(func(f *faultStore) { f.Err = errInjected })
 		var (
 			mu   sync.Mutex
@@ -197,7 +197,7 @@ func TestO1ObserveErrors(t *testing.T) {
 			Lock: NewStoreLock(f), LeaseName: "leader", Interval: time.Second, Timeout: 300 * time.Millisecond,
 			OnError: func(err error) {
 				mu.Lock()
-				errs = append(errs, w.since().String()+" "+err.Error())
+				errs = append(errs, w.Since().String()+" "+err.Error())
 				mu.Unlock()
 			},
 		})
@@ -206,11 +206,11 @@ func TestO1ObserveErrors(t *testing.T) {
 		}
 		wait := collect(w, ch)
 		w.node("a", 0, 0).start()
-		w.at(sec(1.5))
+		w.At(sec(1.5))
 		f.Set(func(f *faultStore) { f.Err, f.Hang = nil, true })
-		w.at(sec(2.5))
+		w.At(sec(2.5))
 		f.Heal()
-		w.at(sec(3.5))
+		w.At(sec(3.5))
 		cancel()
 		got := wait()
 		if want := []change{{"a", 1, sec(3), ""}}; !reflect.DeepEqual(got, want) {
@@ -275,9 +275,9 @@ func TestO1ObserveHealth(t *testing.T) {
 		a := w.node("a", 0, 0)
 		checked(a.e, &bad, 0)
 		a.start() // checks at 0, 5, 10, ...: unhealthy at the third failure
-		w.at(sec(1))
+		w.At(sec(1))
 		ctx, cancel := context.WithCancel(context.Background())
-		ch, err := Observe(ctx, ObserveConfig{Lock: NewStoreLock(w.mem), LeaseName: "leader", Interval: time.Second})
+		ch, err := Observe(ctx, ObserveConfig{Lock: NewStoreLock(w.Mem), LeaseName: "leader", Interval: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,11 +290,11 @@ func TestO1ObserveHealth(t *testing.T) {
 				got = append(got, u)
 			}
 		}()
-		w.at(sec(9))
+		w.At(sec(9))
 		bad.Store(true)
-		w.at(sec(31)) // failures at 10s, 15s, 20s: unhealthy from 20s
+		w.At(sec(31)) // failures at 10s, 15s, 20s: unhealthy from 20s
 		bad.Store(false)
-		w.at(sec(40)) // passes at 35s
+		w.At(sec(40)) // passes at 35s
 		cancel()
 		<-done
 		if want := []bool{false, true, false}; !reflect.DeepEqual(got, want) {

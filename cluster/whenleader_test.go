@@ -33,10 +33,10 @@ func (c *calls) get() []string {
 // register adds a registration to e recording "fn@<seconds>" and "de@<seconds>".
 func (c *calls) register(w *world, e *Elector) (remove func()) {
 	return e.WhenLeader(func(context.Context) error {
-		c.add("fn@" + w.since().String())
+		c.add("fn@" + w.Since().String())
 		return nil
 	}, func() {
-		c.add("de@" + w.since().String())
+		c.add("de@" + w.Since().String())
 	})
 }
 
@@ -49,18 +49,18 @@ func TestW1W3RegisterAnyTime(t *testing.T) {
 		var before, during, after calls
 		before.register(w, a.e)
 		a.start()
-		w.at(sec(1))
+		w.At(sec(1))
 		during.register(w, a.e) // while leading: runs at once (W2)
-		w.at(sec(2))
+		w.At(sec(2))
 		a.faults.Set(func(f *faultStore) { f.Err = errInjected })
-		w.at(sec(6))
+		w.At(sec(6))
 		a.faults.Heal()
-		w.at(sec(11)) // leads again at its attempt of 10s
+		w.At(sec(11)) // leads again at its attempt of 10s
 		if err := a.e.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		after.register(w, a.e)
-		w.at(sec(30))
+		w.At(sec(30))
 		if got, want := before.get(), []string{"fn@0s", "de@5s", "fn@10s", "de@11s"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("registered before Start: %v; want %v", got, want)
 		}
@@ -78,7 +78,7 @@ func TestW2RegisterWhileLeading(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(2.5))
+		w.At(sec(2.5))
 		var c calls
 		c.register(w, a.e)
 		synctest.Wait()
@@ -96,23 +96,23 @@ func TestW4OrderAndIndependence(t *testing.T) {
 		release := make(chan struct{})
 		var slow, fast calls
 		a.e.WhenLeader(func(context.Context) error {
-			slow.add("fn-start@" + w.since().String())
+			slow.add("fn-start@" + w.Since().String())
 			<-release // a job that ignores its context for a while
-			slow.add("fn-end@" + w.since().String())
+			slow.add("fn-end@" + w.Since().String())
 			return nil
-		}, func() { slow.add("de@" + w.since().String()) })
+		}, func() { slow.add("de@" + w.Since().String()) })
 		fast.register(w, a.e)
 		a.start()
-		w.at(sec(1))
+		w.At(sec(1))
 		a.faults.Set(func(f *faultStore) { f.Err = errInjected })
-		w.at(sec(5)) // leadership ends at 5s
+		w.At(sec(5)) // leadership ends at 5s
 		if got, want := slow.get(), []string{"fn-start@0s"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("slow registration: %v; want %v (deregistered must wait for fn)", got, want)
 		}
 		if got, want := fast.get(), []string{"fn@0s", "de@5s"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("fast registration: %v; want %v (not held up by the slow one)", got, want)
 		}
-		w.at(sec(7))
+		w.At(sec(7))
 		close(release)
 		synctest.Wait()
 		if got, want := slow.get(), []string{"fn-start@0s", "fn-end@7s", "de@7s"}; !reflect.DeepEqual(got, want) {
@@ -127,7 +127,7 @@ func TestW5ErrorAndPanicLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := &logCapture{}
 		w := newWorld(t)
-		e, err := NewElector(ElectorConfig{Lock: NewStoreLock(w.mem), InstanceID: "a", Logger: logs.Logger()})
+		e, err := NewElector(ElectorConfig{Lock: NewStoreLock(w.Mem), InstanceID: "a", Logger: logs.Logger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func TestW5ErrorAndPanicLogged(t *testing.T) {
 		if err := e.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(12))
+		w.At(sec(12))
 		if !e.IsLeader() {
 			t.Fatal("the election stopped after a failing callback")
 		}
@@ -179,9 +179,9 @@ func TestW6Remove(t *testing.T) {
 		b := w.node("b", 0, 0)
 		removeNever := never.register(w, b.e)
 		a.start()
-		w.at(0)
+		w.At(0)
 		b.start()
-		w.at(sec(1))
+		w.At(sec(1))
 		remove()
 		if got := strings.Join(c.get(), " "); !strings.HasPrefix(got, "fn") || !strings.Contains(got, "de") {
 			t.Fatalf("after remove: %v; want fn then deregistered, done before remove returned", got)
@@ -191,7 +191,7 @@ func TestW6Remove(t *testing.T) {
 			t.Fatalf("fn's context not cancelled by remove: %v", got)
 		}
 		remove()
-		w.at(sec(30))
+		w.At(sec(30))
 		if got := c.get(); len(got) != 3 {
 			t.Fatalf("calls after a second remove and 30s: %v; want nothing more", got)
 		}
@@ -210,16 +210,16 @@ func TestW6RemoveWaitsForFn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(0)
+		w.At(0)
 		started := make(chan struct{})
 		var c calls
 		remove := a.e.WhenLeader(func(ctx context.Context) error {
 			close(started)
 			<-ctx.Done() // returns once remove cancels it
 			time.Sleep(time.Second)
-			c.add("fn-end@" + w.since().String())
+			c.add("fn-end@" + w.Since().String())
 			return nil
-		}, func() { c.add("de@" + w.since().String()) })
+		}, func() { c.add("de@" + w.Since().String()) })
 		<-started
 		remove()
 		if got, want := c.get(), []string{"fn-end@1s", "de@1s"}; !reflect.DeepEqual(got, want) {
@@ -236,7 +236,7 @@ func TestW7IsLeaderAgainstDeadline(t *testing.T) {
 		block := make(chan struct{})
 		var once sync.Once
 		e, err := NewElector(ElectorConfig{
-			Lock: NewStoreLock(w.mem), InstanceID: "a", Logger: quietLogger(),
+			Lock: NewStoreLock(w.Mem), InstanceID: "a", Logger: quietLogger(),
 			Observer: func(ev Event) {
 				if ev.Kind == BecameLeader {
 					once.Do(func() { <-block }) // the election goroutine stops here
@@ -249,11 +249,11 @@ func TestW7IsLeaderAgainstDeadline(t *testing.T) {
 		if err := e.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(10) - time.Nanosecond)
+		w.At(sec(10) - time.Nanosecond)
 		if !e.IsLeader() {
 			t.Fatal("not leading before the deadline")
 		}
-		w.at(sec(10))
+		w.At(sec(10))
 		if e.IsLeader() {
 			t.Fatal("IsLeader true at the deadline (L+R)/2 = 10s although no attempt succeeded since 0s")
 		}
@@ -289,19 +289,19 @@ func TestW8TermInContext(t *testing.T) {
 		reg(a)
 		reg(b)
 		a.start()
-		w.at(0)
+		w.At(0)
 		b.start()
-		w.at(sec(1))
+		w.At(sec(1))
 		if err := a.e.Stop(context.Background()); err != nil { // b takes over at 5s: term 2
 			t.Fatal(err)
 		}
-		w.at(sec(6))
+		w.At(sec(6))
 		a2 := w.node("a2", 0, 0)
 		reg(a2)
 		a2.start()
-		w.at(sec(7))
+		w.At(sec(7))
 		b.crash() // a2 takes over once b's revision expires: term 3
-		w.at(sec(40))
+		w.At(sec(40))
 		mu.Lock()
 		defer mu.Unlock()
 		want := map[string][]uint64{"a": {1}, "b": {2}, "a2": {3}}
@@ -362,9 +362,9 @@ func TestW2RegisterAtTheDeadline(t *testing.T) {
 		block := make(chan struct{})
 		var once sync.Once
 		e, err := NewElector(ElectorConfig{
-			Lock: NewStoreLock(w.mem), InstanceID: "a", Logger: quietLogger(),
+			Lock: NewStoreLock(w.Mem), InstanceID: "a", Logger: quietLogger(),
 			Observer: func(ev Event) {
-				if ev.Kind == AttemptSucceeded && w.since() == sec(5) {
+				if ev.Kind == AttemptSucceeded && w.Since() == sec(5) {
 					once.Do(func() { <-block }) // before the renewal of 5s is recorded
 				}
 			},
@@ -375,7 +375,7 @@ func TestW2RegisterAtTheDeadline(t *testing.T) {
 		if err := e.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(10)) // the deadline of the attempt of 0s: 0 + (L+R)/2
+		w.At(sec(10)) // the deadline of the attempt of 0s: 0 + (L+R)/2
 		if e.IsLeader() {
 			t.Fatal("IsLeader true at the deadline")
 		}
@@ -404,7 +404,7 @@ func TestW6RemoveFromOwnCallbacks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.node("a", 0, 0).start()
-		w.at(sec(1))
+		w.At(sec(1))
 
 		var fromFn calls
 		var removeFromFn func()
@@ -445,15 +445,15 @@ func TestW6RemoveFromOwnCallbacks(t *testing.T) {
 		})
 		close(readyDe)
 
-		w.at(sec(2))
+		w.At(sec(2))
 		if got, want := fromFn.get(), []string{"fn", "fn returns", "de", "removed"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("go remove() from fn: %v; want %v", got, want)
 		}
 		// Leadership ends at 5s (deregistered, which removes), and comes back at 10s.
 		a.faults.Set(func(f *faultStore) { f.Err = errInjected })
-		w.at(sec(6))
+		w.At(sec(6))
 		a.faults.Heal()
-		w.at(sec(11))
+		w.At(sec(11))
 		if !a.e.IsLeader() {
 			t.Fatal("a does not lead again")
 		}

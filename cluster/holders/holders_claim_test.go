@@ -23,12 +23,12 @@ func TestH2ClaimWaitsForCallbacks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.holders("a", 2, 8*time.Second)
-		w.at(sec(1))
+		w.At(sec(1))
 		first := a.slot()
 		if first < 0 {
 			t.Fatal("a holds no slot at 1s")
 		}
-		lock := cluster.NewStoreLock(w.mem)
+		lock := cluster.NewStoreLock(w.Mem)
 		name := fmt.Sprintf("jobs/%d", first)
 		rec, err := lock.Get(context.Background(), name)
 		if err != nil {
@@ -39,15 +39,15 @@ func TestH2ClaimWaitsForCallbacks(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		w.at(sec(5))
+		w.At(sec(5))
 		check(t, a)
 		stops := 0
 		a.mu.Lock()
 		for _, ev := range a.events {
 			if ev.Kind == cluster.StoppedLeading && ev.Lease == name {
 				stops++
-				if w.rel(ev.Time) != sec(5) || ev.Reason != cluster.ReasonTakenBy {
-					t.Errorf("slot %d stopped leading at %v, reason %q; want 5s, taken", first, w.rel(ev.Time), ev.Reason)
+				if w.Rel(ev.Time) != sec(5) || ev.Reason != cluster.ReasonTakenBy {
+					t.Errorf("slot %d stopped leading at %v, reason %q; want 5s, taken", first, w.Rel(ev.Time), ev.Reason)
 				}
 			}
 		}
@@ -56,17 +56,17 @@ func TestH2ClaimWaitsForCallbacks(t *testing.T) {
 			t.Fatalf("slot %d stopped leading %d times by 5s, want once", first, stops)
 		}
 		for _, d := range []time.Duration{sec(5), sec(10), sec(15) - time.Nanosecond} {
-			w.at(d)
+			w.At(d)
 			check(t, a)
 			if got := a.slot(); got != -1 {
 				t.Fatalf("a holds slot %d at %v, while the deregistered of slot %d runs (until 13s)", got, d, first)
 			}
 		}
-		w.at(sec(15))
+		w.At(sec(15))
 		check(t, a)
 		runs := a.runsCopy()
-		if len(runs) != 2 || runs[0].slot != first || w.rel(runs[0].to) != sec(13) ||
-			runs[1].slot == first || w.rel(runs[1].from) != sec(15) || runs[1].term != 1 {
+		if len(runs) != 2 || runs[0].slot != first || w.Rel(runs[0].to) != sec(13) ||
+			runs[1].slot == first || w.Rel(runs[1].from) != sec(15) || runs[1].term != 1 {
 			t.Fatalf("a's runs: %+v; want slot %d until 13s, then the other slot from 15s, term 1", runs, first)
 		}
 	})
@@ -81,7 +81,7 @@ func TestH2ClaimWaitsForCallbacks(t *testing.T) {
 func TestH2RefusedSlotReadEveryRUnderHeartbeats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		cl := &beatLock{Lock: cluster.NewStoreLock(w.mem)}
+		cl := &beatLock{Lock: cluster.NewStoreLock(w.Mem)}
 		h, err := New(cluster.ElectorConfig{
 			Lock: cl, LeaseName: "jobs", LeaseDuration: testL, RenewInterval: testR,
 			InstanceID: "x", Logger: quietLogger(),
@@ -93,14 +93,14 @@ func TestH2RefusedSlotReadEveryRUnderHeartbeats(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = h.Stop(context.Background()) })
-		w.at(sec(1))
+		w.At(sec(1))
 		held, _, ok := h.Slot()
 		if !ok {
 			t.Fatal("x holds no slot")
 		}
-		plain := cluster.NewStoreLock(w.mem)
+		plain := cluster.NewStoreLock(w.Mem)
 		name := SlotName(cl, "jobs", held, 2)
-		w.at(sec(2))
+		w.At(sec(2))
 		cur, err := plain.Get(context.Background(), name)
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +109,7 @@ func TestH2RefusedSlotReadEveryRUnderHeartbeats(t *testing.T) {
 		if _, err := plain.Update(context.Background(), name, cur); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(10))
+		w.At(sec(10))
 		if cl.beats.Load() == 0 {
 			t.Fatal("no heartbeat came: the test would not test them")
 		}

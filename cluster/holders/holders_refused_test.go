@@ -81,7 +81,7 @@ func TestH2RefusedSlotNeverWritesMadeUpRevision(t *testing.T) {
 		locks := map[string]*strictLock{}
 		hs := map[string]*Holders{}
 		start := func(id string) {
-			locks[id] = newStrictLock(w.mem)
+			locks[id] = newStrictLock(w.Mem)
 			h, err := New(cluster.ElectorConfig{
 				Lock: locks[id], LeaseName: "jobs", LeaseDuration: testL, RenewInterval: testR,
 				InstanceID: id, Logger: quietLogger(),
@@ -102,16 +102,16 @@ func TestH2RefusedSlotNeverWritesMadeUpRevision(t *testing.T) {
 			return -1
 		}
 		start("a")
-		w.at(sec(1))
+		w.At(sec(1))
 		start("b")
-		w.at(sec(1.5))
+		w.At(sec(1.5))
 		p, q := slotOf("a"), slotOf("b")
 		if p < 0 || q < 0 || p == q {
 			t.Fatalf("slots at 1.5s: a %d, b %d; want one each", p, q)
 		}
 		pName, qName := fmt.Sprintf("jobs/%d", p), fmt.Sprintf("jobs/%d", q)
 		x, err := cluster.NewElector(cluster.ElectorConfig{
-			Lock: cluster.NewStoreLock(w.mem), LeaseName: pName, LeaseDuration: testL, RenewInterval: testR,
+			Lock: cluster.NewStoreLock(w.Mem), LeaseName: pName, LeaseDuration: testL, RenewInterval: testR,
 			InstanceID: "x", Logger: quietLogger(),
 		})
 		if err != nil {
@@ -121,33 +121,33 @@ func TestH2RefusedSlotNeverWritesMadeUpRevision(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = x.Stop(context.Background()) })
-		w.at(sec(2))
+		w.At(sec(2))
 		if err := hs["b"].Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(26))
+		w.At(sec(26))
 		if got := slotOf("a"); got != p {
 			t.Fatalf("a holds slot %d at 26s, want %d", got, p)
 		}
 		locks["a"].set(func(l *strictLock) { l.failGet[qName] = true })
-		w.at(sec(27))
-		if _, err := cluster.Resign(context.Background(), cluster.NewStoreLock(w.mem), pName, "x"); err != nil {
+		w.At(sec(27))
+		if _, err := cluster.Resign(context.Background(), cluster.NewStoreLock(w.Mem), pName, "x"); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(40))
+		w.At(sec(40))
 		if got := slotOf("a"); got != -1 {
 			t.Fatalf("a holds slot %d at 40s, want none (p resigned to x, its reads of q fail)", got)
 		}
 		if !x.IsLeader() {
 			t.Fatal("x does not lead p at 40s")
 		}
-		w.at(sec(45))
+		w.At(sec(45))
 		locks["a"].set(func(l *strictLock) { l.failGet[qName] = false })
-		w.at(sec(50))
+		w.At(sec(50))
 		if got := slotOf("a"); got != q {
 			t.Errorf("a holds slot %d at 50s, R after its reads of q succeed again; want q (%d)", got, q)
 		}
-		w.at(sec(180))
+		w.At(sec(180))
 		if got := slotOf("a"); got != q {
 			t.Errorf("a holds slot %d at 180s; want q (%d)", got, q)
 		}

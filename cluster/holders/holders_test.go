@@ -33,8 +33,8 @@ type slotRun struct {
 }
 
 func (w *world) holders(id string, n int, dereg time.Duration) *holder {
-	w.t.Helper()
-	hd := &holder{t: w.t, faults: newFaultStore(w.mem)}
+	w.T.Helper()
+	hd := &holder{t: w.T, faults: newFaultStore(w.Mem)}
 	h, err := New(cluster.ElectorConfig{
 		Lock: cluster.NewStoreLock(hd.faults), LeaseName: "jobs", LeaseDuration: testL, RenewInterval: testR,
 		InstanceID: id, Logger: quietLogger(),
@@ -45,14 +45,14 @@ func (w *world) holders(id string, n int, dereg time.Duration) *holder {
 		},
 	}, n)
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	hd.h = h
 	h.WhenLeader(func(ctx context.Context) error {
 		slot, ok := SlotOf(ctx)
 		term, _ := cluster.TermOf(ctx)
 		if !ok {
-			w.t.Errorf("%s: fn's context carries no slot", id)
+			w.T.Errorf("%s: fn's context carries no slot", id)
 		}
 		hd.mu.Lock()
 		hd.runs = append(hd.runs, slotRun{slot: slot, term: term, from: time.Now()})
@@ -69,9 +69,9 @@ func (w *world) holders(id string, n int, dereg time.Duration) *holder {
 		hd.mu.Unlock()
 	})
 	if err := h.Start(context.Background()); err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
-	w.t.Cleanup(func() { _ = h.Stop(context.Background()) })
+	w.T.Cleanup(func() { _ = h.Stop(context.Background()) })
 	return hd
 }
 
@@ -153,8 +153,8 @@ func TestH3OneHolderIsTheElection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.holders("a", 1, 0)
-		w.at(sec(1))
-		if doc, err := w.mem.Get(context.Background(), "cluster:jobs"); err != nil || doc["holder"] != "a" {
+		w.At(sec(1))
+		if doc, err := w.Mem.Get(context.Background(), "cluster:jobs"); err != nil || doc["holder"] != "a" {
 			t.Fatalf("cluster:jobs: %v, %v; want held by a", doc, err)
 		}
 		if runs := a.runsCopy(); len(runs) != 1 || runs[0].slot != 0 || runs[0].term != 1 {
@@ -174,11 +174,11 @@ func TestH2TwoSlotsThreeInstances(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.holders("a", 2, 0)
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.holders("b", 2, 0)
-		w.at(sec(2))
+		w.At(sec(2))
 		c := w.holders("c", 2, 0)
-		w.at(sec(2.5))
+		w.At(sec(2.5))
 		check(t, a, b, c)
 		sa, sb := a.slot(), b.slot()
 		if sa < 0 || sb < 0 || sa == sb || c.slot() != -1 {
@@ -187,36 +187,36 @@ func TestH2TwoSlotsThreeInstances(t *testing.T) {
 		if err := a.h.Stop(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(7) - time.Nanosecond)
+		w.At(sec(7) - time.Nanosecond)
 		if c.slot() != -1 {
 			t.Fatal("c took a slot before its attempt")
 		}
-		w.at(sec(7))
+		w.At(sec(7))
 		if got := c.slot(); got != sa {
 			t.Fatalf("c holds slot %d at 7s; want a's released slot %d", got, sa)
 		}
 		if runs := c.runsCopy(); len(runs) != 1 || runs[0].term != 2 {
 			t.Fatalf("c's runs: %+v; want one, term 2", runs)
 		}
-		w.at(sec(8))
+		w.At(sec(8))
 		// b crashes: no release, no write. Its store fails every call from now on, and its
 		// slots are never stopped before the test's cleanup.
 		b.faults.Set(func(f *faultStore) { f.Err = errInjected })
-		w.at(sec(9))
+		w.At(sec(9))
 		d := w.holders("d", 2, 0)
-		w.at(sec(24) - time.Nanosecond)
+		w.At(sec(24) - time.Nanosecond)
 		check(t, c, d)
 		if d.slot() != -1 {
 			t.Fatalf("d holds slot %d before b's expired for it", d.slot())
 		}
-		w.at(sec(24))
+		w.At(sec(24))
 		if got := d.slot(); got != sb {
 			t.Fatalf("d holds slot %d at 24s; want b's slot %d", got, sb)
 		}
-		if runs := d.runsCopy(); len(runs) != 1 || w.rel(runs[0].from) != sec(24) || runs[0].term != 2 {
+		if runs := d.runsCopy(); len(runs) != 1 || w.Rel(runs[0].from) != sec(24) || runs[0].term != 2 {
 			t.Fatalf("d's runs: %+v; want one from 24s, term 2", runs)
 		}
-		w.at(sec(60))
+		w.At(sec(60))
 		check(t, c, d)
 		if c.slot() != sa || d.slot() != sb {
 			t.Fatalf("at 60s: c %d, d %d", c.slot(), d.slot())
@@ -232,27 +232,27 @@ func TestH2MoveAfterCallbacks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		a := w.holders("a", 2, 3*time.Second)
-		w.at(sec(1))
+		w.At(sec(1))
 		first := a.slot()
 		if first < 0 {
 			t.Fatal("a holds no slot")
 		}
-		w.at(sec(3))
-		if _, err := cluster.Resign(context.Background(), cluster.NewStoreLock(w.mem), fmt.Sprintf("jobs/%d", first), ""); err != nil {
+		w.At(sec(3))
+		if _, err := cluster.Resign(context.Background(), cluster.NewStoreLock(w.Mem), fmt.Sprintf("jobs/%d", first), ""); err != nil {
 			t.Fatal(err)
 		}
-		w.at(sec(9))
+		w.At(sec(9))
 		check(t, a)
 		if a.slot() != -1 {
 			t.Fatalf("a holds slot %d at 9s; want none yet", a.slot())
 		}
-		w.at(sec(16))
+		w.At(sec(16))
 		check(t, a)
 		runs := a.runsCopy()
 		// Both slots attempt at 10s, in either order: the release of the first comes before
 		// the other's claim (10s) or after it (the claim is refused, and taken at 15s).
-		if len(runs) != 2 || runs[1].slot == first || w.rel(runs[0].to) != sec(8) ||
-			(w.rel(runs[1].from) != sec(10) && w.rel(runs[1].from) != sec(15)) {
+		if len(runs) != 2 || runs[1].slot == first || w.Rel(runs[0].to) != sec(8) ||
+			(w.Rel(runs[1].from) != sec(10) && w.Rel(runs[1].from) != sec(15)) {
 			t.Fatalf("a's runs: %+v; want slot %d until 8s, then the other from 10s or 15s", runs, first)
 		}
 	})

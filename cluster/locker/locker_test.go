@@ -17,20 +17,20 @@ import (
 
 // locker returns a Locker named id over its own faultStore on the world's memory store.
 func (w *world) locker(id string) (*Locker, *faultStore) {
-	w.t.Helper()
-	f := newFaultStore(w.mem)
+	w.T.Helper()
+	f := newFaultStore(w.Mem)
 	l, err := New(Config{
 		Lock: cluster.NewStoreLock(f), InstanceID: id, LeaseDuration: testL, RenewInterval: testR, Logger: quietLogger(),
 	})
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	return l, f
 }
 
 // holderOf returns the holder named in key's record, "" when released or missing.
 func (w *world) holderOf(key string) string {
-	rec, err := cluster.NewStoreLock(w.mem).Get(context.Background(), key)
+	rec, err := cluster.NewStoreLock(w.Mem).Get(context.Background(), key)
 	if err != nil {
 		return ""
 	}
@@ -99,13 +99,13 @@ func TestP2AcquireThenLose(t *testing.T) {
 				if term, ok := cluster.TermOf(h.Context()); !ok || term != h.Term() {
 					t.Fatalf("cluster.TermOf(Context) = %d, %v; want %d", term, ok, h.Term())
 				}
-				w.at(6 * time.Second)
+				w.At(6 * time.Second)
 				f.Set(tc.fault)
-				w.at(tc.lostAt - time.Millisecond)
+				w.At(tc.lostAt - time.Millisecond)
 				if closed(h.Done()) {
 					t.Fatalf("Done closed before %v", tc.lostAt)
 				}
-				w.at(tc.lostAt)
+				w.At(tc.lostAt)
 				if !closed(h.Done()) || h.Context().Err() == nil {
 					t.Fatalf("Done not closed at %v", tc.lostAt)
 				}
@@ -113,15 +113,15 @@ func TestP2AcquireThenLose(t *testing.T) {
 				// for the key's next Acquire, then stops, and the record, still the
 				// Locker's, is released once the store answers again.
 				f.Heal()
-				w.at(tc.lostAt + testR - time.Millisecond)
+				w.At(tc.lostAt + testR - time.Millisecond)
 				if closed(h.e.Done()) {
 					t.Fatal("the Elector stopped before R had passed since the loss")
 				}
-				w.at(tc.lostAt + 3*testL)
+				w.At(tc.lostAt + 3*testL)
 				if !closed(h.e.Done()) {
 					t.Fatal("the Elector still runs R after the loss")
 				}
-				if rec, _ := cluster.NewStoreLock(w.mem).Get(context.Background(), "job"); rec.Holder != "" || rec.Term < h.Term() {
+				if rec, _ := cluster.NewStoreLock(w.Mem).Get(context.Background(), "job"); rec.Holder != "" || rec.Term < h.Term() {
 					t.Fatalf("record after the loss: %+v, want released, term %d or above", rec, h.Term())
 				}
 				// Release after the loss only reports how the election ended: released.
@@ -146,9 +146,9 @@ func TestP2ReacquireTakesOverTheLostElector(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Renewals at 0 and 5 s succeed, the one at 10 s fails: the holding ends then (E4).
-		w.at(6 * time.Second)
+		w.At(6 * time.Second)
 		f.Set(func(f *faultStore) { f.Err = errInjected })
-		w.at(10 * time.Second)
+		w.At(10 * time.Second)
 		if !closed(h.Done()) {
 			t.Fatal("Done not closed at the failed renewal")
 		}
@@ -161,17 +161,17 @@ func TestP2ReacquireTakesOverTheLostElector(t *testing.T) {
 			}
 			got <- h2
 		}()
-		w.at(15*time.Second - time.Millisecond)
+		w.At(15*time.Second - time.Millisecond)
 		if len(got) != 0 {
 			t.Fatal("acquired again before the Elector's next attempt")
 		}
 		if holder := w.holderOf("job"); holder != "a" {
 			t.Fatalf("holder between the loss and the next attempt = %q, want a (not released)", holder)
 		}
-		w.at(15 * time.Second)
+		w.At(15 * time.Second)
 		h2 := <-got
-		if w.since() != 15*time.Second {
-			t.Fatalf("acquired again at %v, want at the Elector's next attempt (15s)", w.since())
+		if w.Since() != 15*time.Second {
+			t.Fatalf("acquired again at %v, want at the Elector's next attempt (15s)", w.Since())
 		}
 		if h2.e != h.e {
 			t.Fatal("acquired again through a new Elector, want the lost holding's")
@@ -182,7 +182,7 @@ func TestP2ReacquireTakesOverTheLostElector(t *testing.T) {
 		if err := h.Release(context.Background()); err != nil {
 			t.Fatalf("Release of the lost holding: %v", err)
 		}
-		w.at(15*time.Second + 3*testL)
+		w.At(15*time.Second + 3*testL)
 		if closed(h2.Done()) || w.holderOf("job") != "a" {
 			t.Fatal("the lost holding's Release ended the new one")
 		}
@@ -214,14 +214,14 @@ func TestP2WaitingAcquireTakesOverTheLostElector(t *testing.T) {
 			}
 			got <- h2
 		}()
-		w.at(6 * time.Second)
+		w.At(6 * time.Second)
 		f.Set(func(f *faultStore) { f.Err = errInjected })
-		w.at(10 * time.Second)
+		w.At(10 * time.Second)
 		if !closed(h.Done()) || len(got) != 0 {
 			t.Fatal("want the holding lost at the failed renewal (10s), the second Acquire waiting")
 		}
 		f.Heal()
-		w.at(15 * time.Second)
+		w.At(15 * time.Second)
 		if len(got) == 0 {
 			t.Fatal("the waiting Acquire did not take the key at the Elector's next attempt (15s)")
 		}
@@ -244,21 +244,21 @@ func TestP3TryAcquireAfterALoss(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.at(6 * time.Second)
+		w.At(6 * time.Second)
 		f.Set(func(f *faultStore) { f.Err = errInjected })
-		w.at(10 * time.Second)
+		w.At(10 * time.Second)
 		if !closed(h.Done()) {
 			t.Fatal("Done not closed at the failed renewal")
 		}
 		f.Heal()
-		w.at(11 * time.Second)
+		w.At(11 * time.Second)
 		h2, err := l.TryAcquire(context.Background(), "job")
 		if err != nil {
 			t.Fatalf("TryAcquire after the loss: %v", err)
 		}
 		defer h2.Release(context.Background())
-		if w.since() != 11*time.Second {
-			t.Fatalf("TryAcquire took the key at %v, want at once (11s)", w.since())
+		if w.Since() != 11*time.Second {
+			t.Fatalf("TryAcquire took the key at %v, want at once (11s)", w.Since())
 		}
 		if h2.e == h.e || !closed(h.e.Done()) {
 			t.Fatal("TryAcquire took the lost holding's Elector over, want it stopped")
@@ -291,7 +291,7 @@ func TestP2ReleaseThenAcquireWithinR(t *testing.T) {
 			}
 			got <- hb
 		}()
-		w.at(7 * time.Second)
+		w.At(7 * time.Second)
 		if len(got) != 0 {
 			t.Fatal("b acquired a key a holds")
 		}
@@ -335,21 +335,21 @@ func TestP3TryAcquireLiveHolder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.at(time.Second)
+		w.At(time.Second)
 		tr := leakcheck.New()
 		var herr error
 		tr.Do(func() { _, herr = b.TryAcquire(context.Background(), "job") })
 		if !errors.Is(herr, ErrHeld) || !strings.Contains(herr.Error(), `"job"`) {
 			t.Fatalf("TryAcquire = %v, want ErrHeld naming the key", herr)
 		}
-		if d := w.since(); d > time.Second+testR {
+		if d := w.Since(); d > time.Second+testR {
 			t.Fatalf("TryAcquire gave up at %v, want within R of its start (1s)", d)
 		}
 		synctest.Wait()
 		if left := tr.Running(); len(left) != 0 {
 			t.Fatalf("TryAcquire left goroutines running:\n%s", strings.Join(left, "\n\n"))
 		}
-		w.at(w.since() + 3*testL)
+		w.At(w.Since() + 3*testL)
 		if closed(ha.Done()) || w.holderOf("job") != "a" {
 			t.Fatalf("a lost the key after a failed TryAcquire (holder %q)", w.holderOf("job"))
 		}
@@ -364,7 +364,7 @@ func TestP3TryAcquireLiveHolder(t *testing.T) {
 func TestP3TryAcquireCrashedHolder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		dead, err := cluster.NewStoreLock(w.mem).Create(context.Background(), "job",
+		dead, err := cluster.NewStoreLock(w.Mem).Create(context.Background(), "job",
 			cluster.Record{Holder: "dead", Term: 7, AcquiredAt: time.Now(), RenewedAt: time.Now(), Duration: testL})
 		if err != nil {
 			t.Fatal(err)
@@ -374,7 +374,7 @@ func TestP3TryAcquireCrashedHolder(t *testing.T) {
 		if err != nil {
 			t.Fatalf("TryAcquire on a crashed holder's record: %v", err)
 		}
-		if d := w.since(); d < testL || d > testL+testR {
+		if d := w.Since(); d < testL || d > testL+testR {
 			t.Fatalf("took the crashed holder's record at %v, want in [L, L+R]", d)
 		}
 		if h.Term() <= dead.Term {
@@ -401,7 +401,7 @@ func TestP1AcquireCancelled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rev, _ := cluster.NewStoreLock(w.mem).Get(context.Background(), "job")
+		rev, _ := cluster.NewStoreLock(w.Mem).Get(context.Background(), "job")
 		ctx, cancel := context.WithCancel(context.Background())
 		tr := leakcheck.New()
 		res := make(chan error, 1)
@@ -411,7 +411,7 @@ func TestP1AcquireCancelled(t *testing.T) {
 				res <- err
 			}()
 		})
-		w.at(3 * time.Second)
+		w.At(3 * time.Second)
 		if len(res) != 0 {
 			t.Fatalf("Acquire returned while the key is held: %v", <-res)
 		}
@@ -419,14 +419,14 @@ func TestP1AcquireCancelled(t *testing.T) {
 		if err := <-res; !errors.Is(err, context.Canceled) {
 			t.Fatalf("Acquire after cancel = %v, want context.Canceled", err)
 		}
-		if d := w.since(); d != 3*time.Second {
+		if d := w.Since(); d != 3*time.Second {
 			t.Fatalf("Acquire returned at %v, want at once (3s)", d)
 		}
 		synctest.Wait()
 		if left := tr.Running(); len(left) != 0 {
 			t.Fatalf("Acquire left goroutines running:\n%s", strings.Join(left, "\n\n"))
 		}
-		if rec, _ := cluster.NewStoreLock(w.mem).Get(context.Background(), "job"); rec.Holder != "a" || rec.Term != rev.Term {
+		if rec, _ := cluster.NewStoreLock(w.Mem).Get(context.Background(), "job"); rec.Holder != "a" || rec.Term != rev.Term {
 			t.Fatalf("record after the cancelled Acquire: %+v, want a's, term %d", rec, rev.Term)
 		}
 		if err := ha.Release(context.Background()); err != nil {
@@ -450,7 +450,7 @@ func TestP4ManyKeysAndTerms(t *testing.T) {
 			}
 			held[i] = h
 		}
-		w.at(4 * testL)
+		w.At(4 * testL)
 		for i, h := range held {
 			if closed(h.Done()) {
 				t.Fatalf("key %s lost", h.Key())
@@ -489,7 +489,7 @@ func TestP5OneKeyOnceInALocker(t *testing.T) {
 		w := newWorld(t)
 		var logs logCapture
 		l, err := New(Config{
-			Lock: cluster.NewStoreLock(w.mem), InstanceID: "a", LeaseDuration: testL, RenewInterval: testR, Logger: logs.Logger(),
+			Lock: cluster.NewStoreLock(w.Mem), InstanceID: "a", LeaseDuration: testL, RenewInterval: testR, Logger: logs.Logger(),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -498,8 +498,8 @@ func TestP5OneKeyOnceInALocker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.TryAcquire(context.Background(), "job"); !errors.Is(err, ErrHeld) || w.since() != 0 {
-			t.Fatalf("TryAcquire of a key the Locker holds = %v at %v, want ErrHeld at once", err, w.since())
+		if _, err := l.TryAcquire(context.Background(), "job"); !errors.Is(err, ErrHeld) || w.Since() != 0 {
+			t.Fatalf("TryAcquire of a key the Locker holds = %v at %v, want ErrHeld at once", err, w.Since())
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancelled := make(chan error, 1)
@@ -515,7 +515,7 @@ func TestP5OneKeyOnceInALocker(t *testing.T) {
 			}
 			got <- h
 		}()
-		w.at(2 * testL)
+		w.At(2 * testL)
 		cancel()
 		if err := <-cancelled; !errors.Is(err, context.Canceled) {
 			t.Fatalf("waiting Acquire after cancel = %v, want context.Canceled", err)
@@ -523,13 +523,13 @@ func TestP5OneKeyOnceInALocker(t *testing.T) {
 		if len(got) != 0 || closed(first.Done()) {
 			t.Fatal("a second holding of the key while the first lasts")
 		}
-		released := w.since()
+		released := w.Since()
 		if err := first.Release(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		second := <-got
-		if w.since() != released {
-			t.Fatalf("second Acquire took the key at %v, want at the release (%v)", w.since(), released)
+		if w.Since() != released {
+			t.Fatalf("second Acquire took the key at %v, want at the release (%v)", w.Since(), released)
 		}
 		if second.Term() <= first.Term() {
 			t.Fatalf("second term %d not above the first's %d", second.Term(), first.Term())
@@ -553,7 +553,7 @@ func TestP2IsHeldAtTheDeadline(t *testing.T) {
 		succeeded := 0
 		late := make(chan struct{})
 		l, err := New(Config{
-			Lock: cluster.NewStoreLock(newFaultStore(w.mem)), InstanceID: "a", LeaseDuration: testL, RenewInterval: testR, Logger: quietLogger(),
+			Lock: cluster.NewStoreLock(newFaultStore(w.Mem)), InstanceID: "a", LeaseDuration: testL, RenewInterval: testR, Logger: quietLogger(),
 			// The renewal at R answers, and its event holds up the election goroutine until
 			// the test lets it go: the deadline of the attempt at 0, (L+R)/2, passes meanwhile.
 			Observer: func(ev cluster.Event) {
@@ -577,11 +577,11 @@ func TestP2IsHeldAtTheDeadline(t *testing.T) {
 			_ = h.Release(context.Background()) // after the loss, only ends the election
 		}()
 		deadline := (testL + testR) / 2
-		w.at(deadline - time.Millisecond)
+		w.At(deadline - time.Millisecond)
 		if !h.IsHeld() || closed(h.Done()) {
 			t.Fatalf("at %v: IsHeld %v, Done closed %v; want held", deadline-time.Millisecond, h.IsHeld(), closed(h.Done()))
 		}
-		w.at(deadline)
+		w.At(deadline)
 		if closed(h.Done()) {
 			t.Fatal("Done closed while the election goroutine was held up: the test shows nothing")
 		}
@@ -589,7 +589,7 @@ func TestP2IsHeldAtTheDeadline(t *testing.T) {
 			t.Fatalf("at the deadline %v: IsHeld true while the lease may have expired for the others (W7)", deadline)
 		}
 		letGo()
-		w.at(deadline + time.Millisecond)
+		w.At(deadline + time.Millisecond)
 		if !closed(h.Done()) || h.IsHeld() {
 			t.Fatalf("once the election goroutine runs: Done closed %v, IsHeld %v; want lost", closed(h.Done()), h.IsHeld())
 		}
@@ -609,9 +609,9 @@ func TestP6ReacquireAfterAnUnreleasedLoss(t *testing.T) {
 		}
 		// Renewals at 0 and 5 s succeed; from 6 s calls hang, so the holding is lost at its
 		// deadline, 5 s + (L+R)/2 = 15 s, and the release Stop sends never lands.
-		w.at(6 * time.Second)
+		w.At(6 * time.Second)
 		f.Set(func(f *faultStore) { f.Hang = true })
-		w.at(15 * time.Second)
+		w.At(15 * time.Second)
 		if !closed(h.Done()) {
 			t.Fatal("Done not closed at the deadline")
 		}
@@ -619,16 +619,16 @@ func TestP6ReacquireAfterAnUnreleasedLoss(t *testing.T) {
 			t.Fatal("Release after the loss reported a release that cannot have landed")
 		}
 		f.Heal()
-		if rec, err := cluster.NewStoreLock(w.mem).Get(context.Background(), "job"); err != nil || rec.Holder != "a" || rec.Term != h.Term() {
+		if rec, err := cluster.NewStoreLock(w.Mem).Get(context.Background(), "job"); err != nil || rec.Holder != "a" || rec.Term != h.Term() {
 			t.Fatalf("record after the loss = %+v, %v; want still a's, term %d", rec, err, h.Term())
 		}
-		start := w.since()
+		start := w.Since()
 		h2, err := l.Acquire(context.Background(), "job")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer h2.Release(context.Background())
-		if took := w.since() - start; took != 0 {
+		if took := w.Since() - start; took != 0 {
 			t.Fatalf("acquiring the Locker's own unreleased record took %v, want the first attempt", took)
 		}
 		if h2.Term() <= h.Term() {

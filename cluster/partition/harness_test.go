@@ -3,20 +3,15 @@ package partition
 import (
 	"context"
 	"flag"
-	"io"
-	"log/slog"
-	"os"
-	"strconv"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/internal/bubble"
 	"github.com/leasehold/leasehold/internal/faultstore"
 	"github.com/leasehold/leasehold/internal/logcapture"
 	"github.com/leasehold/leasehold/store"
-	"github.com/leasehold/leasehold/store/memory"
 )
 
 const (
@@ -40,33 +35,15 @@ func (s watchingStore) Watch(ctx context.Context, key string, fn func(store.Chan
 	return s.Inner().(store.Watcher).Watch(ctx, key, fn)
 }
 
-// world is the store the processes of a test share, and the fake time it began at.
-type world struct {
-	t     *testing.T
-	mem   *memory.Store
-	start time.Time
-}
+// world is the store the instances of a test share, and the fake time it began at, with the
+// test's own helpers.
+type world struct{ *bubble.World }
 
-func newWorld(t *testing.T) *world {
-	return &world{t: t, mem: memory.New(), start: time.Now()}
-}
+func newWorld(t *testing.T) *world { return &world{bubble.New(t)} }
 
-// since returns the fake time elapsed since the world began.
-func (w *world) since() time.Duration { return time.Since(w.start) }
+var sec = bubble.Sec
 
-// at sleeps until d after the world began (fake time inside a bubble) and waits for every
-// goroutine of the bubble to block.
-func (w *world) at(d time.Duration) {
-	w.t.Helper()
-	if wait := w.start.Add(d).Sub(time.Now()); wait > 0 {
-		time.Sleep(wait)
-	}
-	synctest.Wait()
-}
-
-func sec(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
-
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+var quietLogger = bubble.QuietLogger
 
 // logCapture collects JSON log records for assertions.
 type logCapture = logcapture.Capture
@@ -147,34 +124,8 @@ var (
 	flagRandomFirst = flag.Uint64("random.first", 0, "TestD6RandomFaults: number of the first seed (default $LEASEHOLD_RANDOM_FIRST, else 1)")
 )
 
-// randomSeedList returns the seeds to run, n unless the flags or the environment say
-// otherwise, as cluster's TestRandomFaults chooses its own.
+// randomSeedList returns the seeds to run: n unless the flags or the environment say
+// otherwise (bubble.Seeds).
 func randomSeedList(t *testing.T, n int) []uint64 {
-	if *flagRandomSeed != 0 {
-		return []uint64{*flagRandomSeed}
-	}
-	if v := os.Getenv("LEASEHOLD_RANDOM_SEEDS"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			t.Fatalf("LEASEHOLD_RANDOM_SEEDS=%q: want a positive integer", v)
-		}
-	}
-	if *flagRandomSeeds > 0 {
-		n = *flagRandomSeeds
-	}
-	first := uint64(1)
-	if v := os.Getenv("LEASEHOLD_RANDOM_FIRST"); v != "" {
-		var err error
-		if first, err = strconv.ParseUint(v, 10, 64); err != nil || first < 1 {
-			t.Fatalf("LEASEHOLD_RANDOM_FIRST=%q: want a positive integer", v)
-		}
-	}
-	if *flagRandomFirst > 0 {
-		first = *flagRandomFirst
-	}
-	seeds := make([]uint64, n)
-	for i := range seeds {
-		seeds[i] = first + uint64(i)
-	}
-	return seeds
+	return bubble.Seeds(t, n, *flagRandomSeed, *flagRandomSeeds, *flagRandomFirst)
 }

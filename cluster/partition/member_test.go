@@ -27,7 +27,7 @@ func TestD10FenceAMemberOutOfTheRoster(t *testing.T) {
 			t.Fatalf("c owns %d partitions alone; want %d", got, k)
 		}
 		c.crash()
-		if err := cluster.NewStoreLock(w.mem).(cluster.Roster).Leave(context.Background(), RosterName("work"), "c"); err != nil {
+		if err := cluster.NewStoreLock(w.Mem).(cluster.Roster).Leave(context.Background(), RosterName("work"), "c"); err != nil {
 			t.Fatal(err)
 		}
 		a := w.partitions("a", k)
@@ -90,7 +90,7 @@ func TestD7ReservationNotTakenIsClaimedAfterLPlusR(t *testing.T) {
 		w := newWorld(t)
 		const k = 4
 		ctx := context.Background()
-		lock := cluster.NewStoreLock(w.mem)
+		lock := cluster.NewStoreLock(w.Mem)
 		// ghost renews a member lease and is in the roster, but runs no partitions.
 		startGhost(t, lock)
 		name := leaseconf.SlotName(lock, "work", 2, k)
@@ -100,7 +100,7 @@ func TestD7ReservationNotTakenIsClaimedAfterLPlusR(t *testing.T) {
 		a := w.partitions("a", k)
 		claimed := time.Duration(-1)
 		for d := time.Duration(0); d <= 4*testR+testL && claimed < 0; d += 100 * time.Millisecond {
-			w.at(d)
+			w.At(d)
 			if slices.Contains(a.p.Owned(), 2) {
 				claimed = d
 			}
@@ -127,7 +127,7 @@ func TestD8CrashClaimsSoonAfterTheTakeover(t *testing.T) {
 		const k = 24
 		const call = 200 * time.Millisecond
 		start := func(id string) *pmember {
-			fs := newFaultStore(w.mem)
+			fs := newFaultStore(w.Mem)
 			fs.Set(func(f *faultStore) { f.Latency = call })
 			lock := newCrashLock(cluster.NewStoreLock(watchingStore{fs}))
 			p, err := New(Config{
@@ -151,11 +151,11 @@ func TestD8CrashClaimsSoonAfterTheTakeover(t *testing.T) {
 			t.Fatalf("c owns %d partitions before the crash; want %d", len(held), k/3)
 		}
 		c.crash()
-		lock := cluster.NewStoreLock(w.mem)
+		lock := cluster.NewStoreLock(w.Mem)
 		var takenAt time.Duration
 		ownedAt := make(map[int]time.Duration)
-		for d := w.since(); d <= sec(60)+testL+3*testR && len(ownedAt) < len(held); d += 10 * time.Millisecond {
-			w.at(d)
+		for d := w.Since(); d <= sec(60)+testL+3*testR && len(ownedAt) < len(held); d += 10 * time.Millisecond {
+			w.At(d)
 			if rec, err := lock.Get(context.Background(), memberLeaseName("work", "c")); takenAt == 0 && err == nil && rec.Holder != "c" {
 				takenAt = d
 			}
@@ -192,7 +192,7 @@ func TestD7StuckClaimsBeyondTheShareAreMoves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		const k = 12
-		startGhost(t, cluster.NewStoreLock(w.mem))
+		startGhost(t, cluster.NewStoreLock(w.Mem))
 		a := w.partitions("a", k)
 		firstPlan := testR // a's second read of the roster
 		for _, c := range []struct {
@@ -244,12 +244,12 @@ func TestD7ClaimsStopAtTheRosterShare(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		const k = 100
-		lock := cluster.NewStoreLock(w.mem)
+		lock := cluster.NewStoreLock(w.Mem)
 		for i := range 9 {
 			startMember(t, lock, fmt.Sprintf("g%d", i))
 		}
 		p := startPartitions(t, blindLock{Lock: lock, Roster: lock.(cluster.Roster), own: memberLeaseName("work", "a")}, k, quietLogger())
-		w.at(testL + testR/2)
+		w.At(testL + testR/2)
 		if got := len(p.Owned()); got != k/10 {
 			t.Fatalf("a owns %d partitions at L + R/2; want %d, its share among the roster's ten members", got, k/10)
 		}
@@ -305,14 +305,14 @@ func TestD7ReservedCountsAsTheHeirs(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				w := newWorld(t)
 				const k = 4
-				lock := cluster.NewStoreLock(w.mem)
+				lock := cluster.NewStoreLock(w.Mem)
 				startGhost(t, lock)
 				name := leaseconf.SlotName(lock, "work", r, k)
 				if _, err := lock.Create(context.Background(), name, cluster.Record{Term: 5, NextHolder: "ghost", Duration: testL, RenewedAt: time.Now()}); err != nil {
 					t.Fatal(err)
 				}
 				a := w.partitions("a", k)
-				w.at(2 * testR)
+				w.At(2 * testR)
 				owned := a.p.Owned()
 				if len(owned) != 2 || slices.Contains(owned, r) {
 					t.Fatalf("a owns %v at 2R, partition %d reserved for ghost; want two of the three others", owned, r)
@@ -343,9 +343,9 @@ func TestD6FirstPlanReadsWhatNoWatchBrought(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		const k = 8
-		lock := cluster.NewStoreLock(w.mem)
+		lock := cluster.NewStoreLock(w.Mem)
 		p := startPartitions(t, muteLock{Lock: lock, Roster: lock.(cluster.Roster)}, k, quietLogger())
-		w.at(2 * testR)
+		w.At(2 * testR)
 		if got := len(p.Owned()); got != k {
 			t.Fatalf("a, alone, owns %d of %d partitions at 2R; want all", got, k)
 		}
@@ -373,10 +373,10 @@ func TestD6WatchFailuresLoggedOncePerR(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		const k = 8
-		lock := cluster.NewStoreLock(w.mem)
+		lock := cluster.NewStoreLock(w.Mem)
 		var logs logCapture
 		startPartitions(t, failingWatchLock{Lock: lock, Roster: lock.(cluster.Roster)}, k, logs.Logger())
-		w.at(3*testR + testR/2)
+		w.At(3*testR + testR/2)
 		lines := logs.Find("leasehold: partitions: watch ended, read and watched again R later")
 		// The k watches fail at the start, then again R later, each R: a line each time.
 		if len(lines) < 3 || len(lines) > 4 {

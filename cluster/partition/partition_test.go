@@ -21,20 +21,20 @@ type pmember struct {
 }
 
 func (w *world) partitions(id string, k int) *pmember {
-	w.t.Helper()
-	lock := newCrashLock(cluster.NewStoreLock(w.mem))
+	w.T.Helper()
+	lock := newCrashLock(cluster.NewStoreLock(w.Mem))
 	p, err := New(Config{
 		Lock: lock, LeaseName: "work", Partitions: k, LeaseDuration: testL, RenewInterval: testR,
 		InstanceID: id, Logger: quietLogger(),
 	})
 	if err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
 	m := &pmember{p: p, lock: lock}
 	if err := p.Start(context.Background()); err != nil {
-		w.t.Fatal(err)
+		w.T.Fatal(err)
 	}
-	w.t.Cleanup(m.cleanup)
+	w.T.Cleanup(m.cleanup)
 	return m
 }
 
@@ -96,10 +96,10 @@ func checkOwners(t *testing.T, k int, ms ...*pmember) (map[string]int, int) {
 
 // runPartitions samples the fleet every 100ms until until: never two owners of a partition.
 func (w *world) runPartitions(until time.Duration, k int, ms ...*pmember) {
-	w.t.Helper()
-	for d := w.since(); d <= until; d += 100 * time.Millisecond {
-		w.at(d)
-		checkOwners(w.t, k, ms...)
+	w.T.Helper()
+	for d := w.Since(); d <= until; d += 100 * time.Millisecond {
+		w.At(d)
+		checkOwners(w.T, k, ms...)
 	}
 }
 
@@ -122,9 +122,9 @@ func TestD6SpreadEvenlyNeverTwoOwners(t *testing.T) {
 		w := newWorld(t)
 		const k = 12
 		a := w.partitions("a", k)
-		w.at(sec(1))
+		w.At(sec(1))
 		b := w.partitions("b", k)
-		w.at(sec(2))
+		w.At(sec(2))
 		c := w.partitions("c", k)
 		w.runPartitions(sec(60), k, a, b, c)
 		counts, free := checkOwners(t, k, a, b, c)
@@ -205,7 +205,7 @@ func TestD8StopTakenWithinR(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.halt = true
-		stopped := w.since()
+		stopped := w.Since()
 		w.runPartitions(stopped+testR, k, a, b)
 		if counts, free := checkOwners(t, k, a, b); free != 0 {
 			t.Fatalf("R after c stopped: %v owned, %d free; want every partition owned", counts, free)
@@ -226,7 +226,7 @@ func TestD8StopHandsOverAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.halt = true
-		w.runPartitions(w.since()+10*time.Millisecond, k, a, b)
+		w.runPartitions(w.Since()+10*time.Millisecond, k, a, b)
 		if counts, free := checkOwners(t, k, a, b); free != 0 {
 			t.Fatalf("10ms after c stopped: %v owned, %d free; want every partition handed over", counts, free)
 		}
@@ -284,7 +284,7 @@ func TestD6StartTogetherNoPileUp(t *testing.T) {
 		const k = 12
 		a, b, c := w.partitions("a", k), w.partitions("b", k), w.partitions("c", k)
 		for d := time.Duration(0); d <= sec(60); d += 100 * time.Millisecond {
-			w.at(d)
+			w.At(d)
 			counts, free := checkOwners(t, k, a, b, c)
 			if _, hi := spread(counts); hi > 4 {
 				t.Fatalf("at %v: %v owned; want none above its share, 4", d, counts)
@@ -307,7 +307,7 @@ func TestD6StaggeredStartNoPileUp(t *testing.T) {
 		const k, n = 100, 10
 		var ms []*pmember
 		for d := time.Duration(0); d <= sec(40); d += 100 * time.Millisecond {
-			w.at(d)
+			w.At(d)
 			if len(ms) < n && d == time.Duration(len(ms))*time.Second {
 				ms = append(ms, w.partitions(fmt.Sprintf("m%d", len(ms)), k))
 			}

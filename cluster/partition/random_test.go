@@ -41,7 +41,7 @@ func runPartitionsSeed(t *testing.T, seed uint64) {
 	w := newWorld(t)
 	var all []*rpmember
 	start := func(id string) *rpmember {
-		f := newFaultStore(w.mem)
+		f := newFaultStore(w.Mem)
 		lock := newCrashLock(cluster.NewStoreLock(f))
 		p, err := New(Config{
 			Lock: lock, LeaseName: "work", Partitions: k, LeaseDuration: testL, RenewInterval: testR,
@@ -74,7 +74,7 @@ func runPartitionsSeed(t *testing.T, seed uint64) {
 	end := time.Hour
 	next := sec(5)
 	for d := time.Duration(0); d < end; d += 100 * time.Millisecond {
-		w.at(d)
+		w.At(d)
 		check()
 		if d < next {
 			continue
@@ -105,20 +105,20 @@ func runPartitionsSeed(t *testing.T, seed uint64) {
 		}
 	}
 	// Calm: every fault healed, every member back.
-	w.at(end + 31*time.Second) // the last heal is due by now
+	w.At(end + 31*time.Second) // the last heal is due by now
 	for i, m := range slots {
 		if m.gone {
 			incs[i]++
 			slots[i] = start(fmt.Sprintf("m%d.%d", i, incs[i]))
 		}
 	}
-	calm := w.since()
+	calm := w.Since()
 	var live []*pmember
 	for _, m := range slots {
 		live = append(live, &pmember{p: m.p})
 	}
 	for d := calm; d <= calm+2*time.Minute; d += 100 * time.Millisecond {
-		w.at(d)
+		w.At(d)
 		check()
 	}
 	counts, free := checkOwners(t, k, live...)
