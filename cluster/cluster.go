@@ -11,7 +11,8 @@
 // Products built on the engine are packages of their own: cluster/locker is a per-key lock
 // (each key held is an Elector of its own on the lease of that name), cluster/holders elects
 // up to N holders of a lease at once (an Elector per slot, of which a [Gate] lets one at a
-// time hold in an instance).
+// time hold in an instance), and cluster/partition spreads K partitions over the live
+// instances (each holding its partitions through one lease of its own).
 //
 // # Timing
 //

@@ -1,10 +1,10 @@
 package cluster
 
-import "github.com/leasehold/leasehold/internal/leaseconf"
+import "time"
 
 // Defaults of ElectorConfig, those of Webda's cluster services.
 const (
-	DefaultLeaseDuration = leaseconf.DefaultLeaseDuration
-	DefaultRenewInterval = leaseconf.DefaultRenewInterval
-	DefaultLeaseName     = leaseconf.DefaultLeaseName
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewInterval = 5 * time.Second
+	DefaultLeaseName     = "leader"
 )

@@ -11,7 +11,7 @@ import (
 
 // MaxValueBytes bounds the value a holder publishes (V1): it travels in every renewal, and a
 // Kubernetes annotation or a store document is no place for a payload.
-const MaxValueBytes = leaseconf.MaxValueBytes
+const MaxValueBytes = 1024
 
 // CurrentValue returns the value the holder of r published for its current term, "" when the
 // record is released or its value was written for another term (V2): a writer that does not
