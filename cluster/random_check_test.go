@@ -270,8 +270,9 @@ func (s *rsim) bound() (armedBound, bool) {
 		if cur.at.After(ref) {
 			ref = cur.at
 		}
-		// E9: a faulty watch may hide a write for up to its delay more than R.
-		slack := n.streamSlack(time.Now())
+		// E9: a faulty watch may hide a write for up to its delay more than R, and a write
+		// made while it was faulty stays that late once it is clean.
+		slack := n.streamSlack(cur.at, time.Now())
 		// Its own L and R, on its clock (M1).
 		b := armedBound{ref: ref, limit: n.l + n.r + slack, kind: "L+R", w: cur.at, who: n.id}
 		if cur.exists && cur.holder == "" && cur.preempt && cur.next != n.id {
