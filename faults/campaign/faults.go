@@ -179,6 +179,10 @@ type Takeover struct {
 	// Bound is the rule's bound plus the slack (L + R for a crash, pause or partition, E6; R
 	// for a clean stop, E7); 0 when the fault's takeover has no bound (latency, reset, outage).
 	Bound time.Duration `json:"bound_ns,omitempty"`
+	// Attempt is how long the new leader's winning attempt took, from its start to its answer
+	// (a lead line's time less its attempt's start): the part of Took the store spent. 0 when
+	// not measured.
+	Attempt time.Duration `json:"attempt_ns,omitempty"`
 }
 
 // Over reports whether the takeover broke its bound.
@@ -493,8 +497,11 @@ func (d *driver) inject() error {
 	d.record(f)
 	d.o.Logf("campaign %s: fault %d %s %s%s", d.o.Backend, f.N, f.Kind, f.Target, describeTakeover(f.Takeover))
 	if f.Takeover.Over() {
-		d.problem("fault %d (%s of %s): %s took over %v after %s, beyond the bound %v",
-			f.N, f.Kind, f.Target, f.Takeover.To, f.Takeover.Took, f.Takeover.Since, f.Takeover.Bound)
+		// The traces from a lease before the fault to the takeover say who was late, and why.
+		from, to := f.Start-int64(d.o.LeaseDuration+d.o.RenewInterval), f.Start+int64(f.Takeover.Took)+int64(50*time.Millisecond)
+		d.problem("fault %d (%s of %s): %s took over %v after %s (its winning attempt took %v), beyond the bound %v%s",
+			f.N, f.Kind, f.Target, f.Takeover.To, f.Takeover.Took, f.Takeover.Since, f.Takeover.Attempt, f.Takeover.Bound,
+			traceWindow(d.dir, from, to))
 	}
 	return nil
 }
@@ -506,6 +513,9 @@ func describeTakeover(t *Takeover) string {
 	s := fmt.Sprintf(": %s → %s in %v after %s", t.From, t.To, t.Took.Round(time.Millisecond/10), t.Since)
 	if t.Bound > 0 {
 		s += fmt.Sprintf(" (bound %v)", t.Bound)
+	}
+	if t.Attempt > 0 {
+		s += fmt.Sprintf(", its attempt %v", t.Attempt.Round(time.Millisecond/10))
 	}
 	return s
 }
@@ -532,6 +542,9 @@ func (d *driver) crashTakeover(old *proc, f *Fault, leads int, bound, half time.
 		since, label = faultAt, "the fault (an attempt may have been in flight)"
 	}
 	t := &Takeover{From: old.ID, To: next.Instance, Since: label, Took: time.Duration(next.T - since), Bound: bound}
+	if next.Deadline != 0 {
+		t.Attempt = time.Duration(next.T - (next.Deadline - int64(half)))
+	}
 	if stalls != nil {
 		f.Stalls = stalls.stop()
 		stalledTakeover(t, since, next.T, f.Stalls)

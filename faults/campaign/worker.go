@@ -134,7 +134,7 @@ func runWorker(w *proctest.Worker) int {
 
 // workerObserver writes the worker's leadership lines and its attempt lines.
 func workerObserver(w *proctest.Worker) func(cluster.Event) {
-	return cluster.Observers(w.Observer(), attemptsObserver(w))
+	return cluster.Observers(w.Observer(), attemptsObserver(w), traceObserver(w.ID, os.Getenv(envTrace)))
 }
 
 // attemptsObserver writes the worker's attempt lines: on stdout, each time its attempts start
