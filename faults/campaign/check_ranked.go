@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/proctest"
 )
 
@@ -17,7 +18,9 @@ import (
 //     to hand over before its stability window has passed (Q2);
 //   - health-leader, health-follower: the target asks no holder to hand over while its check
 //     fails (Q2, U1), from R after the instant it started failing (the first failed check
-//     comes within R, U1) to the instant it passed again.
+//     comes within R, U1) to the instant it passed again;
+//   - health-all: while every check fails, from the leader's failure to its recovery, nobody
+//     asks to lead and the leader does not hand over (U3).
 //
 // A handover owed and not seen before faultsEnd is a violation once its bound has passed.
 func checkRanked(o Options, lines []proctest.Line, asks []askLine, faults []Fault, faultsEnd int64) (out []Fault, violations []string) {
@@ -36,6 +39,23 @@ func checkRanked(o Options, lines []proctest.Line, asks []askLine, faults []Faul
 				if a.Instance == f.Target && a.T >= f.Start+int64(o.RenewInterval+o.Slack) && a.T <= end {
 					violations = append(violations, what+fmt.Sprintf("it asked %s to hand over at %d, %v after its check started failing (Q2, U1: never while its own check fails)",
 						a.Holder, a.T, time.Duration(a.T-f.Start)))
+				}
+			}
+		case HealthAll:
+			if !leadingAt(ivs, f.Target, f.Start) {
+				continue // it had lost the lease before: nothing to keep
+			}
+			for _, a := range asks {
+				if a.T >= f.Start && a.T <= end {
+					violations = append(violations, what+fmt.Sprintf("%s asked %s to hand over at %d while every check failed (Q2, U1, U3)", a.Instance, a.Holder, a.T))
+				}
+			}
+			for _, l := range lines {
+				if l.T < f.Start || l.T > end {
+					continue
+				}
+				if l.Kind == proctest.KindUnlead && l.Instance == f.Target && l.Reason == cluster.ReasonResign {
+					violations = append(violations, what+fmt.Sprintf("it handed over at %d while every candidate's check failed (U3: the leader keeps leading)", l.T))
 				}
 			}
 		case Preempt:

@@ -186,3 +186,35 @@ func TestApplyHealth(t *testing.T) {
 		t.Errorf("applyHealth(clock) = %v, %v; want not a health text", ok, err)
 	}
 }
+
+// While every candidate's check fails the leader keeps leading (U3): a handover on a request,
+// or a request at all, between the leader's failure and its recovery is a violation.
+func TestCheckRankedHealthAll(t *testing.T) {
+	o := rankedOptions()
+	fault := Fault{N: 2, Kind: HealthAll, Target: "w3.1", Slot: 3, Start: 1000 * ms1, End: 3000 * ms1}
+	kept := linesOf(iv("w3.1", 1, 0, 5000))
+	handed := []proctest.Line{
+		{Instance: "w3.1", Kind: proctest.KindLead, Term: 1, T: 0, Deadline: 5000 * ms1},
+		{Instance: "w3.1", Kind: proctest.KindUnlead, Term: 1, T: 2000 * ms1, Reason: "resign"},
+		{Instance: "w2.1", Kind: proctest.KindLead, Term: 2, T: 2010 * ms1, Deadline: 5000 * ms1},
+	}
+	for _, tc := range []struct {
+		name     string
+		lines    []proctest.Line
+		asks     []askLine
+		violated string
+	}{
+		{"kept", kept, nil, ""},
+		{"asked after the recovery", kept, []askLine{{Instance: "w2.1", T: 3500 * ms1, Holder: "w3.1"}}, ""},
+		{"asked", kept, []askLine{{Instance: "w2.1", T: 2000 * ms1, Holder: "w3.1"}}, "while every check failed"},
+		{"handed over", handed, nil, "U3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, vs := checkRanked(o, tc.lines, tc.asks, []Fault{fault}, 9000*ms1)
+			v := strings.Join(vs, "\n")
+			if (tc.violated == "") != (v == "") || !strings.Contains(v, tc.violated) {
+				t.Errorf("violations %q, want one about %q", v, tc.violated)
+			}
+		})
+	}
+}

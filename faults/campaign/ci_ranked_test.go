@@ -55,7 +55,7 @@ func TestCampaignRankedCI(t *testing.T) {
 				for _, f := range rep.Faults {
 					if f.Kind == k && f.Takeover != nil && f.Takeover.Bound > 0 {
 						measured++
-						t.Logf("fault %d %s: %s", f.N, k, describeTakeover(f.Takeover))
+						t.Logf("fault %d %s%s", f.N, k, describeTakeover(f.Takeover))
 					}
 				}
 				if measured == 0 {

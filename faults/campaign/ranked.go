@@ -28,6 +28,9 @@ const (
 	// HealthFollower: a follower's health check fails for longer than L, then passes again;
 	// not bounded, but the follower must not ask to lead meanwhile (Q2, U1).
 	HealthFollower Kind = "health-follower"
+	// HealthAll: every worker's check fails, the followers' first; the leader must keep
+	// leading, and nobody may ask it to hand over, until its own check passes again (U3).
+	HealthAll Kind = "health-all"
 )
 
 // rankedWeights are the ranked kinds' weights; none is injected over a cluster.
@@ -35,6 +38,7 @@ var rankedWeights = []kindWeight{
 	{HealthLeader, 2, false, 0},
 	{Preempt, 2, false, 0},
 	{HealthFollower, 1, false, 0},
+	{HealthAll, 1, false, 0},
 }
 
 // scheduleWeights returns the kinds of the schedule and their weights.
@@ -46,7 +50,9 @@ func scheduleWeights(ranked bool) []kindWeight {
 }
 
 // rankedKind reports whether k is a kind of the Ranked mode only.
-func rankedKind(k Kind) bool { return k == HealthLeader || k == Preempt || k == HealthFollower }
+func rankedKind(k Kind) bool {
+	return k == HealthLeader || k == Preempt || k == HealthFollower || k == HealthAll
+}
 
 // healthBound bounds the handover of a leader whose check starts failing, from the instant it
 // does, plus the slack (U2, and the rules it refers to):
@@ -83,6 +89,8 @@ func (d *driver) injectRanked(kind Kind) (*Fault, error) {
 		return d.healthFollower()
 	case Preempt:
 		return d.preempt()
+	case HealthAll:
+		return d.healthAll()
 	}
 	return nil, fmt.Errorf("campaign: %s is not a ranked kind", kind)
 }
@@ -212,4 +220,65 @@ func (d *driver) preempt() (*Fault, error) {
 	err = d.wait(joiner.ID+" leading", preemptBound(d.o)+settleTimeout, func() bool { return d.leader == joiner.ID || joiner.exited })
 	f.Takeover = preemption(d.o, d.leads, *f)
 	return f, err
+}
+
+// healthAll makes every follower's check fail, then, once each has run it and failed (U1: every
+// R), the leader's; a while after the leader counts as unhealthy (U2) and its followers have
+// seen it, it makes the leader's check pass, and the followers' once the leader has said so in
+// its record. From the leader's failure to its recovery no candidate is healthy: the leader
+// must keep leading (U3).
+func (d *driver) healthAll() (*Fault, error) {
+	target := d.leaderProc()
+	if target == nil {
+		return nil, nil
+	}
+	var others []*proc
+	for _, s := range d.slots {
+		p := s.cur
+		if p == nil || !p.ready || p.exited || p.paused || p.signalled {
+			return nil, nil
+		}
+		if p != target {
+			others = append(others, p)
+		}
+	}
+	f := &Fault{N: len(d.faults) + 1, Kind: HealthAll, Target: target.ID, Slot: target.slot.n}
+	leads := len(d.leads)
+	for _, p := range others {
+		if _, err := d.setHealth(p, true); err != nil {
+			return f, err
+		}
+	}
+	settled := d.o.RenewInterval + d.o.Slack
+	if err := d.sleep(settled); err != nil {
+		return f, err
+	}
+	var err error
+	if f.Start, err = d.setHealth(target, true); err != nil {
+		return f, err
+	}
+	if err = d.sleep(time.Duration(d.o.HealthFailures+2)*d.o.RenewInterval + time.Duration(d.rng.Int64N(int64(500*time.Millisecond)))); err != nil {
+		return f, err
+	}
+	f.End = proctest.Now()
+	if !target.exited {
+		if f.End, err = d.setHealth(target, false); err != nil {
+			return f, err
+		}
+	}
+	// Its check passes within R, and its next renewal, at once, clears unhealthy (U2): a
+	// follower that passed before would ask it to hand over, rightly.
+	if err = d.sleep(settled); err != nil {
+		return f, err
+	}
+	for _, p := range others {
+		if !p.exited {
+			if _, err := d.setHealth(p, false); err != nil {
+				return f, err
+			}
+		}
+	}
+	f.Param = time.Duration(f.End - f.Start)
+	f.Takeover = d.anyTakeover(target.ID, leads, f.Start)
+	return f, nil
 }

@@ -19,7 +19,7 @@ var kindColour = map[Kind]string{
 	MemberKillLeader: "#e6550d", MemberKillFollower: "#fdae6b", MemberKillUsed: "#a63603", MemberPauseLeader: "#756bb1",
 	MemberPauseFollower: "#bcbddc", MemberCut: "#636363", MemberFailover: "#31a354", MemberFailoverLossy: "#a1d99b",
 	ClusterRestart: "#000000",
-	HealthLeader:   "#ff7f0e", Preempt: "#1f77b4", HealthFollower: "#dbdb8d",
+	HealthLeader:   "#ff7f0e", Preempt: "#1f77b4", HealthFollower: "#dbdb8d", HealthAll: "#8c6d31",
 }
 
 // slotOf returns the slot number of an instance ID "w<slot>.<generation>".
