@@ -119,7 +119,12 @@ func (d *driver) healthLeader() (*Fault, error) {
 		return f, err
 	}
 	if _, err = d.nextLead(target.ID, leads, healthBound(d.o)+settleTimeout); err != nil {
-		return f, err
+		if d.ctx.Err() != nil {
+			return f, err
+		}
+		// No handover: checkRanked reports it on the log. The check passes again, and the
+		// campaign goes on.
+		d.o.Logf("campaign %s: fault %d: %v", d.o.Backend, f.N, err)
 	}
 	// A while unhealthy after the handover: it must not ask to lead back meanwhile (Q2, U1).
 	if err = d.sleep(2*d.o.RenewInterval + time.Duration(d.rng.Int64N(int64(500*time.Millisecond)))); err != nil {
@@ -218,6 +223,11 @@ func (d *driver) preempt() (*Fault, error) {
 	}
 	f.End = joiner.readyAt
 	err = d.wait(joiner.ID+" leading", preemptBound(d.o)+settleTimeout, func() bool { return d.leader == joiner.ID || joiner.exited })
+	if err != nil && d.ctx.Err() == nil {
+		// No preemption: checkRanked reports it on the log, and the campaign goes on.
+		d.o.Logf("campaign %s: fault %d: %v", d.o.Backend, f.N, err)
+		err = nil
+	}
 	f.Takeover = preemption(d.o, d.leads, *f)
 	return f, err
 }
@@ -243,7 +253,6 @@ func (d *driver) healthAll() (*Fault, error) {
 		}
 	}
 	f := &Fault{N: len(d.faults) + 1, Kind: HealthAll, Target: target.ID, Slot: target.slot.n}
-	leads := len(d.leads)
 	for _, p := range others {
 		if _, err := d.setHealth(p, true); err != nil {
 			return f, err
@@ -253,6 +262,23 @@ func (d *driver) healthAll() (*Fault, error) {
 	if err := d.sleep(settled); err != nil {
 		return f, err
 	}
+	restore := func() error {
+		for _, p := range others {
+			if !p.exited {
+				if _, err := d.setHealth(p, false); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if d.leader != target.ID {
+		// The lease moved meanwhile (a preemption under way): the new leader already fails,
+		// and the old one, still healthy for up to R, would rightly ask it to hand over (U2).
+		// Given up: the kind comes again.
+		return nil, restore()
+	}
+	leads := len(d.leads)
 	var err error
 	if f.Start, err = d.setHealth(target, true); err != nil {
 		return f, err
@@ -271,12 +297,8 @@ func (d *driver) healthAll() (*Fault, error) {
 	if err = d.sleep(settled); err != nil {
 		return f, err
 	}
-	for _, p := range others {
-		if !p.exited {
-			if _, err := d.setHealth(p, false); err != nil {
-				return f, err
-			}
-		}
+	if err = restore(); err != nil {
+		return f, err
 	}
 	f.Param = time.Duration(f.End - f.Start)
 	f.Takeover = d.anyTakeover(target.ID, leads, f.Start)
