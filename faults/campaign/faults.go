@@ -143,8 +143,8 @@ type Fault struct {
 	Slot   int    `json:"slot,omitempty"`
 	Start  int64  `json:"start"` // when it was injected
 	End    int64  `json:"end"`   // when it was lifted (SIGCONT, heal, restart); Start for an instant
-	// Param is the pause, partition, outage, watch fault or clock jump length, or the latency
-	// added.
+	// Param is the pause, partition, outage, watch fault, clock jump or health fault length,
+	// the latency added, or a preempt's stability window.
 	Param time.Duration `json:"param_ns,omitempty"`
 	// Watch is a watch fault's WatchFault ("delay 120ms"), or a clock jump's offset
 	// ("clock -1h0m0s").

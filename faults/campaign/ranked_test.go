@@ -71,3 +71,21 @@ func TestRankedOptions(t *testing.T) {
 		}
 	}
 }
+
+// The report of a Ranked campaign says so: its name, the priorities and window, a row per
+// ranked kind with its handovers and bound.
+func TestRankedReport(t *testing.T) {
+	o := rankedOptions()
+	f := Fault{N: 1, Kind: HealthLeader, Target: "w3.1", Slot: 3, Start: 1000 * ms1, End: 3000 * ms1}
+	rep := analyze(o, false, linesOf(iv("w3.1", 1, 0, 1600), iv("w2.1", 2, 1800, 4000)), nil, []Fault{f}, 0, 4000*ms1, 4000*ms1)
+	rep.Faults, rep.Violations = checkRanked(o, linesOf(iv("w3.1", 1, 0, 1600), iv("w2.1", 2, 1800, 4000)), nil, rep.Faults, 4000*ms1)
+	var md strings.Builder
+	if err := WriteMarkdown(&md, "", []*Report{rep}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## file-ranked", "priorities 1 to 3, a stability window of 2s", "| health-leader | 1 | 1 | 800 ms | 800 ms | 800 ms | 1350 ms | 0 |", "| preempt | 0 |", "violations: none"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, md.String())
+		}
+	}
+}

@@ -154,7 +154,7 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 		fmt.Fprintf(&b, "Seed %d, %d instances, L = %v, R = %v, slack %v, %v of faults.\n\n",
 			r.Seed, r.Instances, r.LeaseDuration, r.RenewInterval, r.Slack, time.Duration(r.FaultsEnd-r.Start).Round(time.Second))
 		if r.Ranked {
-			fmt.Fprintf(&b, "Ranked: the workers of slots 1 to %d have priorities 1 to %d, a stability window of %v and a health check the runner makes fail; a leader is unhealthy after %d failed checks. %d requests to hand over written. Bounds: health-leader, from the check's first failure to another leader, %d R + 3 R plus the slack (U2); preempt, from the joiner's start to its leadership, the window + 2 R plus the slack (Q2, Q3); a crash, pause or partition of the leader is timed from its last renewal or the last request to hand over on its record, whichever is later (R1, E6).\n\n",
+			fmt.Fprintf(&b, "Ranked: the workers of slots 1 to %d have priorities 1 to %d, a stability window of %v and a health check the runner makes fail; a leader is unhealthy after %d failed checks. %d requests to hand over written. Bounds, plus the slack: health-leader, from the instant the leader's check was made to fail to another leader, %d R + 3 R (U2); preempt, from the joiner's start to its leadership, the window + 2 R (Q2, Q3); health-all, the leader keeps leading while every check fails (U3); no request within a window or from a failing candidate (Q2, U1). A crash, pause or partition of the leader is timed from its last renewal or the last request to hand over on its record, whichever is later (R1, E6).\n\n",
 				r.Instances, slotPriority(r.Instances), r.StabilityWindow, r.HealthFailures, r.Asks, r.HealthFailures)
 		}
 		if p := svgs[r.Name()]; p != "" {
