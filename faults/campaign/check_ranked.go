@@ -1,6 +1,7 @@
 package campaign
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -14,8 +15,9 @@ import (
 //
 //   - health-leader: another instance leads within healthBound of the instant the leader's
 //     check started failing (U2), when it led then;
-//   - preempt: the joiner leads within preemptBound of its start (Q2, Q3), and asks no holder
-//     to hand over before its stability window has passed (Q2);
+//   - preempt: the joiner leads within preemptBound of its ready line (Q2, Q3), and asks no
+//     holder to hand over before its stability window has passed since its process started
+//     (Q2);
 //   - health-leader, health-follower: the target asks no holder to hand over while its check
 //     fails (Q2, U1), from R after the instant it started failing (the first failed check
 //     comes within R, U1) to the instant it passed again;
@@ -62,10 +64,13 @@ func checkRanked(o Options, lines []proctest.Line, asks []askLine, faults []Faul
 			if f.Joiner == "" || f.End == 0 {
 				continue // the run ended before the joiner started
 			}
+			// Its window began after its process did: an ask before then + the window is early,
+			// however late the process ran (its ready line may be written after the window began).
+			began := cmp.Or(f.Spawned, f.End)
 			for _, a := range asks {
-				if a.Instance == f.Joiner && a.T < f.End+int64(o.StabilityWindow-o.Slack) {
-					violations = append(violations, what+fmt.Sprintf("%s asked %s to hand over %v after its start, within its stability window %v (Q2)",
-						f.Joiner, a.Holder, time.Duration(a.T-f.End), o.StabilityWindow))
+				if a.Instance == f.Joiner && a.T < began+int64(o.StabilityWindow) {
+					violations = append(violations, what+fmt.Sprintf("%s asked %s to hand over %v after its process started, within its stability window %v (Q2)",
+						f.Joiner, a.Holder, time.Duration(a.T-began), o.StabilityWindow))
 				}
 			}
 		}

@@ -72,7 +72,7 @@ func TestCheckRankedHealthLeader(t *testing.T) {
 // must not ask to lead before its stability window has passed (Q2).
 func TestCheckRankedPreempt(t *testing.T) {
 	o := rankedOptions()
-	fault := Fault{N: 1, Kind: Preempt, Target: "w3.1", Joiner: "w3.2", Via: "w2.1", Slot: 3, Start: 500 * ms1, End: 1000 * ms1}
+	fault := Fault{N: 1, Kind: Preempt, Target: "w3.1", Joiner: "w3.2", Via: "w2.1", Slot: 3, Start: 500 * ms1, Spawned: 900 * ms1, End: 1000 * ms1}
 	lead := func(at int64) []proctest.Line {
 		return linesOf(iv("w2.1", 2, 600, at), iv("w3.2", 3, at, at+1000))
 	}
@@ -86,6 +86,8 @@ func TestCheckRankedPreempt(t *testing.T) {
 		{"in time", lead(3200), ask(3000), ""},
 		{"late", lead(1000 + int64(preemptBound(o)/time.Millisecond) + 1), ask(3000), "beyond the bound"},
 		{"asked within its window", lead(2200), ask(2000), "within its stability window"},
+		{"asked just within its window", lead(3000), ask(2899), "within its stability window"},
+		{"asked once its window passed", lead(3000), ask(2900), ""},
 		{"never", linesOf(iv("w2.1", 2, 600, 9000)), nil, "no preemption"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -156,8 +156,11 @@ type Fault struct {
 	// Via is the instance whose traffic picked the member hit (member-kill-used), or the
 	// holder a preempt's joiner found leading.
 	Via string `json:"via,omitempty"`
-	// Joiner is the worker a preempt started in Target's slot, at End: the highest priority.
-	Joiner string `json:"joiner,omitempty"`
+	// Joiner is the worker a preempt started in Target's slot: the highest priority. Spawned
+	// is when the runner started its process, End when it said it was ready: its stability
+	// window began between the two.
+	Joiner  string `json:"joiner,omitempty"`
+	Spawned int64  `json:"spawned,omitempty"`
 	// StoreBack is when the store answered again after a member's fault: the cluster had a
 	// leader (Cluster.Leader) once the fault was lifted.
 	StoreBack int64 `json:"store_back,omitempty"`

@@ -213,6 +213,7 @@ func (d *driver) preempt() (*Fault, error) {
 	}); err != nil {
 		return f, err
 	}
+	f.Spawned = proctest.Now()
 	joiner, err := d.startProc(top)
 	if err != nil {
 		return f, err
