@@ -4,6 +4,7 @@
 //	go run ./faults --backend file,postgres --duration 10m --out docs/faults
 //	go run ./faults --ci        # every backend reachable here, the CI bounds, fails on a violation
 //	go run ./faults --backend postgres --locker  # the workers hold the lease through a locker.Locker
+//	go run ./faults --backend file --ranked      # priorities, stability windows, health checks, preemptions
 //	go run ./faults --soak      # 1,000 faults per backend and cluster, a report each under docs/faults/soak
 //
 // It exits 1 when a campaign found a violation, 2 on a usage or setup error, 130 when
@@ -46,6 +47,9 @@ func run() int {
 	out := fs.String("out", "", "directory for report.md, report.json and the SVG timelines (default: none, summary only; --soak: docs/faults/soak)")
 	quiet := fs.Bool("quiet", false, "do not log each fault")
 	locker := fs.Bool("locker", false, "the workers hold the lease through a locker.Locker (Acquire, act while held, acquire again when lost) instead of an Elector")
+	ranked := fs.Bool("ranked", false, "ranked mode: each worker has its slot's priority, a stability window and a health check the runner makes fail; adds the faults health-leader, preempt and health-follower, each with its bound (U2; Q2, Q3)")
+	window := fs.Duration("stability-window", 0, "with --ranked: the workers' stability window (default 2 × --lease)")
+	healthFailures := fs.Int("health-failures", 0, "with --ranked: failed checks that make a leader unhealthy (default 2)")
 	soakMode := fs.Bool("soak", false, "soak: every backend and store cluster (or --backend), at least 1,000 faults each (--min-faults), one report per backend under --out/<backend> (default docs/faults/soak), with the logs when a rule broke; a backend whose finished report is there is skipped, so an interrupted soak resumes")
 	redo := fs.Bool("redo", false, "with --soak: run the backends whose finished report is there again")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -65,6 +69,10 @@ func run() int {
 	if *ci {
 		*instances, *lease, *renew = 3, time.Second, 250*time.Millisecond
 		*minFaults = max(*minFaults, 50)
+	}
+	if !*ranked && (*window != 0 || *healthFailures != 0) {
+		fmt.Fprintln(os.Stderr, "faults: --stability-window and --health-failures go with --ranked")
+		return 2
 	}
 	if *redo && !*soakMode {
 		fmt.Fprintln(os.Stderr, "faults: --redo goes with --soak")
@@ -92,6 +100,7 @@ func run() int {
 			o: campaign.Options{
 				Duration: *duration, MinFaults: *minFaults, MaxDuration: *maxDuration, Instances: *instances, Seed: *seed,
 				LeaseDuration: *lease, RenewInterval: *renew, Slack: *slack, Locker: *locker,
+				Ranked: *ranked, StabilityWindow: *window, HealthFailures: *healthFailures,
 			},
 		}
 		for _, n := range strings.Split(names, ",") {
@@ -120,6 +129,7 @@ func run() int {
 		o := campaign.Options{
 			Backend: strings.TrimSpace(name), Duration: *duration, MinFaults: *minFaults, MaxDuration: *maxDuration, Instances: *instances, Seed: *seed,
 			LeaseDuration: *lease, RenewInterval: *renew, Slack: *slack, Locker: *locker,
+			Ranked: *ranked, StabilityWindow: *window, HealthFailures: *healthFailures,
 		}
 		if !*quiet {
 			o.Logf = logf

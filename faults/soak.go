@@ -34,9 +34,9 @@ type soak struct {
 }
 
 // soakDir names a backend's directory: its report's name (the backend, "-locker" in the
-// Locker mode).
+// Locker mode, "-ranked" in the Ranked mode).
 func (s *soak) soakDir(name string) string {
-	r := campaign.Report{Backend: name, Locker: s.o.Locker, Partitions: s.o.Partitions}
+	r := campaign.Report{Backend: name, Locker: s.o.Locker, Partitions: s.o.Partitions, Ranked: s.o.Ranked}
 	return filepath.Join(s.out, r.Name())
 }
 
@@ -107,6 +107,9 @@ func (s *soak) do(ctx context.Context) ([]*campaign.Report, int) {
 		cmd := fmt.Sprintf("go run ./faults --soak --backend %s --min-faults %d", name, o.MinFaults)
 		if o.Locker {
 			cmd += " --locker"
+		}
+		if o.Ranked {
+			cmd += " --ranked"
 		}
 		if o.Instances != 3 {
 			cmd += " --instances " + strconv.Itoa(o.Instances)

@@ -29,6 +29,12 @@ type Report struct {
 	// PartitionTakeovers are the takeovers of every partition that checkPartitionTakeovers
 	// held to a bound: one per fault and partition its target held.
 	PartitionTakeovers []PartitionTakeover `json:"partition_takeovers,omitempty"`
+	// Ranked: every worker had a priority, the stability window and a health check the
+	// runner controlled (Options.Ranked); Asks counts the requests to hand over they wrote.
+	Ranked          bool          `json:"ranked,omitempty"`
+	StabilityWindow time.Duration `json:"stability_window_ns,omitempty"`
+	HealthFailures  int           `json:"health_failures,omitempty"`
+	Asks            int           `json:"asks,omitempty"`
 	// Cluster describes the store's cluster when the backend is one (RegisterClusterBackend):
 	// the members' faults applied.
 	Cluster   *ClusterInfo `json:"cluster,omitempty"`
@@ -96,6 +102,7 @@ func analyze(o Options, network bool, lines []proctest.Line, actions []Action, f
 		Backend: o.Backend, Seed: o.Seed, Instances: o.Instances,
 		LeaseDuration: o.LeaseDuration, RenewInterval: o.RenewInterval, Slack: o.Slack, Network: network,
 		Start: start, FaultsEnd: faultsEnd, End: end, Faults: faults, Locker: o.Locker, Partitions: o.Partitions,
+		Ranked: o.Ranked, StabilityWindow: o.StabilityWindow, HealthFailures: o.HealthFailures,
 	}
 	violate := func(format string, args ...any) {
 		rep.Violations = append(rep.Violations, fmt.Sprintf(format, args...))

@@ -18,8 +18,9 @@ import (
 // in a random order; Run does not end before), and at least ciMinFaults faults over at least
 // LEASEHOLD_FAULTS_DURATION (default ciDefaultDuration). The first round dominates: 10 kinds
 // without a network, 15 with one, 10 to 15 over a cluster. The seventeen campaigns of the four
-// CI tests then take about 8 minutes on a loaded two-core host; the depth is the soak's (go
-// run ./faults --soak, at least 1,000 faults per backend).
+// CI tests then take about 8 minutes on a loaded two-core host, and TestCampaignRankedCI's two
+// about a minute more; the depth is the soak's (go run ./faults --soak, at least 1,000 faults
+// per backend).
 const (
 	ciDefaultDuration = 5 * time.Second
 	ciMinFaults       = 10

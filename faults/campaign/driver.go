@@ -47,6 +47,7 @@ type driver struct {
 	last    map[string]proctest.Line   // each instance's last lead or renew line
 	renews  map[string]int             // renew lines per instance
 	unleads map[string][]proctest.Line // unlead lines per instance
+	asks    []askLine                  // every request to hand over (Ranked), in order
 	// owners follows every partition's log in the partitions mode (nil otherwise), and
 	// ownersPoll says a wake-up to read them again is scheduled.
 	owners     *partitionOwners
@@ -230,6 +231,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.PartitionTakeovers, tvs = checkPartitionTakeovers(o, parts, d.faults, faultsEnd)
 		rep.Violations = append(append(rep.Violations, vs...), tvs...)
 	}
+	if o.Ranked {
+		var vs []string
+		rep.Faults, vs = checkRanked(o, lines, d.asks, rep.Faults, faultsEnd)
+		rep.Violations = append(rep.Violations, vs...)
+		rep.Asks = len(d.asks)
+	}
 	rep.Violations = append(d.problems, rep.Violations...)
 	rep.Stopped = stopped
 	if d.srv.Cluster != nil {
@@ -349,6 +356,15 @@ func (d *driver) handle(m message) {
 		p.clockAcks++
 		return
 	}
+	if h, ok := parseHealthLine(m.line); ok && h.Instance == p.ID {
+		p.failing, p.healthAt = h.Fail, h.T
+		p.healthAcks++
+		return
+	}
+	if a, ok := parseAskLine(m.line); ok && a.Instance == p.ID {
+		d.asks = append(d.asks, a)
+		return
+	}
 	if a, ok := parseAttemptLine(m.line); ok && a.Instance == p.ID {
 		p.attempts = map[bool]string{true: "ok", false: "fail"}[a.OK]
 		return
@@ -360,7 +376,7 @@ func (d *driver) handle(m message) {
 	}
 	switch l.Kind {
 	case proctest.KindReady:
-		p.ready = true
+		p.ready, p.readyAt = true, l.T
 	case proctest.KindLead:
 		d.leader = l.Instance
 		d.leads = append(d.leads, l)

@@ -64,16 +64,19 @@ var watchModes = map[Kind]WatchMode{
 	DropWatch: WatchDrop, DelayWatch: WatchDelay, DupWatch: WatchDup, ReorderWatch: WatchReorder, CutWatch: WatchCut,
 }
 
-// weights of the kinds in the schedule: leader faults, which provoke takeovers, come most.
-// clusterWeight is the kind's weight in a campaign over a cluster (0: not injected there): the
-// members' faults come most, with the instances' faults that provoke takeovers and the proxy
-// faults, which then hit the instance's connections to every member.
-var weights = []struct {
+// kindWeight is a kind's place in the schedule.
+type kindWeight struct {
 	kind          Kind
 	weight        int
 	network       bool
 	clusterWeight int
-}{
+}
+
+// weights of the kinds in the schedule: leader faults, which provoke takeovers, come most.
+// clusterWeight is the kind's weight in a campaign over a cluster (0: not injected there): the
+// members' faults come most, with the instances' faults that provoke takeovers and the proxy
+// faults, which then hit the instance's connections to every member.
+var weights = []kindWeight{
 	{KillLeader, 3, false, 1},
 	{KillFollower, 2, false, 0},
 	{PauseLeader, 2, false, 1},
@@ -107,9 +110,12 @@ func Kinds(network bool) []Kind { return kindsFor(network, false) }
 // ClusterKinds returns the kinds of faults injected over a cluster backend.
 func ClusterKinds() []Kind { return kindsFor(true, true) }
 
-func kindsFor(network, cluster bool) []Kind {
+func kindsFor(network, cluster bool) []Kind { return kindsOf(network, cluster, false) }
+
+// kindsOf returns the kinds of a schedule, the ranked kinds among them in the Ranked mode.
+func kindsOf(network, cluster, ranked bool) []Kind {
 	var ks []Kind
-	for _, w := range weights {
+	for _, w := range scheduleWeights(ranked) {
 		if weightIn(w.weight, w.network, w.clusterWeight, network, cluster) > 0 {
 			ks = append(ks, w.kind)
 		}
@@ -137,8 +143,8 @@ type Fault struct {
 	Slot   int    `json:"slot,omitempty"`
 	Start  int64  `json:"start"` // when it was injected
 	End    int64  `json:"end"`   // when it was lifted (SIGCONT, heal, restart); Start for an instant
-	// Param is the pause, partition, outage, watch fault or clock jump length, or the latency
-	// added.
+	// Param is the pause, partition, outage, watch fault, clock jump or health fault length,
+	// the latency added, or a preempt's stability window.
 	Param time.Duration `json:"param_ns,omitempty"`
 	// Watch is a watch fault's WatchFault ("delay 120ms"), or a clock jump's offset
 	// ("clock -1h0m0s").
@@ -147,8 +153,14 @@ type Fault struct {
 	// member's fault, it is the return of a leader once the store answered again, if the
 	// fleet had none then.
 	Takeover *Takeover `json:"takeover,omitempty"`
-	// Via is the instance whose traffic picked the member hit (member-kill-used).
+	// Via is the instance whose traffic picked the member hit (member-kill-used), or the
+	// holder a preempt's joiner found leading.
 	Via string `json:"via,omitempty"`
+	// Joiner is the worker a preempt started in Target's slot: the highest priority. Spawned
+	// is when the runner started its process, End when it said it was ready: its stability
+	// window began between the two.
+	Joiner  string `json:"joiner,omitempty"`
+	Spawned int64  `json:"spawned,omitempty"`
 	// StoreBack is when the store answered again after a member's fault: the cluster had a
 	// leader (Cluster.Leader) once the fault was lifted.
 	StoreBack int64 `json:"store_back,omitempty"`
@@ -194,7 +206,7 @@ func (t *Takeover) Over() bool { return t != nil && t.Bound > 0 && t.Took > t.Bo
 func (d *driver) pick() Kind {
 	network, cluster := d.srv.network(), d.srv.Cluster != nil
 	if len(d.round) == 0 && !d.roundDone {
-		d.round = kindsFor(network, cluster)
+		d.round = kindsOf(network, cluster, d.o.Ranked)
 		d.rng.Shuffle(len(d.round), func(i, j int) { d.round[i], d.round[j] = d.round[j], d.round[i] })
 		d.roundDone = true
 	}
@@ -203,13 +215,13 @@ func (d *driver) pick() Kind {
 		return d.round[0] // until injected: a fault given up (its target gone) comes again
 	}
 	total := 0
-	for _, w := range weights {
+	for _, w := range scheduleWeights(d.o.Ranked) {
 		if !d.unsupported[w.kind] {
 			total += weightIn(w.weight, w.network, w.clusterWeight, network, cluster)
 		}
 	}
 	n := d.rng.IntN(total)
-	for _, w := range weights {
+	for _, w := range scheduleWeights(d.o.Ranked) {
 		if d.unsupported[w.kind] {
 			continue
 		}
@@ -241,6 +253,13 @@ func (d *driver) record(f Fault) {
 func (d *driver) inject() error {
 	d.endStalls()
 	kind := d.pick()
+	if rankedKind(kind) {
+		f, err := d.injectRanked(kind)
+		if f == nil {
+			return err // no target, or it changed meanwhile: the caller settles and picks again
+		}
+		return d.finish(*f, err)
+	}
 	half := (d.o.LeaseDuration + d.o.RenewInterval) / 2
 	// Over a cluster that can be probed, the runner probes it through a fault of the leader
 	// too: the store may stall then as after a member's fault (a fault of the leader a moment
@@ -488,6 +507,12 @@ func (d *driver) inject() error {
 			}
 		}
 	}
+	return d.finish(f, err)
+}
+
+// finish keeps fault f once injected (also when the run ends on err), logs it, and reports a
+// takeover beyond its bound. The ranked kinds' bounds are checked on the log (checkRanked).
+func (d *driver) finish(f Fault, err error) error {
 	if err != nil {
 		if errors.Is(err, errEndRun) && f.Start != 0 {
 			d.faults = append(d.faults, f) // the report shows the fault the run ended on
@@ -496,7 +521,7 @@ func (d *driver) inject() error {
 	}
 	d.record(f)
 	d.o.Logf("campaign %s: fault %d %s %s%s", d.o.Backend, f.N, f.Kind, f.Target, describeTakeover(f.Takeover))
-	if f.Takeover.Over() {
+	if f.Takeover.Over() && !rankedKind(f.Kind) {
 		// The traces from a lease before the fault to the takeover say who was late, and why.
 		from, to := f.Start-int64(d.o.LeaseDuration+d.o.RenewInterval), f.Start+int64(f.Takeover.Took)+int64(50*time.Millisecond)
 		d.problem("fault %d (%s of %s): %s took over %v after %s (its winning attempt took %v), beyond the bound %v%s",
@@ -540,6 +565,11 @@ func (d *driver) crashTakeover(old *proc, f *Fault, leads int, bound, half time.
 	nextAttempt := last.Deadline - int64(half) + int64(d.o.RenewInterval)
 	if faultAt >= nextAttempt-int64(25*time.Millisecond) {
 		since, label = faultAt, "the fault (an attempt may have been in flight)"
+	}
+	if at, ok := lastAsk(d.asks, old.ID, since, next.T); ok {
+		// R1: a request to hand over is a new revision of the record; a follower judges its
+		// expiry from the revision it last saw (E6).
+		since, label = at, "a request to hand over on its record (R1, E6)"
 	}
 	t := &Takeover{From: old.ID, To: next.Instance, Since: label, Took: time.Duration(next.T - since), Bound: bound}
 	if next.Deadline != 0 {

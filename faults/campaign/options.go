@@ -30,6 +30,17 @@ type Options struct {
 	// the worker that held it (checkPartitionTakeovers); the runner settles only once every
 	// partition has an owner.
 	Partitions int
+	// Ranked gives every worker a priority of its own, its slot's number (the highest slot
+	// ranks first), a stability window and a health check the runner makes fail or pass
+	// (Q1-Q4, U1-U3), and adds the ranked kinds of fault (HealthLeader, Preempt,
+	// HealthFollower) to the schedule, each held to the bound its rules give (ranked.go).
+	Ranked bool
+	// StabilityWindow is the workers' ElectorConfig.StabilityWindow in the Ranked mode:
+	// RankedWindowFactor × LeaseDuration by default.
+	StabilityWindow time.Duration
+	// HealthFailures is the workers' ElectorConfig.HealthFailures in the Ranked mode:
+	// RankedHealthFailures by default.
+	HealthFailures int
 	// Slack is added to every takeover bound: process scheduling on a loaded host and the new
 	// leader's own read and write. DefaultSlack by default.
 	Slack time.Duration
@@ -66,6 +77,12 @@ func (o *Options) defaults() error {
 	if o.Slack == 0 {
 		o.Slack = DefaultSlack
 	}
+	if o.Ranked && o.StabilityWindow == 0 {
+		o.StabilityWindow = RankedWindowFactor * o.LeaseDuration
+	}
+	if o.Ranked && o.HealthFailures == 0 {
+		o.HealthFailures = RankedHealthFailures
+	}
 	if o.Duration == 0 {
 		o.Duration = 60 * time.Second
 	}
@@ -79,6 +96,12 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("campaign: LeaseDuration %v and RenewInterval %v: want 0 < R < L", o.LeaseDuration, o.RenewInterval)
 	case o.Partitions < 0 || (o.Partitions > 0 && o.Locker):
 		return fmt.Errorf("campaign: Partitions %d (Locker %v): want 0, or a number of partitions without the Locker mode", o.Partitions, o.Locker)
+	case o.Ranked && (o.Locker || o.Partitions > 0):
+		return fmt.Errorf("campaign: Ranked with Locker %v or Partitions %d: the ranked mode runs an Elector per worker, without the Locker or partitions modes", o.Locker, o.Partitions)
+	case !o.Ranked && (o.StabilityWindow != 0 || o.HealthFailures != 0):
+		return fmt.Errorf("campaign: StabilityWindow %v and HealthFailures %d apply to the Ranked mode only", o.StabilityWindow, o.HealthFailures)
+	case o.StabilityWindow < 0 || o.HealthFailures < 0:
+		return fmt.Errorf("campaign: StabilityWindow %v and HealthFailures %d must not be negative", o.StabilityWindow, o.HealthFailures)
 	case o.Duration < 0 || o.MinFaults < 0 || o.Slack < 0 || o.MaxDuration < 0:
 		return fmt.Errorf("campaign: Duration %v, MinFaults %d, MaxDuration %v and Slack %v must not be negative", o.Duration, o.MinFaults, o.MaxDuration, o.Slack)
 	}

@@ -16,6 +16,7 @@ type proc struct {
 
 	// Set by the driver from the worker's lines and its exit.
 	ready     bool
+	readyAt   int64  // by its ready line
 	attempts  string // "ok" or "fail" after the first attempt
 	paused    bool   // SIGSTOPped and not yet SIGCONTinued
 	signalled bool   // the runner sent it SIGKILL or SIGTERM: its exit is expected
@@ -30,6 +31,9 @@ type proc struct {
 	clock        time.Duration // the wall-clock offset in force, by its last clock line
 	clockAt      int64         // when that line says it came into force
 	clockAcks    int           // clock lines so far
+	failing      bool          // its health check fails, by its last health line (Ranked)
+	healthAt     int64         // when that line says it came into force
+	healthAcks   int           // health lines so far
 }
 
 // slot is one of the K places an instance runs in: a worker killed or stopped is replaced in
@@ -73,6 +77,9 @@ func (d *driver) startProc(s *slot) (*proc, error) {
 	env := []string{envResource + "=" + d.res.addr(), envWatchControl + "=" + p.watchControl, envTrace + "=" + d.dir}
 	if d.o.Locker {
 		env = append(env, envLocker+"=1")
+	}
+	if d.o.Ranked {
+		env = append(env, rankedEnv(d.o, s.n)...)
 	}
 	if d.o.Partitions > 0 {
 		env = append(env, envPartitions+"="+strconv.Itoa(d.o.Partitions), envPartsDir+"="+d.dir)

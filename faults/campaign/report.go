@@ -31,7 +31,7 @@ type KindStats struct {
 // ByKind returns the faults' figures per kind, in the order of Kinds.
 func (r *Report) ByKind() []KindStats {
 	var out []KindStats
-	for _, k := range kindsFor(r.Network, r.Cluster != nil) {
+	for _, k := range kindsOf(r.Network, r.Cluster != nil, r.Ranked) {
 		ks := KindStats{Kind: k}
 		if clusterKind(k) {
 			ks.Bound = clusterBound(Options{LeaseDuration: r.LeaseDuration, RenewInterval: r.RenewInterval, Slack: r.Slack}, k)
@@ -67,7 +67,7 @@ func (r *Report) ByKind() []KindStats {
 // given up on or the run stopped early.
 func (r *Report) MissingKinds() []Kind {
 	var out []Kind
-	for _, k := range kindsFor(r.Network, r.Cluster != nil) {
+	for _, k := range kindsOf(r.Network, r.Cluster != nil, r.Ranked) {
 		if r.Cluster != nil && slices.Contains(r.Cluster.NoFailover, k) {
 			continue
 		}
@@ -78,14 +78,16 @@ func (r *Report) MissingKinds() []Kind {
 	return out
 }
 
-// Name names the campaign in the report: its backend, with "-locker" in the Locker mode and
-// "-partitions" in the partitions mode.
+// Name names the campaign in the report: its backend, with "-locker" in the Locker mode,
+// "-partitions" in the partitions mode and "-ranked" in the Ranked mode.
 func (r *Report) Name() string {
 	switch {
 	case r.Locker:
 		return r.Backend + "-locker"
 	case r.Partitions > 0:
 		return r.Backend + "-partitions"
+	case r.Ranked:
+		return r.Backend + "-ranked"
 	}
 	return r.Backend
 }
@@ -151,6 +153,10 @@ func WriteMarkdown(w io.Writer, command string, reps []*Report, svgs map[string]
 		fmt.Fprintf(&b, "\n## %s\n\n", r.Name())
 		fmt.Fprintf(&b, "Seed %d, %d instances, L = %v, R = %v, slack %v, %v of faults.\n\n",
 			r.Seed, r.Instances, r.LeaseDuration, r.RenewInterval, r.Slack, time.Duration(r.FaultsEnd-r.Start).Round(time.Second))
+		if r.Ranked {
+			fmt.Fprintf(&b, "Ranked: the workers of slots 1 to %d have priorities 1 to %d, a stability window of %v and a health check the runner makes fail; a leader is unhealthy after %d failed checks. %d requests to hand over written. Bounds, plus the slack: health-leader, from the instant the leader's check was made to fail to another leader, %d R + 3 R (U2); preempt, from the joiner's start to its leadership, the window + 2 R (Q2, Q3); health-all, the leader keeps leading while every check fails (U3); no request within a window or from a failing candidate (Q2, U1). A crash, pause or partition of the leader is timed from its last renewal or the last request to hand over on its record, whichever is later (R1, E6).\n\n",
+				r.Instances, slotPriority(r.Instances), r.StabilityWindow, r.HealthFailures, r.Asks, r.HealthFailures)
+		}
 		if p := svgs[r.Name()]; p != "" {
 			fmt.Fprintf(&b, "![timeline of %s](%s)\n\n", r.Name(), p)
 		}

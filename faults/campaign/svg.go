@@ -19,6 +19,7 @@ var kindColour = map[Kind]string{
 	MemberKillLeader: "#e6550d", MemberKillFollower: "#fdae6b", MemberKillUsed: "#a63603", MemberPauseLeader: "#756bb1",
 	MemberPauseFollower: "#bcbddc", MemberCut: "#636363", MemberFailover: "#31a354", MemberFailoverLossy: "#a1d99b",
 	ClusterRestart: "#000000",
+	HealthLeader:   "#ff7f0e", Preempt: "#1f77b4", HealthFollower: "#dbdb8d", HealthAll: "#8c6d31",
 }
 
 // slotOf returns the slot number of an instance ID "w<slot>.<generation>".
@@ -44,7 +45,7 @@ func WriteSVG(w io.Writer, r *Report) error {
 	width := max(1600.0, min(secs*8, 20000))
 	x := func(t int64) float64 { return left + (float64(t-r.Start)/span)*width }
 	rows := r.Instances
-	kinds := kindsFor(r.Network, r.Cluster != nil)
+	kinds := kindsOf(r.Network, r.Cluster != nil, r.Ranked)
 	perLine := max(1, int(width)/130)
 	height := top + (rows+1)*rowH + 70 + 22*((len(kinds)-1)/perLine)
 	var b strings.Builder

@@ -22,9 +22,11 @@ const (
 )
 
 // serveWatchControl makes the worker apply the control file's fault to fw at each SIGUSR1 and
-// report it (a watchLine), or the file's wall-clock offset (a clockLine). It catches SIGUSR1 at once, before the worker reports ready; fw nil
-// (a Lock that cannot watch) reports the fault without applying it.
-func serveWatchControl(id, path string, fw *FaultyWatcher) {
+// report it (a watchLine), or the file's wall-clock offset (a clockLine), or its health
+// check's answer to health (a healthLine; nil outside the Ranked mode). It catches SIGUSR1 at
+// once, before the worker reports ready; fw nil (a Lock that cannot watch) reports the fault
+// without applying it.
+func serveWatchControl(id, path string, fw *FaultyWatcher, health *healthSwitch) {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, watchSignal)
 	go func() {
@@ -35,6 +37,12 @@ func serveWatchControl(id, path string, fw *FaultyWatcher) {
 				continue
 			}
 			if ok, err := applyClock(id, string(b)); ok {
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "faults worker %s: %v\n", id, err)
+				}
+				continue
+			}
+			if ok, err := applyHealth(id, string(b), health); ok {
 				if err != nil {
 					fmt.Fprintf(os.Stderr, "faults worker %s: %v\n", id, err)
 				}

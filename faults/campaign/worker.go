@@ -96,6 +96,8 @@ func (f closerFunc) Close() error { return f() }
 // SIGTERM and dies with the runner as proctest.ServeWorker's workers do. In the Locker mode
 // (Options.Locker) it holds the lease through a locker.Locker instead (runLockerWorker), in
 // the partitions mode (Options.Partitions) through a partition.Partitions (runPartitionsWorker).
+// In the Ranked mode (Options.Ranked) its Elector has a priority, a stability window and a
+// health check the runner controls (rankedConfig), and it reports its requests to hand over.
 func MaybeWorker() { proctest.ServeWorker("faults", runWorker) }
 
 func runWorker(w *proctest.Worker) int {
@@ -107,15 +109,7 @@ func runWorker(w *proctest.Worker) int {
 	defer closer.Close()
 	// The watch faults sit between the Lock and the Elector (WatchMode).
 	faulty, watchFaults := withWatchFaults(lock)
-	serveWatchControl(w.ID, os.Getenv(envWatchControl), watchFaults)
-
-	switch {
-	case os.Getenv(envLocker) == "1":
-		return runLockerWorker(w, faulty)
-	case os.Getenv(envPartitions) != "":
-		return runPartitionsWorker(w, faulty, lock)
-	}
-	el, err := cluster.NewElector(cluster.ElectorConfig{
+	cfg := cluster.ElectorConfig{
 		Lock:          faulty,
 		LeaseName:     w.Lease,
 		LeaseDuration: w.LeaseDuration,
@@ -123,7 +117,20 @@ func runWorker(w *proctest.Worker) int {
 		InstanceID:    w.ID,
 		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Observer:      workerObserver(w),
-	})
+	}
+	health, err := rankedConfig(&cfg)
+	if err != nil {
+		return w.Fail("%v", err)
+	}
+	serveWatchControl(w.ID, os.Getenv(envWatchControl), watchFaults, health)
+
+	switch {
+	case os.Getenv(envLocker) == "1":
+		return runLockerWorker(w, faulty)
+	case os.Getenv(envPartitions) != "":
+		return runPartitionsWorker(w, faulty, lock)
+	}
+	el, err := cluster.NewElector(cfg)
 	if err != nil {
 		return w.Fail("%v", err)
 	}
