@@ -178,7 +178,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 	}
 	log = log.With("lease", cfg.LeaseName, "instance", cfg.InstanceID)
 	e := &Elector{
-		lock:     recoverLock{cfg.Lock},
+		lock:     recovering(cfg.Lock),
 		name:     cfg.LeaseName,
 		id:       cfg.InstanceID,
 		session:  cmp.Or(cfg.Session, newSession()),
