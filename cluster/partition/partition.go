@@ -23,7 +23,6 @@ import (
 	"github.com/leasehold/leasehold/internal/callbacks"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 	"github.com/leasehold/leasehold/internal/recoverlock"
-	"github.com/leasehold/leasehold/internal/wallclock"
 )
 
 // Config configures a partitioned election: K partitions, each a record of its own
@@ -323,7 +322,3 @@ func newSession() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return hex.EncodeToString(b[:])
 }
-
-// wall returns the wall clock reading of now, the one place the partitions' wall time comes
-// from, as for an Elector: the terms' floor and the times written in the records (M2).
-func wall(now time.Time) time.Time { return now.Round(0).Add(wallclock.Offset()) }
