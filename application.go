@@ -75,18 +75,14 @@ func New(cfg *Config) (*Application, error) {
 	var registry *entry
 	var rest []*entry
 	for _, sc := range cfg.Services {
-		factory, ok := lookupType(sc.Type)
-		if !ok {
-			return nil, fmt.Errorf("leasehold: service %q: unknown type %q (known types: %v)", sc.Name, sc.Type, ServiceTypes())
-		}
-		svc := factory()
-		if svc == nil {
-			return nil, fmt.Errorf("leasehold: service %q: the factory of type %q returned nil", sc.Name, sc.Type)
-		}
-		if err := decodeParams(svc, sc.Params); err != nil {
-			return nil, fmt.Errorf("leasehold: service %q (%s): %w", sc.Name, namespace+typeKey(sc.Type), err)
+		svc, err := newService(sc)
+		if err != nil {
+			return nil, err
 		}
 		e := &entry{name: sc.Name, typ: namespace + typeKey(sc.Type), svc: svc}
+		if sc.made != nil {
+			e.typ = sc.Type // the program's own name for it, in no namespace
+		}
 		if sc.Name == RegistryName {
 			if _, ok := svc.(store.Store); !ok {
 				return nil, fmt.Errorf("leasehold: service %q (%s) is not a store: the Registry must be one", sc.Name, e.typ)
@@ -113,6 +109,26 @@ func New(cfg *Config) (*Application, error) {
 		a.cluster = a.local
 	}
 	return a, nil
+}
+
+// newService returns the service of sc: the one the program made (Made), or a new one of its
+// type with its parameters decoded.
+func newService(sc ServiceConfig) (Service, error) {
+	if sc.made != nil {
+		return sc.made, nil
+	}
+	factory, ok := lookupType(sc.Type)
+	if !ok {
+		return nil, fmt.Errorf("leasehold: service %q: unknown type %q (known types: %v)", sc.Name, sc.Type, ServiceTypes())
+	}
+	svc := factory()
+	if svc == nil {
+		return nil, fmt.Errorf("leasehold: service %q: the factory of type %q returned nil", sc.Name, sc.Type)
+	}
+	if err := decodeParams(svc, sc.Params); err != nil {
+		return nil, fmt.Errorf("leasehold: service %q (%s): %w", sc.Name, namespace+typeKey(sc.Type), err)
+	}
+	return svc, nil
 }
 
 // Logger returns the application's logger: slog.Default() unless SetLogger was called.

@@ -448,3 +448,40 @@ func TestElectionServiceOfALocalCluster(t *testing.T) {
 		t.Fatalf("ElectionService() = %v, %v on an application without a cluster service", es, ok)
 	}
 }
+
+// A service the program made (Made) is taken as it is: a store opened in code is the Registry
+// a configured StoreClusterService elects over, and errors name it by the type given.
+func TestMadeService(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := &MemoryStore{Store: memory.New()}
+		cfg, err := ParseConfig([]byte(`{"services": {"cluster": {"type": "StoreClusterService", "leaseName": "cron", "instanceId": "me"}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		made := Made(RegistryName, "test/Opened", reg)
+		if !made.Registered() {
+			t.Fatal("a made service is not Registered: Only(Registered) would drop it")
+		}
+		cfg.Services = append([]ServiceConfig{made}, cfg.Services...)
+		app, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		app.SetLogger(discardLogger())
+		if err := app.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		// MemoryStore.Init made a new memory store: look in the one Init left in the service.
+		if doc, err := reg.Get(context.Background(), "cluster:cron"); err != nil || doc["holder"] != "me" {
+			t.Fatalf("the made Registry holds %v, %v; want the record of holder me", doc, err)
+		}
+		if err := app.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	_, err := New(&Config{Services: []ServiceConfig{Made(RegistryName, "test/NotAStore", &StoreClusterService{})}})
+	if err == nil || !strings.Contains(err.Error(), `service "Registry" (test/NotAStore) is not a store`) {
+		t.Fatalf("New with a made Registry that is no store: %v; want an error naming it by its type", err)
+	}
+}

@@ -23,6 +23,18 @@ type ServiceConfig struct {
 	Name   string
 	Type   string
 	Params json.RawMessage // the whole object, "type" included
+
+	made Service // a service the program made (Made): New takes it as it is
+}
+
+// Made returns the entry of a service the program made itself, named name, of type typ (the
+// type errors and logs name): New takes svc as it is, with no parameters to decode. Every
+// application New makes of the entry shares svc: start only one of them. A program so
+// composes an application of a service it built in code beside configured ones: the leasehold
+// command's --store is the store it opened from the URL, as the Registry of a
+// Webda/StoreClusterService.
+func Made(name, typ string, svc Service) ServiceConfig {
+	return ServiceConfig{Name: name, Type: typ, made: svc}
 }
 
 // Only returns the configuration of the services keep accepts, in their order. A program that
@@ -48,7 +60,7 @@ func (sc ServiceConfig) HasType(typ string) bool { return typeKey(sc.Type) == ty
 // command) passes it to Only to build an Application of those it can create.
 func (sc ServiceConfig) Registered() bool {
 	_, ok := lookupType(sc.Type)
-	return ok
+	return ok || sc.made != nil
 }
 
 // ParseConfig parses a configuration. A malformed document is an error giving the line and

@@ -178,7 +178,7 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 	}
 	log = log.With("lease", cfg.LeaseName, "instance", cfg.InstanceID)
 	e := &Elector{
-		lock:     recoverLock{cfg.Lock},
+		lock:     recovering(cfg.Lock),
 		name:     cfg.LeaseName,
 		id:       cfg.InstanceID,
 		session:  cmp.Or(cfg.Session, newSession()),
@@ -248,10 +248,11 @@ func (e *Elector) nextTerm(prev uint64, now time.Time) uint64 {
 }
 
 // wall returns the wall clock reading of now, the one place this Elector's wall time comes
-// from: the term's floor and the times it writes (M2). Every decision compares monotonic
-// readings instead.
+// from: the term's floor and the times it writes (M2). It is the process's reading, as the
+// partitions take it (wallclock.Reading), plus this Elector's test skew. Every decision
+// compares monotonic readings instead.
 func (e *Elector) wall(now time.Time) time.Time {
-	return now.Round(0).Add(time.Duration(e.wallSkew.Load()) + wallclock.Offset())
+	return wallclock.Reading(now).Add(time.Duration(e.wallSkew.Load()))
 }
 
 // LeaseName returns the name of the lease.

@@ -213,20 +213,6 @@ func (s *pushState) beat(t time.Time) {
 // read resets the order to an authoritative record (an attempt's read or write).
 func (s *pushState) read(rec Record) { s.order, s.ordered = rec, true }
 
-// newer says whether a was written after b, by the lease's own order: its term, then its
-// renewal time (which every writer makes strictly increase across its writes, E9), then the
-// time of a resign request, which is written on the holder's record as it is (R1), renewal
-// time included.
-func newer(a, b Record) bool {
-	if a.Term != b.Term {
-		return a.Term > b.Term
-	}
-	if !a.RenewedAt.Equal(b.RenewedAt) {
-		return a.RenewedAt.After(b.RenewedAt)
-	}
-	return a.ResignRequested.After(b.ResignRequested)
-}
-
 // sched is the election goroutine's plan for its next attempt.
 type sched struct {
 	next      time.Time   // the next regular attempt (E1)
@@ -319,7 +305,7 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 		return // already known: a repeat, or its own write
 	case s.push.ordered && rec.Revision == s.push.order.Revision:
 		return // the newest known, again
-	case s.push.ordered && !newer(rec, s.push.order):
+	case s.push.ordered && !rec.NewerThan(s.push.order):
 		// Older than what this instance knows: a watch behind a read, or a store that went
 		// back to an earlier state (B3). Not acted on, but a follower reads at once, so
 		// that a rollback counts from now rather than from the expiry of a revision that is

@@ -56,7 +56,7 @@ func resign(ctx context.Context, lock Lock, name, to string, preempt bool) (Reco
 		return Record{}, errors.New("cluster: Resign: the Lock is nil")
 	}
 	name = leaseconf.LeaseName(name)
-	lock = recoverLock{lock}
+	lock = recovering(lock)
 	for {
 		rec, err := lock.Get(ctx, name)
 		switch {

@@ -68,7 +68,7 @@ func Leader(ctx context.Context, lock Lock, name string) (LeaderInfo, error) {
 		return LeaderInfo{}, errors.New("cluster: Leader: the Lock is nil")
 	}
 	name = leaseconf.LeaseName(name)
-	rec, err := recoverLock{lock}.Get(ctx, name)
+	rec, err := recovering(lock).Get(ctx, name)
 	if errors.Is(err, ErrNotFound) {
 		return LeaderInfo{}, nil
 	}

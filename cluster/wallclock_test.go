@@ -38,7 +38,7 @@ func TestM2RequestOrdersAfterAnEarlierRequestFromAClockAhead(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !newer(written, before) {
+		if !written.NewerThan(before) {
 			t.Fatalf("request written at %v on one pending since %v: not newer, a watch drops it", written.ResignRequested, before.ResignRequested)
 		}
 	})
@@ -52,7 +52,7 @@ func TestM2RequestOrdersAfterAnEarlierRequestFromAClockAhead(t *testing.T) {
 		if written.NextHolder != "b" {
 			t.Fatalf("preemption request not written: %+v", written)
 		}
-		if !newer(written, before) {
+		if !written.NewerThan(before) {
 			t.Fatalf("request written at %v on one pending since %v: not newer, a watch drops it", written.ResignRequested, before.ResignRequested)
 		}
 	})

@@ -55,7 +55,7 @@ func Observe(ctx context.Context, cfg ObserveConfig) (<-chan Record, error) {
 		cfg.Interval = DefaultRenewInterval
 	}
 	out := make(chan Record)
-	o := &leaseObserver{cfg: cfg, lock: recoverLock{cfg.Lock}, wait: pollEvery(cfg.Interval)}
+	o := &leaseObserver{cfg: cfg, lock: recovering(cfg.Lock), wait: pollEvery(cfg.Interval)}
 	go o.run(ctx, out)
 	return out, nil
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/callbacks"
 	"github.com/leasehold/leasehold/internal/leaseconf"
-	"github.com/leasehold/leasehold/internal/wallclock"
+	"github.com/leasehold/leasehold/internal/recoverlock"
 )
 
 // Config configures a partitioned election: K partitions, each a record of its own
@@ -62,7 +62,7 @@ type Partitions struct {
 	l, r     time.Duration
 	maxMoves int
 	log      *slog.Logger
-	lock     cluster.Lock // the configured Lock, behind recoverLock
+	lock     cluster.Lock // the configured Lock, its panics made errors (E8)
 	raw      cluster.Lock // the configured Lock, for the fences' Electors (which wrap it themselves)
 	session  string       // the member lease's session (E12), written in the claims (D10)
 	watcher  cluster.Watcher
@@ -139,7 +139,7 @@ func New(cfg Config) (*Partitions, error) {
 	}
 	p := &Partitions{
 		name: name, id: cfg.InstanceID, k: cfg.Partitions, l: l, r: r, maxMoves: cfg.MaxMoves,
-		log: log.With("lease", name, "instance", cfg.InstanceID), lock: recoverLock{cfg.Lock}, raw: cfg.Lock, roster: roster,
+		log: log.With("lease", name, "instance", cfg.InstanceID), lock: recoverlock.Lock[cluster.Record]{Store: cfg.Lock, Pkg: "partition"}, raw: cfg.Lock, roster: roster,
 		session:  newSession(),
 		observer: cfg.Observer, poke: make(chan struct{}, 1),
 		ended: make(map[uint64]chan struct{}), members: make(map[string]*memberView), handing: make(map[int]bool),
@@ -322,7 +322,3 @@ func newSession() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return hex.EncodeToString(b[:])
 }
-
-// wall returns the wall clock reading of now, the one place the partitions' wall time comes
-// from, as for an Elector: the terms' floor and the times written in the records (M2).
-func wall(now time.Time) time.Time { return now.Round(0).Add(wallclock.Offset()) }

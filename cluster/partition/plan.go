@@ -11,6 +11,7 @@ import (
 	"github.com/leasehold/leasehold/internal/fencing"
 	"github.com/leasehold/leasehold/internal/pace"
 	"github.com/leasehold/leasehold/internal/termctx"
+	"github.com/leasehold/leasehold/internal/wallclock"
 )
 
 // unknownOwner stands, in a plan, for the owner of a partition whose record has not been read
@@ -468,10 +469,11 @@ func (p *Partitions) mayHandOver(now time.Time) bool {
 // (E10): a record that changed since is never overwritten.
 func (p *Partitions) claim(ctx context.Context, i int, from partView, epoch uint64) {
 	now := time.Now()
-	at := fencing.After(wall(now), from.rec.RenewedAt)
+	wall := wallclock.Reading(now)
+	at := fencing.After(wall, from.rec.RenewedAt)
 	rec := cluster.Record{
 		Holder: p.id, Session: partitionSession(p.session, epoch),
-		Term:       fencing.Next(from.rec.Term, from.seen, wall(now)),
+		Term:       fencing.Next(from.rec.Term, from.seen, wall),
 		AcquiredAt: at, RenewedAt: at, Duration: p.l,
 	}
 	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
@@ -575,7 +577,7 @@ func (p *Partitions) release(ctx context.Context, i int, o *ownership, to string
 	rctx, cancel := context.WithTimeout(ctx, p.l-p.r)
 	defer cancel()
 	written, err := p.lock.Update(rctx, p.names[i], cluster.Record{
-		Term: o.term, NextHolder: to, Duration: p.l, RenewedAt: fencing.After(wall(time.Now()), o.at), Revision: o.rev,
+		Term: o.term, NextHolder: to, Duration: p.l, RenewedAt: fencing.After(wallclock.Reading(time.Now()), o.at), Revision: o.rev,
 	})
 	if err == nil {
 		p.setView(i, written, true, -2)

@@ -32,7 +32,7 @@ type partView struct {
 func (p *Partitions) setView(i int, rec cluster.Record, found bool, gen int64) {
 	p.mu.Lock()
 	v := &p.view[i]
-	if found && v.read && v.found && !newer(rec, v.rec) && rec.Revision != v.rec.Revision {
+	if found && v.read && v.found && !rec.NewerThan(v.rec) && rec.Revision != v.rec.Revision {
 		if gen == -1 || (gen >= 0 && gen != v.gen) {
 			p.mu.Unlock()
 			return

@@ -38,79 +38,30 @@ type election struct {
 }
 
 // newElection prepares the election of the flags, not yet started; observer receives its
-// events. An error about the flags or the configuration is a usage error.
+// events. An error about the flags or the configuration is a usage error. --store and
+// --config both elect through an Application (loadRankedConfig): its Registry and its cluster
+// service, whose parameters the flags given on the command line override.
 func newElection(ctx context.Context, f *commonFlags, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
-	if f.config != "" {
-		return newConfigElection(f, log, observer, usage)
-	}
-	st, elog, cfg, err := storeElectorConfig(ctx, f, log, observer)
-	if err != nil {
-		return nil, err
-	}
-	id := cfg.InstanceID
-	e, err := cluster.NewElector(cfg)
-	if err != nil {
-		store.Close(st)
-		return nil, badInput(usage, "%v", err)
-	}
-	return &election{
-		lease: f.lease, id: id, l: f.leaseDuration, r: f.renewInterval, where: store.RedactString(f.store),
-		Cluster: e,
-		start:   e.Start,
-		elector: func() *cluster.Elector { return e },
-		stop: elog.logStop(func(ctx context.Context) error {
-			err := e.Stop(ctx)
-			return errors.Join(err, store.Close(st))
-		}),
-	}, nil
-}
-
-// storeElectorConfig makes the state directory and opens the store of --store, and returns
-// the configuration of an Elector over it: the flags' lease, timing and instance ID (a default
-// one if none), its events to observer and to the election's log elog. Both the one Elector
-// and the holders' slots start from it; the caller closes st if it makes no election of it.
-func storeElectorConfig(ctx context.Context, f *commonFlags, log *slog.Logger, observer func(cluster.Event)) (store.Store, *electionLog, cluster.ElectorConfig, error) {
-	if err := f.makeStateDir(); err != nil {
-		return nil, nil, cluster.ElectorConfig{}, err
-	}
-	// A store not ready yet is waited for (C7); the first attempt has the bound of an attempt.
-	st, err := openStoreWaiting(ctx, f.store, f.leaseDuration-f.renewInterval, f.renewInterval, log)
-	if err != nil {
-		return nil, nil, cluster.ElectorConfig{}, err
-	}
-	id := f.instanceID
-	if id == "" {
-		id = cluster.DefaultInstanceID()
-	}
-	elog := &electionLog{log: log, id: id}
-	cfg := cluster.ElectorConfig{
-		Lock: cluster.NewStoreLock(st), LeaseName: f.lease, LeaseDuration: f.leaseDuration,
-		RenewInterval: f.renewInterval, InstanceID: id, Advertise: f.advertise, Logger: log, Observer: cluster.Observers(observer, elog.observe),
-	}
-	f.rankConfig(&cfg)
-	return st, elog, cfg, nil
-}
-
-// newConfigElection prepares the application of --config: its Registry and its cluster
-// service (see loadAppConfig). The flags given on the command line override the cluster
-// service's parameters; observer receives its events.
-func newConfigElection(f *commonFlags, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
-	ac, l, r, err := loadRankedConfig(f, usage)
+	ac, l, r, err := loadRankedConfig(ctx, f, log, usage)
 	if err != nil {
 		return nil, err
 	}
 	if err := ac.checkSlotName(usage); err != nil {
+		_ = ac.release(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	ac.app.SetLogger(log)
 	elog := &electionLog{log: log, id: ac.es.InstanceID()}
 	ac.es.AddObserver(cluster.Observers(observer, elog.observe))
 	return &election{
-		lease: ac.lease(), id: ac.es.InstanceID(), l: l, r: r, where: f.config, urlEnv: ac.urlEnv(),
+		lease: ac.lease(), id: ac.es.InstanceID(), l: l, r: r, where: ac.where, urlEnv: ac.urlEnv(),
 		Cluster: ac.svc,
 		start:   ac.app.Start,
 		elector: ac.es.Elector,
-		stop:    elog.logStop(ac.app.Stop),
+		stop: elog.logStop(func(ctx context.Context) error {
+			err := ac.app.Stop(ctx)
+			return errors.Join(err, ac.release(ctx))
+		}),
 	}, nil
 }
 
@@ -190,13 +141,91 @@ var clusterTypes = []string{"Webda/StoreClusterService"}
 // appConfig is what the command uses of an application's configuration: the Registry and the
 // cluster service, nothing else.
 type appConfig struct {
-	path     string
+	from     string                     // "--config PATH" or "--store URL", for messages
+	where    string                     // the configuration's path or the store (redacted)
 	name     string                     // the cluster service's name in the configuration
 	typ      string                     // and its type, as configured
 	app      *leasehold.Application     // the Registry and the cluster service, not started
 	svc      cluster.Cluster            // app's cluster service
 	es       *leasehold.ElectionService // svc's election, the command line's flags applied
 	registry *leasehold.Config          // the Registry alone, to reach the lease without electing
+	// opened is the store of --store, opened before the application: closed by release
+	// whether or not the application started. nil with --config.
+	opened *storeService
+}
+
+// loadElection returns the application the election of the flags runs in: the one of
+// --config (loadAppConfig), or the one composed for --store (storeAppConfig).
+func loadElection(ctx context.Context, f *commonFlags, log *slog.Logger, usage string) (*appConfig, error) {
+	if f.config != "" {
+		return loadAppConfig(f, usage)
+	}
+	return storeAppConfig(ctx, f, log)
+}
+
+// storeAppConfig makes the state directory and opens the store of --store, and composes the
+// application a configuration would describe for it: that store as the Registry and a
+// Webda/StoreClusterService, which the flags set as they override a configuration's
+// parameters (their defaults are the service's). The store is opened here, as every command
+// opens one (a store not ready yet is waited for, C7), so that its errors are said as before
+// the election is built, and name the store as the flags gave it.
+func storeAppConfig(ctx context.Context, f *commonFlags, log *slog.Logger) (*appConfig, error) {
+	if err := f.makeStateDir(); err != nil {
+		return nil, err
+	}
+	// The first attempt has the bound of an attempt.
+	st, err := openStoreWaiting(ctx, f.store, f.leaseDuration-f.renewInterval, f.renewInterval, log)
+	if err != nil {
+		return nil, err
+	}
+	opened := &storeService{Store: st}
+	where := store.RedactString(f.store)
+	registry := &leasehold.Config{Services: []leasehold.ServiceConfig{leasehold.Made(leasehold.RegistryName, f.storeFrom, opened)}}
+	const name, typ = "cluster", "Webda/StoreClusterService"
+	app, err := leasehold.New(&leasehold.Config{Services: append(slices.Clone(registry.Services),
+		leasehold.ServiceConfig{Name: name, Type: typ, Params: json.RawMessage(`{"type": "` + typ + `"}`)})})
+	if err != nil {
+		_ = opened.Stop(ctx)
+		return nil, err // the command's own composition: no input of the user's is at fault
+	}
+	es, _ := app.ElectionService() // a StoreClusterService embeds it
+	applyFlags(es, f)
+	return &appConfig{
+		from: f.storeFrom + " " + where, where: where, name: name, typ: typ, app: app, svc: app.Cluster(), es: es,
+		registry: registry, opened: opened,
+	}, nil
+}
+
+// release closes the store of --store once its election has stopped, or when none was made of
+// it; nothing with --config, whose Application stops what it started.
+func (ac *appConfig) release(ctx context.Context) error {
+	if ac.opened == nil {
+		return nil
+	}
+	return ac.opened.Stop(ctx)
+}
+
+// storeService is the Registry of the application composed for --store: the store the
+// command opened from the URL. Stop closes it, once.
+type storeService struct {
+	store.Store
+	once sync.Once
+	err  error
+}
+
+// Init has nothing to do: the store was opened before the application was built.
+func (s *storeService) Init(context.Context, *leasehold.Application) error { return nil }
+
+// Stop closes the store; a later call returns the first one's result.
+func (s *storeService) Stop(context.Context) error {
+	s.once.Do(func() { s.err = store.Close(s.Store) })
+	return s.err
+}
+
+// Watch passes the store's watch on: the election over this Registry watches its lease (E9)
+// as it would over the store itself.
+func (s *storeService) Watch(ctx context.Context, key string, fn func(store.Change)) error {
+	return store.Watch(ctx, s.Store, key, fn)
 }
 
 // loadAppConfig reads --config once and builds an application of its Registry and cluster
@@ -246,7 +275,7 @@ func loadAppConfig(f *commonFlags, usage string) (*appConfig, error) {
 	}
 	applyFlags(es, f)
 	return &appConfig{
-		path: f.config, name: name, typ: typ, app: app, svc: svc, es: es,
+		from: "--config " + f.config, where: f.config, name: name, typ: typ, app: app, svc: svc, es: es,
 		registry: cfg.Only(func(sc leasehold.ServiceConfig) bool { return sc.Name == leasehold.RegistryName }),
 	}, nil
 }
@@ -302,8 +331,8 @@ func checkRegistryURL(cfg *leasehold.Config, path string) error {
 // checkSlotName refuses a configured lease name of a slot's form, as validate does --lease (H1).
 func (ac *appConfig) checkSlotName(usage string) error {
 	if lease := ac.lease(); isSlotName(lease) {
-		return badInput(usage, `--config %s: cluster service %q: parameter "leaseName" %q ends in /<digits>, the form of the record of a slot of a lease of N holders: a lease of its own by that name would share the slot's record; choose another name`,
-			ac.path, ac.name, lease)
+		return badInput(usage, `%s: cluster service %q: parameter "leaseName" %q ends in /<digits>, the form of the record of a slot of a lease of N holders: a lease of its own by that name would share the slot's record; choose another name`,
+			ac.from, ac.name, lease)
 	}
 	return nil
 }
@@ -319,7 +348,7 @@ func (ac *appConfig) timing(usage string) (l, r time.Duration, err error) {
 		err = checkFloors(l, r, configTiming)
 	}
 	if err != nil {
-		return 0, 0, badInput(usage, "--config %s: cluster service %q: %v", ac.path, ac.name, err)
+		return 0, 0, badInput(usage, "%s: cluster service %q: %v", ac.from, ac.name, err)
 	}
 	return l, r, nil
 }
@@ -345,11 +374,11 @@ func (ac *appConfig) urlEnv() string {
 func (ac *appConfig) startRegistry(ctx context.Context) (*leasehold.Application, error) {
 	reg, err := leasehold.New(ac.registry)
 	if err != nil {
-		return nil, fmt.Errorf("--config %s: %w", ac.path, err) // loadAppConfig built it already
+		return nil, fmt.Errorf("%s: %w", ac.from, err) // built once already
 	}
 	reg.SetLogger(slog.New(slog.DiscardHandler))
 	if err := reg.Start(ctx); err != nil {
-		return nil, fmt.Errorf("--config %s: %w", ac.path, err)
+		return nil, fmt.Errorf("%s: %w", ac.from, err)
 	}
 	// A Registry whose server does not answer is waited for by run (C7), not by a one-shot
 	// reader: it fails as the store's opening did.
@@ -357,7 +386,7 @@ func (ac *appConfig) startRegistry(ctx context.Context) (*leasehold.Application,
 		if us, ok := svc.(*leasehold.URLStore); ok {
 			if err := us.NotOpen(); err != nil {
 				_ = reg.Stop(ctx)
-				return nil, fmt.Errorf("--config %s: service %q: %w", ac.path, "Registry", err)
+				return nil, fmt.Errorf("%s: service %q: %w", ac.from, "Registry", err)
 			}
 		}
 	}
@@ -402,15 +431,17 @@ func applyFlags(es *leasehold.ElectionService, f *commonFlags) {
 	}
 }
 
-// loadRankedConfig loads the --config cluster service (loadAppConfig) and checks its timing
-// and its priority and health settings, the flags applied.
-func loadRankedConfig(f *commonFlags, usage string) (ac *appConfig, l, r time.Duration, err error) {
-	if ac, err = loadAppConfig(f, usage); err == nil {
-		if l, r, err = ac.timing(usage); err == nil {
-			err = ac.checkRank(f, r, usage)
-		}
+// loadRankedConfig loads the cluster service of --config or --store (loadElection) and checks
+// its timing and its priority and health settings, the flags applied.
+func loadRankedConfig(ctx context.Context, f *commonFlags, log *slog.Logger, usage string) (ac *appConfig, l, r time.Duration, err error) {
+	if ac, err = loadElection(ctx, f, log, usage); err != nil {
+		return nil, 0, 0, err
+	}
+	if l, r, err = ac.timing(usage); err == nil {
+		err = ac.checkRank(f, r, usage)
 	}
 	if err != nil {
+		_ = ac.release(context.WithoutCancel(ctx))
 		return nil, 0, 0, err
 	}
 	return ac, l, r, nil
@@ -421,11 +452,11 @@ func loadRankedConfig(f *commonFlags, usage string) (ac *appConfig, l, r time.Du
 // parameter as the parameter.
 func (ac *appConfig) checkRank(f *commonFlags, r time.Duration, usage string) error {
 	hasCheck := ac.es.HealthCommand != "" || ac.es.HealthURL != ""
-	if err := f.checkRankNeeds(hasCheck, r, fmt.Sprintf("the renew interval of --config %s", ac.path), usage); err != nil {
+	if err := f.checkRankNeeds(hasCheck, r, fmt.Sprintf("the renew interval of %s", ac.from), usage); err != nil {
 		return err
 	}
 	if err := ac.es.Validate(); err != nil {
-		return badInput(usage, "--config %s: cluster service %q: %v", ac.path, ac.name, err)
+		return badInput(usage, "%s: cluster service %q: %v", ac.from, ac.name, err)
 	}
 	return nil
 }
@@ -492,8 +523,8 @@ func newLeaseReader(ctx context.Context, f *commonFlags, usage string) (*leaseRe
 func (ac *appConfig) openLock(ctx context.Context, usage string) (lock cluster.Lock, closeAll func(context.Context) error, err error) {
 	opener, ok := ac.svc.(leasehold.LockOpener)
 	if !ok {
-		return nil, nil, badInput(usage, "--config %s: cluster service %q (%T) cannot open its lease without joining the election",
-			ac.path, ac.name, ac.svc)
+		return nil, nil, badInput(usage, "%s: cluster service %q (%T) cannot open its lease without joining the election",
+			ac.from, ac.name, ac.svc)
 	}
 	reg, err := ac.startRegistry(ctx)
 	if err != nil {
@@ -502,7 +533,7 @@ func (ac *appConfig) openLock(ctx context.Context, usage string) (lock cluster.L
 	lock, err = opener.OpenLock(ctx, reg)
 	if err != nil {
 		_ = reg.Stop(context.WithoutCancel(ctx))
-		return nil, nil, fmt.Errorf("--config %s: %w", ac.path, err)
+		return nil, nil, fmt.Errorf("%s: %w", ac.from, err)
 	}
 	return lock, func(ctx context.Context) error {
 		var errs []error

@@ -277,18 +277,6 @@ func (c *commonFlags) checkRankNeeds(hasCheck bool, r time.Duration, rName, usag
 	return nil
 }
 
-// rankConfig sets the priority and health fields of cfg from the flags (--store).
-func (c *commonFlags) rankConfig(cfg *cluster.ElectorConfig) {
-	cfg.Priority, cfg.StabilityWindow = c.priority, c.stabilityWindow
-	cfg.HealthTimeout, cfg.HealthFailures = c.healthTimeout, c.healthFailures
-	switch {
-	case c.healthCmd != "":
-		cfg.Health = health.Shell(c.healthCmd)
-	case c.healthURL != "":
-		cfg.Health = health.URL(c.healthURL)
-	}
-}
-
 // flagTiming names L and R as the command line writes them.
 var flagTiming = leaseconf.Names{LeaseDuration: "--lease-duration", RenewInterval: "--renew-interval"}
 

@@ -10,32 +10,21 @@ import (
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/cluster/holders"
 	"github.com/leasehold/leasehold/internal/leaseconf"
-	"github.com/leasehold/leasehold/store"
 )
 
 // newHoldersElection prepares the election of n holders of the lease of the flags (H1-H3):
 // n slots, records NAME/0 to NAME/n-1, of which this instance holds at most one. The slots
-// are Electors over --store, or over the Lock of the --config cluster service's lease with
-// its parameters (its Registry is started; its own single-leader election is not). observer
-// receives the events of every slot.
+// are Electors over the Lock of the cluster service's lease, of --config or of the
+// application composed for --store, with its parameters (its Registry is started; its own
+// single-leader election is not). observer receives the events of every slot.
 func newHoldersElection(ctx context.Context, f *commonFlags, n int, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
-	if f.config != "" {
-		return newConfigHoldersElection(ctx, f, n, log, observer, usage)
-	}
-	st, elog, cfg, err := storeElectorConfig(ctx, f, log, observer)
-	if err != nil {
-		return nil, err
-	}
-	return holdersElection(cfg, n, elog, store.RedactString(f.store), "", func(context.Context) error { return store.Close(st) }, usage)
-}
-
-func newConfigHoldersElection(ctx context.Context, f *commonFlags, n int, log *slog.Logger, observer func(cluster.Event), usage string) (*election, error) {
-	ac, l, r, err := loadRankedConfig(f, usage)
+	ac, l, r, err := loadRankedConfig(ctx, f, log, usage)
 	if err != nil {
 		return nil, err
 	}
 	lock, closeAll, err := ac.openLock(ctx, usage)
 	if err != nil {
+		_ = ac.release(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	id := ac.es.InstanceID()
@@ -45,7 +34,9 @@ func newConfigHoldersElection(ctx context.Context, f *commonFlags, n int, log *s
 		Advertise: ac.es.Advertise, Logger: log, Observer: cluster.Observers(observer, elog.observe),
 	}
 	ac.es.RankConfig(&cfg)
-	return holdersElection(cfg, n, elog, f.config, ac.urlEnv(), closeAll, usage)
+	return holdersElection(cfg, n, elog, ac.where, ac.urlEnv(), func(ctx context.Context) error {
+		return errors.Join(closeAll(ctx), ac.release(ctx))
+	}, usage)
 }
 
 // holdersElection is the election of n holders of cfg's lease; closeAll closes what the

@@ -18,7 +18,6 @@ import (
 	"github.com/leasehold/leasehold/cluster/partition"
 	"github.com/leasehold/leasehold/cmd/leasehold/internal/supervise"
 	"github.com/leasehold/leasehold/internal/leaseconf"
-	"github.com/leasehold/leasehold/store"
 )
 
 // partitionsElection is the partitioned election a run --partitions K joins (D6): K
@@ -34,41 +33,36 @@ type partitionsElection struct {
 	close  func(context.Context) error // closes what the Lock runs on, once the partitions have stopped
 }
 
-// newPartitionsElection prepares the partitioned election of the lease of the flags, over
-// --store, or over the Lock of the --config cluster service's lease with its parameters (its
-// Registry is started; its own single-leader election is not). The Lock must keep a roster:
-// a store's and the Kubernetes Lease Lock do.
+// newPartitionsElection prepares the partitioned election of the lease of the flags, over the
+// Lock of the cluster service's lease, of --config or of the application composed for
+// --store, with its parameters (its Registry is started; its own single-leader election is
+// not). The Lock must keep a roster: a store's and the Kubernetes Lease Lock do.
 func newPartitionsElection(ctx context.Context, f *commonFlags, k, maxMoves int, log *slog.Logger, observer func(cluster.Event), usage string) (*partitionsElection, error) {
 	cfg := partition.Config{Partitions: k, MaxMoves: maxMoves, Logger: log, Observer: observer}
 	pe := &partitionsElection{}
-	if f.config != "" {
-		ac, err := loadAppConfig(f, usage)
-		if err != nil {
-			return nil, err
-		}
-		l, r, err := ac.timing(usage)
-		if err != nil {
-			return nil, err
-		}
-		lock, closeAll, err := ac.openLock(ctx, usage)
-		if err != nil {
-			return nil, err
-		}
-		if _, ok := lock.(cluster.Roster); !ok {
-			_ = closeAll(context.WithoutCancel(ctx))
-			return nil, badInput(usage, "--partitions needs a roster of the members, which the cluster service %q of --config %s (%T) does not keep: use a store or Kubernetes cluster service, or --store",
-				ac.name, ac.path, ac.svc)
-		}
-		cfg.Lock, cfg.LeaseName, cfg.LeaseDuration, cfg.RenewInterval, cfg.InstanceID = lock, ac.lease(), l, r, ac.es.InstanceID()
-		pe.where, pe.urlEnv, pe.close = f.config, ac.urlEnv(), closeAll
-	} else {
-		st, _, ecfg, err := storeElectorConfig(ctx, f, log, observer)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Lock, cfg.LeaseName, cfg.LeaseDuration, cfg.RenewInterval, cfg.InstanceID = ecfg.Lock, ecfg.LeaseName, ecfg.LeaseDuration, ecfg.RenewInterval, ecfg.InstanceID
-		pe.where, pe.close = store.RedactString(f.store), func(context.Context) error { return store.Close(st) }
+	ac, err := loadElection(ctx, f, log, usage)
+	if err != nil {
+		return nil, err
 	}
+	l, r, err := ac.timing(usage)
+	if err != nil {
+		_ = ac.release(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	lock, closeAll, err := ac.openLock(ctx, usage)
+	if err != nil {
+		_ = ac.release(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	pe.where, pe.urlEnv, pe.close = ac.where, ac.urlEnv(), func(ctx context.Context) error {
+		return errors.Join(closeAll(ctx), ac.release(ctx))
+	}
+	if _, ok := lock.(cluster.Roster); !ok {
+		_ = pe.close(context.WithoutCancel(ctx))
+		return nil, badInput(usage, "--partitions needs a roster of the members, which the cluster service %q of %s (%T) does not keep: use a store or Kubernetes cluster service, or --store",
+			ac.name, ac.from, ac.svc)
+	}
+	cfg.Lock, cfg.LeaseName, cfg.LeaseDuration, cfg.RenewInterval, cfg.InstanceID = lock, ac.lease(), l, r, ac.es.InstanceID()
 	p, err := partition.New(cfg)
 	if err != nil {
 		_ = pe.close(context.WithoutCancel(ctx))

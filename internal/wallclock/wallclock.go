@@ -16,3 +16,9 @@ func Offset() time.Duration { return time.Duration(offset.Load()) }
 
 // Set puts d in force: every wall reading taken from now on is d later (earlier when d < 0).
 func Set(d time.Duration) { offset.Store(int64(d)) }
+
+// Reading returns the wall clock reading of now with the offset in force, without its
+// monotonic reading: the one place the election's wall times come from (the term's floor, the
+// times a record holds), so that a jump of the offset moves every Elector's and every
+// partition's alike (M2). Decisions compare monotonic readings instead.
+func Reading(now time.Time) time.Time { return now.Round(0).Add(Offset()) }
