@@ -313,8 +313,8 @@ func (e *Elector) onFollowed(lp *loop, a *attempt, out outcome) {
 	e.emit(Event{Kind: AttemptSucceeded, Holder: out.rec.Holder, Term: out.rec.Term, Duration: out.at.Sub(a.start)})
 	if out.rec.Revision != s.obs.rev || out.mark != s.obs.mark {
 		if out.rec.Holder != s.obs.holder || out.rec.Term != s.obs.term {
-			e.log.Info("leasehold: observed leader", "holder", out.rec.Holder, "term", out.rec.Term)
 			e.emit(Event{Kind: ObservedLeader, Holder: out.rec.Holder, Term: out.rec.Term})
+			e.log.Info("leasehold: observed leader", "holder", out.rec.Holder, "term", out.rec.Term)
 		}
 		s.obs = e.observe(out.rec, out.at)
 		s.obs.mark = out.mark
@@ -412,9 +412,9 @@ func (e *Elector) held(base context.Context, a *attempt, out outcome) bool {
 	e.lastLed = out.rec.Term
 	ctx, cancel := context.WithCancel(termctx.With(base, out.rec.Term))
 	e.leading.Store(&leadership{term: out.rec.Term, deadline: deadline, ctx: ctx, cancel: cancel})
-	e.log.Info("leasehold: became leader", "term", out.rec.Term)
 	e.emit(Event{Kind: ObservedLeader, Holder: e.id, Term: out.rec.Term, Time: out.at})
 	e.emit(Event{Kind: BecameLeader, Term: out.rec.Term, Time: out.at})
+	e.log.Info("leasehold: became leader", "term", out.rec.Term)
 	e.cb.StartLeading(ctx)
 	return true
 }
@@ -434,12 +434,12 @@ func (e *Elector) stopLeading(reason string, err error) {
 		at, reason = l.deadline, ReasonDeadline
 	}
 	e.cb.StopLeading()
+	e.emit(Event{Kind: StoppedLeading, Term: l.term, Reason: reason, Err: err, Time: at})
 	if err != nil {
 		e.log.Info("leasehold: stopped leading", "term", l.term, "reason", reason, "error", err)
 	} else {
 		e.log.Info("leasehold: stopped leading", "term", l.term, "reason", reason)
 	}
-	e.emit(Event{Kind: StoppedLeading, Term: l.term, Reason: reason, Err: err, Time: at})
 }
 
 // errLostCreation marks a Create beaten by another instance's: replicas that start together
@@ -447,6 +447,7 @@ func (e *Elector) stopLeading(reason string, err error) {
 var errLostCreation = errors.New("another instance created the lease first")
 
 func (e *Elector) attemptFailed(reason string, err error, d time.Duration) {
+	e.emit(Event{Kind: AttemptFailed, Reason: reason, Err: err, Duration: d})
 	if errors.Is(err, errLostCreation) {
 		e.log.Info("leasehold: lost the race to create the lease", "error", err)
 	} else if errors.Is(err, ErrResignRequested) { // hook (resign.go): not a failure of the store (R2)
@@ -454,7 +455,6 @@ func (e *Elector) attemptFailed(reason string, err error, d time.Duration) {
 	} else {
 		e.log.Warn("leasehold: attempt failed", "reason", reason, "error", err) // E8
 	}
-	e.emit(Event{Kind: AttemptFailed, Reason: reason, Err: err, Duration: d})
 }
 
 // startAttempt starts an attempt; leading says whether this instance leads at its start: only

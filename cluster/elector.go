@@ -37,7 +37,9 @@ type ElectorConfig struct {
 
 	// Observer, when set, receives every Event of the election, in order, on the election's
 	// goroutine: it must return quickly (hand the event to a channel or a counter) and must
-	// not call the Elector's Stop.
+	// not call the Elector's Stop. It receives an event before the Logger gets the line that
+	// reports it ("became leader", "stopped leading", "observed leader", "attempt failed"):
+	// whoever reads that line may count on the Observer's state.
 	Observer func(Event)
 
 	// Gate, when set, decides whether this Elector may write to hold its record: for a

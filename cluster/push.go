@@ -340,8 +340,8 @@ func (e *Elector) onPush(s *sched, p *pushed) {
 		// Another holder's change, observed now (E6's first sight), with no read of its own.
 		e.checkTwin(rec) // E12
 		if rec.Holder != s.obs.holder || rec.Term != s.obs.term {
-			e.log.Info("leasehold: observed leader", "holder", rec.Holder, "term", rec.Term)
 			e.emit(Event{Kind: ObservedLeader, Holder: rec.Holder, Term: rec.Term, Time: p.at})
+			e.log.Info("leasehold: observed leader", "holder", rec.Holder, "term", rec.Term)
 		}
 		s.obs = e.observe(rec, p.at)
 		e.emit(Event{Kind: ObservedRevision, Holder: rec.Holder, Term: rec.Term, Time: p.at})
