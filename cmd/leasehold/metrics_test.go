@@ -80,6 +80,28 @@ func waitSample(t *testing.T, addr, series string, min float64, timeout time.Dur
 	}
 }
 
+// waitStatus polls /status until ok holds for what it answers (an HTTP endpoint has nothing to
+// wait on), and returns that answer; it fails the test when ok still does not hold after
+// timeout.
+func waitStatus(t *testing.T, addr string, ok func(statusView) bool, timeout time.Duration) (statusView, string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		_, body := get(t, addr, "/status")
+		var st statusView
+		if err := json.Unmarshal([]byte(body), &st); err != nil {
+			t.Fatalf("/status: %v: %s", err, body)
+		}
+		if ok(st) {
+			return st, body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/status after %v: %s", timeout, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitHealth polls /healthz until it answers want (an HTTP endpoint has nothing to wait on),
 // and returns how long that took.
 func waitHealth(t *testing.T, addr string, want int, timeout time.Duration) time.Duration {
@@ -153,16 +175,14 @@ func TestMetricsAndHealthz(t *testing.T) {
 		var m map[string]any
 		return json.Unmarshal([]byte(l.text), &m) == nil && m["msg"] == "leasehold: attempt failed" && m["reason"] == "timeout"
 	})
-	// The Elector logs a failure, then tells its observers (the metrics among them): the
-	// line can be read before the counter moves.
-	m = waitSample(t, addr, `leasehold_attempt_failures_total{lease="jobs",reason="timeout"}`, 1, testL)
+	// The Elector tells its observers (the metrics among them) before it logs the failure
+	// (ElectorConfig.Observer): the counter has moved when the line is read.
+	m = waitSample(t, addr, `leasehold_attempt_failures_total{lease="jobs",reason="timeout"}`, 1, 0)
 	wantSample(t, m, `leasehold_is_leader{lease="jobs"}`, 0)
 	wantSample(t, m, `leasehold_transitions_total{kind="stopped_leading",lease="jobs"}`, 1)
-	_, body = get(t, addr, "/status")
-	st = statusView{}
-	if err := json.Unmarshal([]byte(body), &st); err != nil {
-		t.Fatalf("/status: %v: %s", err, body)
-	}
+	// CMD wrote CMD-STOP when its SIGTERM came; /status says it runs until it has exited and
+	// been reaped, within the grace the supervisor gives it.
+	st, body = waitStatus(t, addr, func(st statusView) bool { return st.Command != nil && !st.Command.Running }, testL)
 	if st.Leader || st.Healthy || st.HealthError == "" || st.LastFailureReason != "timeout" || st.Command.Running {
 		t.Errorf("/status with a hung store: %s", body)
 	}
