@@ -192,13 +192,17 @@ type Takeover struct {
 	// for a clean stop, E7); 0 when the fault's takeover has no bound (latency, reset, outage).
 	Bound time.Duration `json:"bound_ns,omitempty"`
 	// Attempt is how long the new leader's winning attempt took, from its start to its answer
-	// (a lead line's time less its attempt's start): the part of Took the store spent. 0 when
-	// not measured.
+	// (a lead line's time less its attempt's start): the part of Took the store spent, which
+	// Over leaves out. 0 when not measured.
 	Attempt time.Duration `json:"attempt_ns,omitempty"`
 }
 
-// Over reports whether the takeover broke its bound.
-func (t *Takeover) Over() bool { return t != nil && t.Bound > 0 && t.Took > t.Bound }
+// Over reports whether the takeover broke its bound. Took runs to the new leader's lead line,
+// written when its winning write returned; E6 has the follower attempt at the expiry, so the
+// part of Took that write spent waiting on the store (Attempt) is the store's, not the
+// election's: the bound is held to Took less Attempt, as the failover tests hold E6
+// (internal/failovertest).
+func (t *Takeover) Over() bool { return t != nil && t.Bound > 0 && t.Took-t.Attempt > t.Bound }
 
 // pick picks the next kind: every kind once, in a random order, then at random by weight.
 // The first round makes every kind of the schedule happen in a campaign of that many faults.
@@ -524,7 +528,7 @@ func (d *driver) finish(f Fault, err error) error {
 	if f.Takeover.Over() && !rankedKind(f.Kind) {
 		// The traces from a lease before the fault to the takeover say who was late, and why.
 		from, to := f.Start-int64(d.o.LeaseDuration+d.o.RenewInterval), f.Start+int64(f.Takeover.Took)+int64(50*time.Millisecond)
-		d.problem("fault %d (%s of %s): %s took over %v after %s (its winning attempt took %v), beyond the bound %v%s",
+		d.problem("fault %d (%s of %s): %s took over %v after %s (its winning attempt took %v of it), beyond the bound %v%s",
 			f.N, f.Kind, f.Target, f.Takeover.To, f.Takeover.Took, f.Takeover.Since, f.Takeover.Attempt, f.Takeover.Bound,
 			traceWindow(d.dir, from, to))
 	}

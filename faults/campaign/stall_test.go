@@ -165,3 +165,36 @@ func TestLeaderFaultTakeoverAfterAStall(t *testing.T) {
 		t.Errorf("a stall past the takeover: %+v; want 0", to)
 	}
 }
+
+// E6 has a follower attempt at the expiry; the store's time to answer that write is not the
+// election's. w1.1 renewed at 1000ms and was killed at 1100ms; w2.1's lead line came at
+// 2633ms, 1633ms after the renewal: beyond the bound of 1.35s when its winning write answered
+// in 5ms, within it when that write waited 600ms on the store (the attempt began at 2033ms).
+func TestTakeoverLeavesOutTheWinningWrite(t *testing.T) {
+	o := testOptions()
+	half := (o.LeaseDuration + o.RenewInterval) / 2
+	bound := o.LeaseDuration + o.RenewInterval + o.Slack
+	takeover := func(attempt time.Duration) *Takeover {
+		t.Helper()
+		d := &driver{ctx: t.Context(), o: o, inbox: proctest.NewInbox[message](), last: map[string]proctest.Line{
+			"w1.1": {Instance: "w1.1", Kind: proctest.KindRenew, Term: 1, T: 1000 * ms1, Deadline: 990*ms1 + int64(half)},
+		}}
+		lead := 2633 * ms1
+		d.leads = []proctest.Line{{Instance: "w2.1", Kind: proctest.KindLead, Term: 2, T: lead, Deadline: lead - int64(attempt) + int64(half)}}
+		f := Fault{N: 11, Kind: KillLeader, Target: "w1.1", Start: 1100 * ms1}
+		to, err := d.crashTakeover(&proc{Proc: &proctest.Proc{ID: "w1.1"}}, &f, 0, bound, half, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return to
+	}
+	if to := takeover(5 * time.Millisecond); !to.Over() || to.Took != 1633*time.Millisecond || to.Attempt != 5*time.Millisecond {
+		t.Errorf("a 5ms winning write: %+v; want 1.633s, its attempt 5ms, beyond the bound", to)
+	}
+	if to := takeover(600 * time.Millisecond); to.Over() || to.Took != 1633*time.Millisecond || to.Attempt != 600*time.Millisecond {
+		t.Errorf("a winning write of 600ms: %+v; want 1.633s, its attempt 600ms, within the bound", to)
+	}
+	if !strings.Contains(describeTakeover(takeover(600*time.Millisecond)), "its attempt 600ms") {
+		t.Errorf("the takeover's description leaves out the attempt: %s", describeTakeover(takeover(600*time.Millisecond)))
+	}
+}
