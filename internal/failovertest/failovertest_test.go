@@ -118,3 +118,31 @@ func TestChecksAcceptTakeTurns(t *testing.T) {
 		t.Errorf("an overlap of the callbacks only: reported %q", rec.errors)
 	}
 }
+
+// TestLastChangeCountsALateTakeover: after i2's cut, i3's takeovers landed while their
+// answers came past its attempt timeout (a store slower than L − R), so i3 never led; i1 saw
+// them as new revisions and had to let the last one expire (E6). The takeover is measured from
+// i1's first sight of that revision, not from i2's last renewal; i2's own revisions and i1's
+// sight of the record before the cut change nothing.
+func TestLastChangeCountsALateTakeover(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 6, 21, 58, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ev := func(ms int, inst string, kind cluster.EventKind, holder string, term uint64) observed {
+		return observed{ev: cluster.Event{Kind: kind, Instance: inst, Holder: holder, Term: term, Time: at(ms)}}
+	}
+	events := []observed{
+		ev(100, "i1", cluster.ObservedRevision, "i2", 17),
+		ev(1391, "i1", cluster.ObservedRevision, "i3", 19),
+		ev(1400, "i3", cluster.ObservedRevision, "i2", 17),
+		ev(2175, "i1", cluster.ObservedRevision, "i3", 20),
+		ev(2200, "i1", cluster.AttemptSucceeded, "i3", 20),
+	}
+	since, what := lastChange(events, "i2", "i1", at(500))
+	if !since.Equal(at(2175)) || !strings.Contains(what, "i3's unacknowledged takeover (term 20)") {
+		t.Errorf("lastChange = %v (%s); want i1's first sight of i3's term 20 at +2175ms", since.Sub(t0), what)
+	}
+	since, what = lastChange(events[:1], "i2", "i1", at(500))
+	if !since.Equal(at(500)) || !strings.Contains(what, "i2's last renewal") {
+		t.Errorf("without a third writer: lastChange = %v (%s); want the old leader's last renewal at +500ms", since.Sub(t0), what)
+	}
+}
