@@ -127,18 +127,28 @@ func (d *driver) healthLeader() (*Fault, error) {
 		d.o.Logf("campaign %s: fault %d: %v", d.o.Backend, f.N, err)
 	}
 	// A while unhealthy after the handover: it must not ask to lead back meanwhile (Q2, U1).
-	if err = d.sleep(2*d.o.RenewInterval + time.Duration(d.rng.Int64N(int64(500*time.Millisecond)))); err != nil {
+	if err = d.healthBackAfter(target, f, 2*d.o.RenewInterval+time.Duration(d.rng.Int64N(int64(500*time.Millisecond)))); err != nil {
 		return f, err
+	}
+	f.Takeover = healthHandover(d.o, d.leads, *f)
+	return f, nil
+}
+
+// healthBackAfter lets target's check fail for wait more, then pass again (unless target
+// exited meanwhile): the fault ends then, its length in f.Param.
+func (d *driver) healthBackAfter(target *proc, f *Fault, wait time.Duration) error {
+	if err := d.sleep(wait); err != nil {
+		return err
 	}
 	f.End = proctest.Now()
 	if !target.exited {
+		var err error
 		if f.End, err = d.setHealth(target, false); err != nil {
-			return f, err
+			return err
 		}
 	}
 	f.Param = time.Duration(f.End - f.Start)
-	f.Takeover = healthHandover(d.o, d.leads, *f)
-	return f, nil
+	return nil
 }
 
 // healthFollower makes a random follower's check fail for longer than L, long enough for it to
@@ -160,16 +170,9 @@ func (d *driver) healthFollower() (*Fault, error) {
 	if f.Start, err = d.setHealth(target, true); err != nil {
 		return f, err
 	}
-	if err = d.sleep(d.o.LeaseDuration + 100*time.Millisecond + time.Duration(d.rng.Int64N(int64(500*time.Millisecond)))); err != nil {
+	if err = d.healthBackAfter(target, f, d.o.LeaseDuration+100*time.Millisecond+time.Duration(d.rng.Int64N(int64(500*time.Millisecond)))); err != nil {
 		return f, err
 	}
-	f.End = proctest.Now()
-	if !target.exited {
-		if f.End, err = d.setHealth(target, false); err != nil {
-			return f, err
-		}
-	}
-	f.Param = time.Duration(f.End - f.Start)
 	// Not bounded: nobody had to move. The checks of every fault hold through it.
 	f.Takeover = d.anyTakeover(target.ID, leads, f.Start)
 	return f, nil
