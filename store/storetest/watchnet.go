@@ -308,10 +308,36 @@ func WatchHeartbeatFrozen(t *testing.T, target string, resumes bool, open func(t
 	p.Heal()
 	if !resumes {
 		waitRecovered(t, s, key)
-		r = startWatchCtx(t, ctx, s, key)
-		if c := r.next(t, "the first call after the freeze"); !c.Found || c.Heartbeat {
+		var c store.Change
+		r, c = watchAgain(t, ctx, s, key)
+		if !c.Found || c.Heartbeat {
 			t.Fatalf("T8: watch of %q after the freeze first delivered %+v, want its document", key, c)
 		}
 	}
 	heartbeats(r, 3)
+}
+
+// watchAgain starts a watch of key as an Elector does after its watch ended with an error:
+// should that watch too end with an error before its first call (its new connection slow to
+// answer the first heartbeat on a loaded machine, which the short timeouts of these tests
+// turn into an error), it watches again, as its caller would (T8), within watchWait. It
+// returns the watch and its first call.
+func watchAgain(t *testing.T, ctx context.Context, s store.Store, key string) (*watchRecorder, store.Change) {
+	t.Helper()
+	deadline := time.Now().Add(watchWait)
+	for {
+		r := startWatchCtx(t, ctx, s, key)
+		select {
+		case c := <-r.states:
+			return r, c
+		case err := <-r.done:
+			r.done <- err
+			if time.Now().After(deadline) {
+				t.Fatalf("T8: watch of %q kept ending (%v) before its first call for %v after the freeze", key, err, watchWait)
+			}
+			t.Logf("a watch after the freeze ended before its first call (%v): watching again", err)
+		case <-time.After(watchWait):
+			t.Fatalf("T8: watch of %q: no call within %v after the freeze", key, watchWait)
+		}
+	}
 }
