@@ -342,7 +342,7 @@ func (d *driver) handle(m message) {
 			if p.Cmd.ProcessState != nil && p.Cmd.ProcessState.ExitCode() == proctest.ExitSetup {
 				rule = "it could not start"
 			}
-			d.problem("worker %s exited on its own (%v; %s)%s", p.ID, p.err, rule, p.StderrTail(4<<10))
+			d.problem("worker %s exited on its own (%v; %s)%s%s", p.ID, p.err, rule, p.StderrTail(4<<10), procRace(d.dir, p))
 		}
 		return
 	}
@@ -506,7 +506,8 @@ func (d *driver) stopAll() error {
 			if p.stopped != nil {
 				reason = p.stopped.Reason
 			}
-			d.problem("worker %s: clean stop at the end (E7): %s, exit %v", p.ID, reason, p.err)
+			// An exit of 66 after a clean stop is the race detector's: quote its report.
+			d.problem("worker %s: clean stop at the end (E7): %s, exit %v%s%s", p.ID, reason, p.err, p.StderrTail(4<<10), procRace(d.dir, p))
 		}
 	}
 	return err

@@ -74,7 +74,7 @@ func (d *driver) startProc(s *slot) (*proc, error) {
 	s.gen++
 	id := fmt.Sprintf("w%d.%d", s.n, s.gen)
 	p := &proc{slot: s, watchControl: filepath.Join(d.dir, "watch-"+id), watch: WatchFault{Mode: WatchPass}}
-	env := []string{envResource + "=" + d.res.addr(), envWatchControl + "=" + p.watchControl, envTrace + "=" + d.dir}
+	env := []string{envResource + "=" + d.res.addr(), envWatchControl + "=" + p.watchControl, envTrace + "=" + d.dir, raceEnv(d.dir)}
 	if d.o.Locker {
 		env = append(env, envLocker+"=1")
 	}
