@@ -96,7 +96,7 @@ type watchHub struct {
 	refs   int // under state.mu
 	kw     jetstream.KeyWatcher
 	conn   *natsgo.Conn
-	stream jetstream.Stream // the bucket's: its leader tells the last sequence (ping)
+	stream jetstream.Stream // the bucket's, the hub's own: its leader tells the last sequence (ping)
 	status chan natsgo.Status
 	// base is the stream's last sequence once the consumer was made: the entries up to it are
 	// not the consumer's to hand over. delivered is the last sequence it handed over. Both are
@@ -256,16 +256,19 @@ func startWatchHub(ctx context.Context, s *backend, ws *watchState) (*watchHub, 
 		return nil, connErr(fmt.Errorf("store/nats: watch consumer: %w", err))
 	}
 	h.kw = kw
-	h.stream = s.stream
+	// A Stream of the hub's own: nats.go's Stream.Info keeps the answer in the Stream without a
+	// lock, so the ping goroutine of a hub that is failing and the start of the next one must not
+	// share one (that was a data race, found by the race detector in a fault campaign's worker).
 	ictx, cancel := context.WithTimeout(ctx, h.timeout)
-	info, err := s.stream.Info(ictx)
+	stream, err := s.js.Stream(ictx, s.streamName)
 	cancel()
 	if err != nil {
 		kw.Stop()
 		s.conn.RemoveStatusListener(h.status)
 		return nil, connErr(fmt.Errorf("store/nats: watch: the stream's last sequence: %w", err))
 	}
-	h.base = info.State.LastSeq
+	h.stream = stream
+	h.base = stream.CachedInfo().State.LastSeq
 	go h.run()
 	go h.ping()
 	return h, nil

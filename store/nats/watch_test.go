@@ -259,3 +259,50 @@ func TestWatchPurge(t *testing.T) {
 func BenchmarkWatchLatency(b *testing.B) {
 	storetest.BenchmarkWatchLatency(b, func(b *testing.B) store.Store { return openTest(b) })
 }
+
+// TestWatchHubsOneAfterAnother: watches asking for frequent heartbeats end and start again on
+// one store, so that a hub's ping goroutine, still asking the stream for its last sequence,
+// outlives the hub while the next hub starts. Each hub asks through a Stream of its own: under
+// -race, hubs sharing the store's (nats.go keeps an Info answer in its Stream without a lock)
+// were a data race. Each watch still delivers its document, then heartbeats (T8).
+func TestWatchHubsOneAfterAnother(t *testing.T) {
+	t.Parallel()
+	s := openTest(t)
+	key := "hubs-" + t.Name()
+	if err := s.Create(t.Context(), key, map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 15 {
+		ctx, cancel := context.WithCancel(store.WithHeartbeat(t.Context(), 2*time.Millisecond))
+		calls := make(chan store.Change, 64)
+		done := make(chan error, 1)
+		go func() {
+			done <- store.Watch(ctx, s, key, func(c store.Change) {
+				select {
+				case calls <- c:
+				default:
+				}
+			})
+		}()
+		beats := 0
+		for first := true; beats < 3; first = false {
+			select {
+			case c := <-calls:
+				switch {
+				case first && (!c.Found || c.Heartbeat):
+					t.Fatalf("watch %d first delivered %+v, want the document", i, c)
+				case c.Heartbeat:
+					beats++
+				}
+			case err := <-done:
+				t.Fatalf("watch %d ended: %v", i, err)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("watch %d: %d heartbeats in 10s, want 3", i, beats)
+			}
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("watch %d returned %v after its context's end", i, err)
+		}
+	}
+}
