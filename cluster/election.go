@@ -128,8 +128,6 @@ func (lp *loop) end() {
 // run is the election goroutine: it starts attempts, keeps the leadership deadline and
 // handles Stop. All election state lives in its loop; each wake-up is handled by a method.
 func (e *Elector) run(startCtx context.Context) {
-	defer close(e.runDone)
-	defer e.exit() // before runDone: a Stop that sees runDone sees done too, unless the watch is late
 	lp := e.newLoop(startCtx)
 	defer lp.end()
 	for {
@@ -155,13 +153,13 @@ func (e *Elector) run(startCtx context.Context) {
 			e.onMail(lp)
 		case out := <-pc:
 			e.onOutcome(lp, out)
-		case ctx := <-e.stopReq:
+		case ctx := <-e.life.req:
 			e.onStop(ctx, lp)
 			return
 		case <-startCtx.Done():
 			e.onStartEnd(lp)
 			return
-		case <-e.halt:
+		case <-e.life.halt:
 			e.onHalt()
 			return
 		}
@@ -329,15 +327,15 @@ func (e *Elector) onFollowed(lp *loop, a *attempt, out outcome) {
 func (e *Elector) onStop(ctx context.Context, lp *loop) {
 	lp.stopWatch() // it returns while the shutdown goes on
 	lp.stopHealth()
-	e.stopErr <- e.shutdown(ctx, lp.pending, lp.s.known)
+	e.life.answer(e.shutdown(ctx, lp.pending, lp.s.known))
 }
 
 // onStartEnd stops the election when Start's context ends, as a Stop whose context lasts
 // L - R would (E7), unless a Stop has begun: then it serves that one. Its result is the
 // stop's, which a later Stop returns.
 func (e *Elector) onStartEnd(lp *loop) {
-	if !e.claimStop() {
-		e.onStop(<-e.stopReq, lp)
+	if claimed, _ := e.life.claim(); !claimed {
+		e.onStop(<-e.life.req, lp)
 		return
 	}
 	ctx, cancel := context.WithTimeout(lp.base, e.l-e.r)
@@ -349,8 +347,7 @@ func (e *Elector) onStartEnd(lp *loop) {
 		e.log.Warn("leasehold: election ended by its context", "error", err)
 	}
 	// Nobody waits for this stop: a later Stop waits for the watch within its own context.
-	e.stopCore, e.stopRes, e.watchLate = err, err, true
-	close(e.stopDone)
+	e.life.finish(err)
 }
 
 // onHalt ends the election as a crash would (tests): the callbacks' contexts end, nothing is

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -127,20 +126,8 @@ type Elector struct {
 	value string // ElectorConfig.Advertise (V1)
 	rank  *rank  // priority and health (priority.go)
 
-	mu        sync.Mutex
-	started   bool
-	stopped   bool                 // Stop was called
-	stopDone  chan struct{}        // closed once the first Stop has finished: stopRes is its result
-	stopRes   error                // what the first Stop returned
-	stopCore  error                // stopRes without the watch's lateness (watchLate)
-	watchLate bool                 // the first Stop's context ended before the watch goroutine did
-	stopReq   chan context.Context // Stop hands its context to the election goroutine
-	stopErr   chan error           // and gets the result back
-	halt      chan struct{}        // tests: end the goroutine as a crash would
-	runDone   chan struct{}        // closed when the election goroutine has returned
-	done      chan struct{}        // closed when every goroutine of the election has returned
-	live      atomic.Int32         // goroutines of the election running: done closes at zero
-
+	// life is the start and the one stop (E7), and the goroutines Done waits for (stop.go).
+	life *lifecycle
 }
 
 var _ Cluster = (*Elector)(nil)
@@ -190,13 +177,8 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		observer: cfg.Observer,
 		value:    cfg.Advertise,
 		rank:     rank,
-		stopDone: make(chan struct{}),
-		stopReq:  make(chan context.Context),
-		stopErr:  make(chan error, 1),
-		halt:     make(chan struct{}),
-		runDone:  make(chan struct{}),
-		done:     make(chan struct{}),
 		poke:     make(chan struct{}, 1),
+		life:     newLifecycle(cfg.LeaseName),
 	}
 	if w, ok := cfg.Lock.(Watcher); ok {
 		e.watcher = w
@@ -314,26 +296,7 @@ func (e *Elector) WhenLeader(fn LeaderFunc, deregistered func()) (remove func())
 // it is bounded by the time the lease leaves to hand over. ctx's values are kept for the
 // callbacks' contexts. Start returns an error if the Elector was already started or stopped.
 func (e *Elector) Start(ctx context.Context) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	switch {
-	case e.stopped:
-		return fmt.Errorf("cluster: lease %q: Start after Stop", e.name)
-	case e.started:
-		return fmt.Errorf("cluster: lease %q: Start called twice", e.name)
-	}
-	e.started = true
-	e.live.Store(1)
-	go e.run(ctx)
-	return nil
-}
-
-// exit is the last call of each goroutine of the election (the election goroutine, the
-// watch's): the last to return closes done.
-func (e *Elector) exit() {
-	if e.live.Add(-1) == 0 {
-		close(e.done)
-	}
+	return e.life.begin(func() { e.run(ctx) })
 }
 
 // Stop ends the election (E7), the one way an election ends. If this instance leads, it
@@ -355,78 +318,12 @@ func (e *Elector) exit() {
 // Stop must not be called from a WhenLeader callback: it waits for every callback, so it
 // would wait for itself until ctx ends, then return an error without releasing the lease.
 // Call it on a new goroutine instead (see Cluster.WhenLeader).
-func (e *Elector) Stop(ctx context.Context) error {
-	if !e.claimStop() {
-		return e.awaitStop(ctx)
-	}
-	e.mu.Lock()
-	started := e.started
-	e.mu.Unlock()
-	var err error
-	if started {
-		e.stopReq <- ctx // the election goroutine leaves its loop only through a stop
-		err = <-e.stopErr
-		<-e.runDone // it returns right after answering
-	} else {
-		close(e.runDone)
-		close(e.done)
-	}
-	e.stopCore, e.stopRes = err, err
-	select {
-	case <-e.done: // the watch, ended as the shutdown began, has returned already
-	default:
-		select {
-		case <-e.done:
-		case <-ctx.Done():
-			// The election is over and the lease released, when it could be; only the
-			// watch's goroutine is still inside the Lock's Watch. It ends when that call
-			// returns.
-			e.watchLate = true
-			e.stopRes = e.watchError(e.stopCore, ctx)
-		}
-	}
-	close(e.stopDone)
-	return e.stopRes
-}
-
-// claimStop makes the caller the one that stops the election, unless a stop has begun.
-func (e *Elector) claimStop() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.stopped {
-		return false
-	}
-	e.stopped = true
-	return true
-}
-
-// awaitStop waits, within ctx, for the stop under way and returns its result (see Stop).
-func (e *Elector) awaitStop(ctx context.Context) error {
-	select {
-	case <-e.stopDone:
-	case <-ctx.Done():
-		return fmt.Errorf("cluster: lease %q: stop: the Stop under way has not finished: %w", e.name, ctx.Err())
-	}
-	if !e.watchLate {
-		return e.stopRes
-	}
-	select {
-	case <-e.done:
-		return e.stopCore
-	case <-ctx.Done():
-		return e.watchError(e.stopCore, ctx)
-	}
-}
-
-// watchError adds to err that the watch's goroutine had not returned when ctx ended.
-func (e *Elector) watchError(err error, ctx context.Context) error {
-	return errors.Join(err, fmt.Errorf("cluster: lease %q: stop: the lease watch has not returned (the Lock's Watch must return soon after its context ends; Done is closed once it has): %w", e.name, ctx.Err()))
-}
+func (e *Elector) Stop(ctx context.Context) error { return e.life.stop(ctx) }
 
 // Done returns a channel closed once the election has ended, by Stop or by the cancellation
 // of Start's context, and every goroutine of it has returned: the watch's too, which waits
 // for the Lock's Watch to return after its context ends.
-func (e *Elector) Done() <-chan struct{} { return e.done }
+func (e *Elector) Done() <-chan struct{} { return e.life.done }
 
 func (e *Elector) emit(ev Event) {
 	switch ev.Kind {

@@ -87,15 +87,12 @@ func (n *node) start() *node {
 
 // crash ends the elector as a killed process would: no callback, no release.
 func (n *node) crash() {
-	close(n.e.halt)
-	<-n.e.done
-	n.e.mu.Lock()
-	if !n.e.stopped {
+	close(n.e.life.halt)
+	<-n.e.life.done
+	if claimed, _ := n.e.life.claim(); claimed {
 		// A later Stop returns at once, as that of a process that is gone would.
-		n.e.stopped = true
-		close(n.e.stopDone)
+		n.e.life.finish(nil)
 	}
-	n.e.mu.Unlock()
 }
 
 // firstEvent returns the time of the first event of kind, and whether there was one.

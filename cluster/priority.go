@@ -176,18 +176,14 @@ func (e *Elector) ask(ctx context.Context, rec Record, now time.Time) (_ Record,
 }
 
 // startHealth starts the health check's goroutine when there is a check, and returns the
-// function that ends it without waiting: it counts among the election's goroutines (e.live),
+// function that ends it without waiting: it counts among the election's goroutines (spawn),
 // so Done waits for it.
 func (e *Elector) startHealth(base context.Context) func() {
 	if e.rank.check == nil {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(base)
-	e.live.Add(1)
-	go func() {
-		defer e.exit()
-		e.healthLoop(ctx)
-	}()
+	e.life.spawn(func() { e.healthLoop(ctx) })
 	return cancel
 }
 

@@ -113,7 +113,7 @@ func (m *mailbox) take() (*pushed, bool) {
 
 // startWatch starts the watch goroutine when the Lock can watch, and returns its mailbox (nil
 // when it cannot) and a function that ends the goroutine without waiting for it: it counts
-// among the election's goroutines (e.live), and the last of them to return closes done.
+// among the election's goroutines (spawn), and the last of them to return closes done.
 func (e *Elector) startWatch(base context.Context) (*mailbox, func()) {
 	if e.watcher == nil {
 		e.log.Info("leasehold: lease watch not supported, polling every R", "renewInterval", e.r)
@@ -121,11 +121,7 @@ func (e *Elector) startWatch(base context.Context) (*mailbox, func()) {
 	}
 	mb := newMailbox()
 	ctx, cancel := context.WithCancel(base)
-	e.live.Add(1)
-	go func() {
-		defer e.exit()
-		e.watchLoop(ctx, mb)
-	}()
+	e.life.spawn(func() { e.watchLoop(ctx, mb) })
 	return mb, cancel
 }
 
