@@ -116,7 +116,6 @@ func runWorker(w *proctest.Worker) int {
 		RenewInterval: w.RenewInterval,
 		InstanceID:    w.ID,
 		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Observer:      workerObserver(w),
 	}
 	health, err := rankedConfig(&cfg)
 	if err != nil {
@@ -130,6 +129,9 @@ func runWorker(w *proctest.Worker) int {
 	case os.Getenv(envPartitions) != "":
 		return runPartitionsWorker(w, faulty, lock)
 	}
+	// Built here, not above: the Locker and partitions workers make their own, and each one
+	// opens the worker's trace file.
+	cfg.Observer = workerObserver(w)
 	el, err := cluster.NewElector(cfg)
 	if err != nil {
 		return w.Fail("%v", err)
