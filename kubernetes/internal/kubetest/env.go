@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -26,6 +27,20 @@ const AssetsEnv = "LEASEHOLD_KUBE_ASSETS"
 
 // RequireEnv, set to 1, makes missing binaries a test failure instead of a skip (CI).
 const RequireEnv = "LEASEHOLD_REQUIRE_KUBE"
+
+// PendingEnv names a file that appears when a build of the binaries into $LEASEHOLD_KUBE_ASSETS
+// has ended, holding 0 when it succeeded: scripts/test builds kube-apiserver in the background
+// and starts the modules that use it before the build is over, so that their compilation and
+// their other tests overlap the build. FindBinaries waits for that file while the binaries
+// are not there yet.
+const PendingEnv = "LEASEHOLD_KUBE_PENDING"
+
+// pendingWait bounds the wait for a pending build, and pendingPoll is how often the file is
+// looked for.
+const (
+	pendingWait = 30 * time.Minute
+	pendingPoll = time.Second
+)
 
 // UserName is the restricted user's name; RBAC rules bind to it.
 const UserName = "leasehold-elector"
@@ -43,6 +58,11 @@ func FindBinaries() (string, error) {
 		return true
 	}
 	if dir := os.Getenv(AssetsEnv); dir != "" {
+		if pending := os.Getenv(PendingEnv); pending != "" && !has(dir) {
+			if err := waitBuild(pending); err != nil {
+				return "", err
+			}
+		}
 		if !has(dir) {
 			return "", fmt.Errorf("%s=%s does not hold kube-apiserver and etcd (run scripts/kube-binaries)", AssetsEnv, dir)
 		}
@@ -64,6 +84,26 @@ func FindBinaries() (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no kube-apiserver: %s is not set and %s holds no build (run scripts/kube-binaries and set %s to the directory it prints)", AssetsEnv, root, AssetsEnv)
+}
+
+// waitBuild waits for the file of a pending build (PendingEnv) and returns an error unless it
+// says the build succeeded.
+func waitBuild(path string) error {
+	deadline := time.Now().Add(pendingWait)
+	for {
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil && strings.TrimSpace(string(b)) == "0":
+			return nil
+		case err == nil:
+			return fmt.Errorf("the build of kube-apiserver failed (%s=%s holds %q; scripts/test prints the build's output)", PendingEnv, path, strings.TrimSpace(string(b)))
+		case !errors.Is(err, os.ErrNotExist):
+			return fmt.Errorf("%s: %w", PendingEnv, err)
+		case time.Now().After(deadline):
+			return fmt.Errorf("the build of kube-apiserver did not end within %v (%s=%s)", pendingWait, PendingEnv, path)
+		}
+		time.Sleep(pendingPoll)
+	}
 }
 
 // Env is a running control plane: one etcd and one API server on top of it.
