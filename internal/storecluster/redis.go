@@ -237,7 +237,7 @@ func (c *RedisCluster) Leader(ctx context.Context) (*Member, error) {
 		last = err
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("storecluster: no primary agreed by the Sentinels: %w (last: %v)", ctx.Err(), last)
+			return nil, c.withLogs(fmt.Errorf("storecluster: no primary agreed by the Sentinels: %w (last: %v)", ctx.Err(), last))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -398,7 +398,7 @@ func (c *RedisCluster) sentinelFailover(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("storecluster: SENTINEL FAILOVER: %w (last: %v)", ctx.Err(), last)
+			return c.withLogs(fmt.Errorf("storecluster: SENTINEL FAILOVER: %w (last: %v)", ctx.Err(), last))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -418,7 +418,7 @@ func (c *RedisCluster) waitPromoted(ctx context.Context, m *Member) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("storecluster: %s not promoted: %w", m.Name, ctx.Err())
+			return c.withLogs(fmt.Errorf("storecluster: %s not promoted: %w", m.Name, ctx.Err()))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -490,7 +490,7 @@ func (c *RedisCluster) Settle(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("storecluster: the Redis cluster did not settle: %w (last: %v)", ctx.Err(), err)
+			return c.withLogs(fmt.Errorf("storecluster: the Redis cluster did not settle: %w (last: %v)", ctx.Err(), err))
 		case <-time.After(redisSettlePoll):
 		}
 	}
@@ -604,7 +604,7 @@ func (c *RedisCluster) failedOver(ctx context.Context, m *Member) (*Member, erro
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("storecluster: %s found down by the Sentinels, and no failover completed: %w", m.Name, ctx.Err())
+			return nil, c.withLogs(fmt.Errorf("storecluster: %s found down by the Sentinels, and no failover completed: %w", m.Name, ctx.Err()))
 		case <-time.After(redisSettlePoll):
 		}
 	}
@@ -620,7 +620,7 @@ func (c *RedisCluster) waitReplica(ctx context.Context, primary, replica *Member
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("storecluster: %s not a replica of %s in sync: %w (last: %v)", replica.Name, primary.Name, ctx.Err(), err)
+			return c.withLogs(fmt.Errorf("storecluster: %s not a replica of %s in sync: %w (last: %v)", replica.Name, primary.Name, ctx.Err(), err))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -671,7 +671,7 @@ func (c *RedisCluster) waitCaughtUp(ctx context.Context, primary, replica *Membe
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("storecluster: %s not caught up with %s: %w", replica.Name, primary.Name, ctx.Err())
+			return c.withLogs(fmt.Errorf("storecluster: %s not caught up with %s: %w", replica.Name, primary.Name, ctx.Err()))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
