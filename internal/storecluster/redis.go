@@ -161,11 +161,7 @@ func (c *RedisCluster) startAll(ctx context.Context) error {
 			return err
 		}
 	}
-	primary, err := c.Leader(ctx)
-	if err != nil {
-		return err
-	}
-	return c.waitReplica(ctx, primary, c.other(primary), true)
+	return c.waitWhole(ctx)
 }
 
 // WaitReady waits until the replica is in sync with the primary and every Sentinel lists it as
@@ -175,11 +171,7 @@ func (c *RedisCluster) startAll(ctx context.Context) error {
 func (c *RedisCluster) WaitReady(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p, err := c.Leader(ctx)
-	if err != nil {
-		return err
-	}
-	return c.waitReplica(ctx, p, c.other(p), true)
+	return c.waitWhole(ctx)
 }
 
 func writeConf(path string, lines []string) error {
@@ -547,7 +539,9 @@ var _ Rejoiner = (*RedisCluster)(nil)
 
 // Rejoin starts m, a data server that was killed, and makes it a replica of the primary (it
 // would come back as the primary it was, with the data it alone had, until the Sentinels
-// turned it into a replica), and waits until it is in sync and every Sentinel counts on it.
+// turned it into a replica), and waits until it is in sync and every Sentinel counts on it;
+// should the Sentinels fail over meanwhile (promoting m, say), until the other server is in
+// sync with the primary they name then.
 // When the Sentinels still name m the primary, m starts again as the primary.
 func (c *RedisCluster) Rejoin(ctx context.Context, m *Member) error {
 	c.mu.Lock()
@@ -574,7 +568,7 @@ func (c *RedisCluster) Rejoin(ctx context.Context, m *Member) error {
 	if err := c.demote(ctx, m, p); err != nil {
 		return err
 	}
-	return c.waitReplica(ctx, p, m, true)
+	return c.waitWhole(ctx)
 }
 
 // failedOver returns m, the primary the Sentinels name, when none of them flags it down or
@@ -606,6 +600,28 @@ func (c *RedisCluster) failedOver(ctx context.Context, m *Member) (*Member, erro
 		case <-ctx.Done():
 			return nil, c.withLogs(fmt.Errorf("storecluster: %s found down by the Sentinels, and no failover completed: %w", m.Name, ctx.Err()))
 		case <-time.After(redisSettlePoll):
+		}
+	}
+}
+
+// waitWhole waits until the other data server replicates, in sync, from the primary the
+// Sentinels name, and every Sentinel lists it as a good replica. The primary is asked again on
+// every poll: the Sentinels may fail over meanwhile (a primary that a busy machine kept from
+// answering their pings for down-after), promoting the very server that was waited for as a
+// replica, which then never replicates from the former primary.
+func (c *RedisCluster) waitWhole(ctx context.Context) error {
+	for {
+		p, err := c.sentinelPrimary(ctx)
+		if err == nil {
+			if err = c.replicaOK(ctx, p, c.other(p), true); err == nil {
+				return nil
+			}
+			err = fmt.Errorf("the Sentinels name %s: %w", p.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return c.withLogs(fmt.Errorf("storecluster: no primary with its replica in sync: %w (last: %v)", ctx.Err(), err))
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }

@@ -177,3 +177,59 @@ func TestRedisSettleAfterAPausedPrimary(t *testing.T) {
 		time.Sleep(redisSettlePoll)
 	}
 }
+
+// A failover while Rejoin waits, as when a busy machine keeps the primary from answering the
+// Sentinels' pings for down-after: the primary is paused as Rejoin starts the killed server,
+// until the Sentinels have promoted that server. Rejoin returns once the cluster is whole
+// around the primary the Sentinels name then; it does not wait for ever for the rejoined
+// server to replicate from the primary they replaced.
+func TestRedisRejoinAcrossAFailover(t *testing.T) {
+	c := startRedisTest(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	old, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	next, err := c.WaitPromoted(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer next.Resume()
+	rejoined := make(chan error, 1)
+	start := time.Now()
+	go func() { rejoined <- c.Rejoin(ctx, old) }()
+	for {
+		if p, err := c.sentinelPrimary(ctx); err == nil && p == old {
+			break
+		}
+		select {
+		case err := <-rejoined:
+			t.Fatalf("Rejoin returned while %s was paused: %v", next.Name, err)
+		case <-ctx.Done():
+			t.Fatalf("the Sentinels never promoted %s while %s was paused", old.Name, next.Name)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Logf("the Sentinels promoted %s %v after Rejoin began", old.Name, time.Since(start).Round(time.Millisecond))
+	if err := next.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-rejoined; err != nil {
+		t.Fatalf("Rejoin, with a failover meanwhile: %v", err)
+	}
+	t.Logf("Rejoin returned after %v", time.Since(start).Round(time.Millisecond))
+	p, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.replicaOK(ctx, p, c.other(p), true); err != nil {
+		t.Errorf("after Rejoin the Sentinels name %s, and %v", p.Name, err)
+	}
+}
