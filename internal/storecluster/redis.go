@@ -551,10 +551,10 @@ func (c *RedisCluster) Rejoin(ctx context.Context, m *Member) error {
 		return err
 	}
 	if p == m {
-		// Still named the primary. A Sentinel that has found it down may be failing over:
-		// started now, it would come back as a master the Sentinels then turn into a replica,
-		// while its clients wrote to it, or be promoted by the failover's next try. Wait for
-		// the failover to end: m is then a replica like any other.
+		// Still named the primary. A Sentinel that has found it down, or is about to, may be
+		// failing over: started now, it would come back as a master the Sentinels then turn
+		// into a replica, while its clients wrote to it, or be promoted by the failover's next
+		// try. Wait for the failover to end: m is then a replica like any other.
 		if p, err = c.failedOver(ctx, m); err != nil {
 			return err
 		}
@@ -572,8 +572,14 @@ func (c *RedisCluster) Rejoin(ctx context.Context, m *Member) error {
 }
 
 // failedOver returns m, the primary the Sentinels name, when none of them flags it down or
-// failing over, or else the primary they name once the failover has completed.
+// failing over on every poll for redisSettleStable, or else the primary they name once the
+// failover has completed. A Sentinel flags a dead primary only once a ping has gone
+// unanswered for down-after, so that none flagging it a moment after the kill says nothing:
+// m started then would act as a master beside the replica the failover promotes, until the
+// Sentinels convert it (once it has reported master for 8 s), and the primary they name would
+// have no replica meanwhile.
 func (c *RedisCluster) failedOver(ctx context.Context, m *Member) (*Member, error) {
+	var unflagged time.Time // since when no poll found m flagged
 	for {
 		p, err := c.sentinelPrimary(ctx)
 		if err == nil && p != m {
@@ -592,9 +598,16 @@ func (c *RedisCluster) failedOver(ctx context.Context, m *Member) (*Member, erro
 				f := pairs(v)["flags"]
 				flagged = flagged || strings.Contains(f, "down") || strings.Contains(f, "failover")
 			}
-			if !flagged {
+			switch {
+			case flagged:
+				unflagged = time.Time{}
+			case unflagged.IsZero():
+				unflagged = time.Now()
+			case time.Since(unflagged) >= redisSettleStable:
 				return m, nil
 			}
+		} else {
+			unflagged = time.Time{}
 		}
 		select {
 		case <-ctx.Done():

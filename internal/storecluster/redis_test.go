@@ -233,3 +233,46 @@ func TestRedisRejoinAcrossAFailover(t *testing.T) {
 		t.Errorf("after Rejoin the Sentinels name %s, and %v", p.Name, err)
 	}
 }
+
+// A killed primary rejoined before any Sentinel has found it down (it has been down for nearly
+// down-after): the Sentinels fail over all the same. Rejoin must not start it as the
+// primary it was: it would act as a master beside the promoted replica until the Sentinels
+// convert it, 8 s after it first reported master, and the primary they name would have no
+// replica meanwhile (writes waiting for one, wait_replicas, all failing).
+func TestRedisRejoinBeforeTheSentinelsSeeTheKill(t *testing.T) {
+	c := startRedisTest(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	time.Sleep(3 * time.Second) // the Sentinels meet (hello every 2 s): else no quorum, no failover
+	old, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Down for nearly down-after: the Sentinels' pings have gone unanswered, none has found it
+	// down yet. (Back at once, it would answer their pings in time: no failover.)
+	time.Sleep(redisDownAfter * 9 / 10)
+	start := time.Now()
+	if err := c.Rejoin(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Rejoin took %v", time.Since(start).Round(time.Millisecond))
+	// Two masters for longer than the Sentinels take to fail over is the fault.
+	var twoSince time.Time
+	for until := time.Now().Add(12 * time.Second); time.Now().Before(until); time.Sleep(100 * time.Millisecond) {
+		r1, err1 := respRole(ctx, c.members[0].Addr)
+		r2, err2 := respRole(ctx, c.members[1].Addr)
+		if err1 != nil || err2 != nil || r1 != "master" || r2 != "master" {
+			twoSince = time.Time{}
+			continue
+		}
+		if twoSince.IsZero() {
+			twoSince = time.Now()
+		}
+		if d := time.Since(twoSince); d > 3*time.Second {
+			t.Fatalf("both servers have acted as masters for %v after Rejoin\n%s", d.Round(time.Millisecond), c.LogTail(30))
+		}
+	}
+}
