@@ -161,11 +161,7 @@ func (c *RedisCluster) startAll(ctx context.Context) error {
 			return err
 		}
 	}
-	primary, err := c.Leader(ctx)
-	if err != nil {
-		return err
-	}
-	return c.waitReplica(ctx, primary, c.other(primary), true)
+	return c.waitWhole(ctx)
 }
 
 // WaitReady waits until the replica is in sync with the primary and every Sentinel lists it as
@@ -175,11 +171,7 @@ func (c *RedisCluster) startAll(ctx context.Context) error {
 func (c *RedisCluster) WaitReady(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	p, err := c.Leader(ctx)
-	if err != nil {
-		return err
-	}
-	return c.waitReplica(ctx, p, c.other(p), true)
+	return c.waitWhole(ctx)
 }
 
 func writeConf(path string, lines []string) error {
@@ -237,7 +229,7 @@ func (c *RedisCluster) Leader(ctx context.Context) (*Member, error) {
 		last = err
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("storecluster: no primary agreed by the Sentinels: %w (last: %v)", ctx.Err(), last)
+			return nil, c.withLogs(fmt.Errorf("storecluster: no primary agreed by the Sentinels: %w (last: %v)", ctx.Err(), last))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -398,7 +390,7 @@ func (c *RedisCluster) sentinelFailover(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("storecluster: SENTINEL FAILOVER: %w (last: %v)", ctx.Err(), last)
+			return c.withLogs(fmt.Errorf("storecluster: SENTINEL FAILOVER: %w (last: %v)", ctx.Err(), last))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -418,7 +410,7 @@ func (c *RedisCluster) waitPromoted(ctx context.Context, m *Member) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("storecluster: %s not promoted: %w", m.Name, ctx.Err())
+			return c.withLogs(fmt.Errorf("storecluster: %s not promoted: %w", m.Name, ctx.Err()))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -490,7 +482,7 @@ func (c *RedisCluster) Settle(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("storecluster: the Redis cluster did not settle: %w (last: %v)", ctx.Err(), err)
+			return c.withLogs(fmt.Errorf("storecluster: the Redis cluster did not settle: %w (last: %v)", ctx.Err(), err))
 		case <-time.After(redisSettlePoll):
 		}
 	}
@@ -547,7 +539,9 @@ var _ Rejoiner = (*RedisCluster)(nil)
 
 // Rejoin starts m, a data server that was killed, and makes it a replica of the primary (it
 // would come back as the primary it was, with the data it alone had, until the Sentinels
-// turned it into a replica), and waits until it is in sync and every Sentinel counts on it.
+// turned it into a replica), and waits until it is in sync and every Sentinel counts on it;
+// should the Sentinels fail over meanwhile (promoting m, say), until the other server is in
+// sync with the primary they name then.
 // When the Sentinels still name m the primary, m starts again as the primary.
 func (c *RedisCluster) Rejoin(ctx context.Context, m *Member) error {
 	c.mu.Lock()
@@ -557,10 +551,10 @@ func (c *RedisCluster) Rejoin(ctx context.Context, m *Member) error {
 		return err
 	}
 	if p == m {
-		// Still named the primary. A Sentinel that has found it down may be failing over:
-		// started now, it would come back as a master the Sentinels then turn into a replica,
-		// while its clients wrote to it, or be promoted by the failover's next try. Wait for
-		// the failover to end: m is then a replica like any other.
+		// Still named the primary. A Sentinel that has found it down, or is about to, may be
+		// failing over: started now, it would come back as a master the Sentinels then turn
+		// into a replica, while its clients wrote to it, or be promoted by the failover's next
+		// try. Wait for the failover to end: m is then a replica like any other.
 		if p, err = c.failedOver(ctx, m); err != nil {
 			return err
 		}
@@ -574,12 +568,18 @@ func (c *RedisCluster) Rejoin(ctx context.Context, m *Member) error {
 	if err := c.demote(ctx, m, p); err != nil {
 		return err
 	}
-	return c.waitReplica(ctx, p, m, true)
+	return c.waitWhole(ctx)
 }
 
 // failedOver returns m, the primary the Sentinels name, when none of them flags it down or
-// failing over, or else the primary they name once the failover has completed.
+// failing over on every poll for redisSettleStable, or else the primary they name once the
+// failover has completed. A Sentinel flags a dead primary only once a ping has gone
+// unanswered for down-after, so that none flagging it a moment after the kill says nothing:
+// m started then would act as a master beside the replica the failover promotes, until the
+// Sentinels convert it (once it has reported master for 8 s), and the primary they name would
+// have no replica meanwhile.
 func (c *RedisCluster) failedOver(ctx context.Context, m *Member) (*Member, error) {
+	var unflagged time.Time // since when no poll found m flagged
 	for {
 		p, err := c.sentinelPrimary(ctx)
 		if err == nil && p != m {
@@ -598,14 +598,43 @@ func (c *RedisCluster) failedOver(ctx context.Context, m *Member) (*Member, erro
 				f := pairs(v)["flags"]
 				flagged = flagged || strings.Contains(f, "down") || strings.Contains(f, "failover")
 			}
-			if !flagged {
+			switch {
+			case flagged:
+				unflagged = time.Time{}
+			case unflagged.IsZero():
+				unflagged = time.Now()
+			case time.Since(unflagged) >= redisSettleStable:
 				return m, nil
 			}
+		} else {
+			unflagged = time.Time{}
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("storecluster: %s found down by the Sentinels, and no failover completed: %w", m.Name, ctx.Err())
+			return nil, c.withLogs(fmt.Errorf("storecluster: %s found down by the Sentinels, and no failover completed: %w", m.Name, ctx.Err()))
 		case <-time.After(redisSettlePoll):
+		}
+	}
+}
+
+// waitWhole waits until the other data server replicates, in sync, from the primary the
+// Sentinels name, and every Sentinel lists it as a good replica. The primary is asked again on
+// every poll: the Sentinels may fail over meanwhile (a primary that a busy machine kept from
+// answering their pings for down-after), promoting the very server that was waited for as a
+// replica, which then never replicates from the former primary.
+func (c *RedisCluster) waitWhole(ctx context.Context) error {
+	for {
+		p, err := c.sentinelPrimary(ctx)
+		if err == nil {
+			if err = c.replicaOK(ctx, p, c.other(p), true); err == nil {
+				return nil
+			}
+			err = fmt.Errorf("the Sentinels name %s: %w", p.Name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return c.withLogs(fmt.Errorf("storecluster: no primary with its replica in sync: %w (last: %v)", ctx.Err(), err))
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
@@ -620,7 +649,7 @@ func (c *RedisCluster) waitReplica(ctx context.Context, primary, replica *Member
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("storecluster: %s not a replica of %s in sync: %w (last: %v)", replica.Name, primary.Name, ctx.Err(), err)
+			return c.withLogs(fmt.Errorf("storecluster: %s not a replica of %s in sync: %w (last: %v)", replica.Name, primary.Name, ctx.Err(), err))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -671,7 +700,7 @@ func (c *RedisCluster) waitCaughtUp(ctx context.Context, primary, replica *Membe
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("storecluster: %s not caught up with %s: %w", replica.Name, primary.Name, ctx.Err())
+			return c.withLogs(fmt.Errorf("storecluster: %s not caught up with %s: %w", replica.Name, primary.Name, ctx.Err()))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

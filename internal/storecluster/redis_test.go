@@ -177,3 +177,102 @@ func TestRedisSettleAfterAPausedPrimary(t *testing.T) {
 		time.Sleep(redisSettlePoll)
 	}
 }
+
+// A failover while Rejoin waits, as when a busy machine keeps the primary from answering the
+// Sentinels' pings for down-after: the primary is paused as Rejoin starts the killed server,
+// until the Sentinels have promoted that server. Rejoin returns once the cluster is whole
+// around the primary the Sentinels name then; it does not wait for ever for the rejoined
+// server to replicate from the primary they replaced.
+func TestRedisRejoinAcrossAFailover(t *testing.T) {
+	c := startRedisTest(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	old, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	next, err := c.WaitPromoted(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer next.Resume()
+	rejoined := make(chan error, 1)
+	start := time.Now()
+	go func() { rejoined <- c.Rejoin(ctx, old) }()
+	for {
+		if p, err := c.sentinelPrimary(ctx); err == nil && p == old {
+			break
+		}
+		select {
+		case err := <-rejoined:
+			t.Fatalf("Rejoin returned while %s was paused: %v", next.Name, err)
+		case <-ctx.Done():
+			t.Fatalf("the Sentinels never promoted %s while %s was paused", old.Name, next.Name)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Logf("the Sentinels promoted %s %v after Rejoin began", old.Name, time.Since(start).Round(time.Millisecond))
+	if err := next.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-rejoined; err != nil {
+		t.Fatalf("Rejoin, with a failover meanwhile: %v", err)
+	}
+	t.Logf("Rejoin returned after %v", time.Since(start).Round(time.Millisecond))
+	p, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.replicaOK(ctx, p, c.other(p), true); err != nil {
+		t.Errorf("after Rejoin the Sentinels name %s, and %v", p.Name, err)
+	}
+}
+
+// A killed primary rejoined before any Sentinel has found it down (it has been down for nearly
+// down-after): the Sentinels fail over all the same. Rejoin must not start it as the
+// primary it was: it would act as a master beside the promoted replica until the Sentinels
+// convert it, 8 s after it first reported master, and the primary they name would have no
+// replica meanwhile (writes waiting for one, wait_replicas, all failing).
+func TestRedisRejoinBeforeTheSentinelsSeeTheKill(t *testing.T) {
+	c := startRedisTest(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	time.Sleep(3 * time.Second) // the Sentinels meet (hello every 2 s): else no quorum, no failover
+	old, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Down for nearly down-after: the Sentinels' pings have gone unanswered, none has found it
+	// down yet. (Back at once, it would answer their pings in time: no failover.)
+	time.Sleep(redisDownAfter * 9 / 10)
+	start := time.Now()
+	if err := c.Rejoin(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Rejoin took %v", time.Since(start).Round(time.Millisecond))
+	// Two masters for longer than the Sentinels take to fail over is the fault.
+	var twoSince time.Time
+	for until := time.Now().Add(12 * time.Second); time.Now().Before(until); time.Sleep(100 * time.Millisecond) {
+		r1, err1 := respRole(ctx, c.members[0].Addr)
+		r2, err2 := respRole(ctx, c.members[1].Addr)
+		if err1 != nil || err2 != nil || r1 != "master" || r2 != "master" {
+			twoSince = time.Time{}
+			continue
+		}
+		if twoSince.IsZero() {
+			twoSince = time.Now()
+		}
+		if d := time.Since(twoSince); d > 3*time.Second {
+			t.Fatalf("both servers have acted as masters for %v after Rejoin\n%s", d.Round(time.Millisecond), c.LogTail(30))
+		}
+	}
+}

@@ -226,13 +226,23 @@ func testWatchFollowsPrimary(t *testing.T, c *storecluster.RedisCluster) {
 	write(1)
 	waitSeen(1)
 
+	// Each phase says how long it took: a slow machine is then told from a stuck cluster.
+	phase := time.Now()
+	took := func(what string) {
+		t.Helper()
+		t.Logf("%s took %v", what, time.Since(phase).Round(time.Millisecond))
+		phase = time.Now()
+	}
 	if err := c.Failover(ctx, false); err != nil {
 		t.Fatal(err)
 	}
+	took("Failover(false)")
 	write(2)
 	t.Logf("after Failover(false): the watch saw the next write %v after it", waitSeen(2).Round(time.Millisecond))
 
+	phase = time.Now()
 	ready(t, c)
+	took("waiting for the Sentinels to count on the replica")
 	old, err := c.Leader(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -243,11 +253,14 @@ func testWatchFollowsPrimary(t *testing.T, c *storecluster.RedisCluster) {
 	if _, err := c.WaitPromoted(ctx, old); err != nil {
 		t.Fatal(err)
 	}
+	took("the promotion after the primary's death")
 	write(3)
 	t.Logf("after the primary's death: the watch saw the next write %v after it", waitSeen(3).Round(time.Millisecond))
+	phase = time.Now()
 	if err := c.Rejoin(ctx, old); err != nil {
 		t.Fatal(err)
 	}
+	took("the rejoin of the killed primary")
 	mu.Lock()
 	defer mu.Unlock()
 	if failures < 2 {
