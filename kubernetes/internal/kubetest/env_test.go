@@ -27,6 +27,16 @@ func finish(t *testing.T, dir, rc string) {
 	}
 }
 
+// pending returns an empty assets directory, named by AssetsEnv, whose build is pending: its
+// file will be dir/rc.
+func pending(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv(AssetsEnv, dir)
+	t.Setenv(PendingEnv, filepath.Join(dir, "rc"))
+	return dir
+}
+
 type found struct {
 	dir string
 	err error
@@ -44,9 +54,7 @@ func findAsync() <-chan found {
 // The binaries appear only once FindBinaries is already looking: it succeeds only if it
 // waited for the pending build.
 func TestFindBinariesWaitsForThePendingBuild(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv(AssetsEnv, dir)
-	t.Setenv(PendingEnv, filepath.Join(dir, "rc"))
+	dir := pending(t)
 	ch := findAsync()
 	finish(t, dir, "0")
 	got := <-ch
@@ -56,9 +64,7 @@ func TestFindBinariesWaitsForThePendingBuild(t *testing.T) {
 }
 
 func TestFindBinariesReportsAFailedBuild(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv(AssetsEnv, dir)
-	t.Setenv(PendingEnv, filepath.Join(dir, "rc"))
+	dir := pending(t)
 	ch := findAsync()
 	finish(t, dir, "1")
 	got := <-ch
