@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/url"
@@ -19,6 +20,14 @@ const DefaultTable = "leasehold_registry"
 // defaultConnectTimeout bounds a connection attempt when the URL sets no connect_timeout: without
 // it, a host that drops packets would hold Open until the operating system gives up.
 const defaultConnectTimeout = 10 * time.Second
+
+// pingAfterIdle: a pooled connection idle for longer is pinged before use, and replaced when
+// the ping fails. A server that restarted ends every session, and the pool does not notice
+// until it uses a connection: the write sent on it would fail, and a write is never resent
+// (T7). No restart completes sooner than this after the shutdown, so a connection idle for
+// less was used since the server last came up, or the server is still down and any
+// connection fails. pgxpool's own threshold (a second) is longer than a fast restart.
+const pingAfterIdle = 100 * time.Millisecond
 
 // pgxParams are the URL parameters the store hands to pgx: libpq's connection parameters that
 // pgx reads, pgx's and pgxpool's own, and the server settings most often given in a URL. Any
@@ -97,5 +106,6 @@ func parseURL(u *url.URL) (*pgxpool.Config, string, error) {
 	if !q.Has("connect_timeout") {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
+	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration > pingAfterIdle }
 	return cfg, table, nil
 }
