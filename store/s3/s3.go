@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -74,6 +75,7 @@ type backend struct {
 	prefix    string
 	tombstone bool // Delete writes a tombstone instead of DeleteObject with If-Match
 	transport *http.Transport
+	closed    atomic.Bool
 
 	// writeOpts are the per-operation options of the writes: no retries (see noRetry).
 	writeOpts []func(*s3.Options)
@@ -164,8 +166,10 @@ func (b *backend) check(ctx context.Context, cfg *settings) error {
 	case err == nil:
 	case status == http.StatusNotFound:
 		return store.ConfigError(fmt.Errorf("store/s3: bucket %q does not exist (the store never creates it): %w", b.bucket, err))
-	case status == http.StatusForbidden || status == http.StatusUnauthorized || status == http.StatusMovedPermanently:
-		return store.ConfigError(fmt.Errorf("store/s3: bucket %q: access denied or in another region (check the credentials, the region, and s3:ListBucket on the bucket): %w", b.bucket, err))
+	case status == http.StatusForbidden || status == http.StatusUnauthorized || status == http.StatusMovedPermanently || status == http.StatusBadRequest:
+		// AWS answers a bucket of another region 301 (or 400 AuthorizationHeaderMalformed),
+		// versitygw 400.
+		return store.ConfigError(fmt.Errorf("store/s3: bucket %q: refused: access denied or another region than the bucket's (check the credentials, the region, and s3:ListBucket on the bucket): %w", b.bucket, err))
 	case isCredentialsError(err):
 		return store.ConfigError(fmt.Errorf("store/s3: bucket %q: no usable AWS credentials: %w", b.bucket, err))
 	default:
@@ -235,8 +239,12 @@ func (b *backend) probeConditionalDelete(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// Close closes the idle connections to the service.
+// ErrClosed is the error of every operation on a closed store.
+var ErrClosed = errors.New("store/s3: store closed")
+
+// Close closes the connections to the service: later operations fail with ErrClosed.
 func (b *backend) Close() error {
+	b.closed.Store(true)
 	b.transport.CloseIdleConnections()
 	return nil
 }
@@ -275,6 +283,9 @@ type object struct {
 // S3 (since December 2020): a GetObject sees every PutObject and DeleteObject acknowledged
 // before it was sent. The SDK may retry a read; that changes nothing.
 func (b *backend) read(ctx context.Context, name string) (object, error) {
+	if b.closed.Load() {
+		return object{}, ErrClosed
+	}
 	out, err := b.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(name)})
 	if err != nil {
 		if httpStatus(err) == http.StatusNotFound && !noSuchBucket(err) {
@@ -316,6 +327,9 @@ func (b *backend) read(ctx context.Context, name string) (object, error) {
 // would not do: by then another writer may have replaced the object that holds it, and the
 // retried write would still not know whether it landed.
 func (b *backend) put(ctx context.Context, name string, body []byte, etag string, tombstone bool) (conflict bool, err error) {
+	if b.closed.Load() {
+		return false, ErrClosed
+	}
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(b.bucket),
 		Key:           aws.String(name),
@@ -347,6 +361,9 @@ func (b *backend) put(ctx context.Context, name string, body []byte, etag string
 func (b *backend) remove(ctx context.Context, name, etag string) (conflict bool, err error) {
 	if b.tombstone {
 		return b.put(ctx, name, nil, etag, true)
+	}
+	if b.closed.Load() {
+		return false, ErrClosed
 	}
 	_, err = b.client.DeleteObject(ctx, &s3.DeleteObjectInput{
 		Bucket: aws.String(b.bucket), Key: aws.String(name), IfMatch: aws.String(etag),
@@ -491,5 +508,9 @@ func noSuchBucket(err error) bool {
 
 // isCredentialsError reports whether err is the SDK's failure to find or use credentials.
 func isCredentialsError(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "failed to retrieve credentials")
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "failed to retrieve credentials") || strings.Contains(msg, "get credentials") || strings.Contains(msg, "get identity")
 }
