@@ -74,7 +74,8 @@
 // bucket is a configuration error naming it. A bucket with versioning keeps every write as a
 // version: leave versioning off on a bucket of leases, or expire noncurrent versions.
 //
-// The store does not watch (no notifications): followers read every R.
+// The store does not watch (no notifications): followers read every R. Close closes the
+// idle connections; a closed store answers [ErrClosed].
 //
 // Importing the package registers the s3 URL scheme with [store.Register], and with it the
 // service type Webda/S3Store, whose parameters are url, bucket and prefix (when given, they
