@@ -1,0 +1,19 @@
+//go:build unix
+
+package s3
+
+import (
+	"testing"
+
+	"github.com/leasehold/leasehold/store"
+	"github.com/leasehold/leasehold/store/storetest/linearize"
+)
+
+// TestLinearizable: one key of the bucket as a compare-and-swap register, with 8 clients, each
+// a store (and an HTTP client) of its own, and calls cut short by their deadlines (T1, T2, T7);
+// see store/storetest/linearize. versitygw gets tombstones (delete=auto, see TestDeleteModes).
+func TestLinearizable(t *testing.T) {
+	t.Parallel()
+	raw := testURL(t)
+	linearize.Run(t, func(t *testing.T) store.Store { return openTest(t, raw) })
+}
