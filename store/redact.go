@@ -136,9 +136,13 @@ func Redact(u *url.URL) string {
 	c := *u
 	if c.RawQuery != "" {
 		q := c.Query()
-		for k := range q {
+		for k, vs := range q {
 			if secretParam(k) {
 				q[k] = []string{"xxxxx"}
+				continue
+			}
+			for i, v := range vs {
+				vs[i] = redactNested(v)
 			}
 		}
 		c.RawQuery = q.Encode()
@@ -164,6 +168,23 @@ func Redact(u *url.URL) string {
 		return out
 	}
 	return c.Redacted()
+}
+
+// redactNested returns v, a query parameter's value, with the password hidden when v is
+// itself a URL that carries one (an endpoint=http://user:pw@host parameter).
+func redactNested(v string) string {
+	if !strings.Contains(v, "@") || !strings.Contains(v, "://") {
+		return v
+	}
+	n, err := url.Parse(v)
+	if err != nil {
+		return "xxxxx" // it holds an "@" and does not parse: it may be a password's piece
+	}
+	if _, ok := n.User.Password(); ok {
+		n.User = url.UserPassword(n.User.Username(), "xxxxx")
+		return n.String()
+	}
+	return v
 }
 
 // tokenUserSchemes are the schemes whose URLs may carry a token as a user without a
@@ -204,9 +225,19 @@ func secrets(u *url.URL) []string {
 	}
 	for _, pair := range strings.Split(u.RawQuery, "&") {
 		k, v, _ := strings.Cut(pair, "=")
-		if name, err := url.QueryUnescape(k); err == nil && secretParam(name) {
-			dv, _ := url.QueryUnescape(v)
+		name, err := url.QueryUnescape(k)
+		if err != nil {
+			continue
+		}
+		dv, _ := url.QueryUnescape(v)
+		if secretParam(name) {
 			add(dv, v)
+		} else if n, err := url.Parse(dv); err == nil && strings.Contains(dv, "://") {
+			// A parameter that is a URL with a password of its own (endpoint=http://u:pw@h).
+			if p, ok := n.User.Password(); ok {
+				raw := n.User.String()
+				add(p, raw[strings.Index(raw, ":")+1:])
+			}
 		}
 	}
 	// Longest first, so that a secret containing another is hidden whole.

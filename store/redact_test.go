@@ -26,6 +26,9 @@ func TestRedact(t *testing.T) {
 		{"nats://s3cretToken@host:4222", "nats://xxxxx@host:4222"},
 		// The path of a file holding a secret is not a secret: errors name it.
 		{"redis://host:6379/0?password_file=%2Frun%2Fpw&token_file=%2Frun%2Ft", "redis://host:6379/0?password_file=%2Frun%2Fpw&token_file=%2Frun%2Ft"},
+		// A parameter that is a URL with a password of its own.
+		{"s3://bucket/p?endpoint=http://u:s3cret@host:9000&region=r", "s3://bucket/p?endpoint=http%3A%2F%2Fu%3Axxxxx%40host%3A9000&region=r"},
+		{"s3://bucket/p?endpoint=http://host:9000", "s3://bucket/p?endpoint=http%3A%2F%2Fhost%3A9000"},
 	} {
 		t.Run(c.url, func(t *testing.T) {
 			u, err := url.Parse(c.url)
@@ -108,5 +111,17 @@ func TestRedactOnlyTheSecret(t *testing.T) {
 		if strings.Contains(err.Error(), "lease") || strings.Contains(err.Error(), ":l") {
 			t.Errorf("ParseURL: %v reveals a piece of the password", err)
 		}
+	}
+}
+
+// The password of a URL given as a parameter (an endpoint) is hidden from errors too.
+func TestRedactErrorNestedURL(t *testing.T) {
+	u, err := url.Parse("s3://bucket/p?endpoint=http://u:n3sted@host:9000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := store.RedactError(errors.New("dial http://u:n3sted@host:9000: refused"), u).Error()
+	if strings.Contains(got, "n3sted") {
+		t.Errorf("RedactError kept the endpoint's password: %q", got)
 	}
 }
