@@ -59,7 +59,7 @@
 //   - endpoint: the account's blob service URL, https://ACCOUNT.blob.core.windows.net by
 //     default; for an emulator or a sovereign cloud (http://127.0.0.1:10000/devstoreaccount1
 //     for Azurite).
-//   - credential: "default" (the default) authenticates with azidentity's
+//   - identity: "default" (the default) authenticates with azidentity's
 //     DefaultAzureCredential: environment (AZURE_TENANT_ID, AZURE_CLIENT_ID and a secret or
 //     certificate), workload identity, managed identity, then the Azure CLI and Azure
 //     Developer CLI logins. It needs an https endpoint. "connection_string" authenticates with
@@ -67,7 +67,7 @@
 //     environment, never from the URL.
 //   - connection_string_env: the environment variable holding the connection string
 //     (AZURE_STORAGE_CONNECTION_STRING by default); naming one implies
-//     credential=connection_string. The string's AccountName must be the URL's account; its
+//     identity=connection_string. The string's AccountName must be the URL's account; its
 //     BlobEndpoint is the endpoint unless the endpoint parameter is given.
 //
 // Open checks that the container exists and that the credentials may read it, with a Get

@@ -12,16 +12,16 @@ import (
 )
 
 // DefaultConnectionStringEnv is the environment variable a connection string is read from when
-// the URL asks for one (credential=connection_string) without naming another.
+// the URL asks for one (identity=connection_string) without naming another.
 const DefaultConnectionStringEnv = "AZURE_STORAGE_CONNECTION_STRING"
 
-// The values of the credential parameter.
+// The values of the identity parameter.
 const (
 	credentialDefault          = "default"
 	credentialConnectionString = "connection_string"
 )
 
-var knownParams = []string{"endpoint", "credential", "connection_string_env"}
+var knownParams = []string{"endpoint", "identity", "connection_string_env"}
 
 // config is what a store URL says, and the connection string it names.
 type config struct {
@@ -99,16 +99,16 @@ func parseConfig(u *url.URL) (*config, error) {
 	}
 	endpoint := driver.TakeParam(q, "endpoint", "")
 	envName := driver.TakeParam(q, "connection_string_env", "")
-	c.credential = driver.TakeParam(q, "credential", "")
+	c.credential = driver.TakeParam(q, "identity", "")
 	switch {
 	case c.credential == "" && envName != "":
 		c.credential = credentialConnectionString
 	case c.credential == "":
 		c.credential = credentialDefault
 	case c.credential == credentialDefault && envName != "":
-		return nil, errors.New("store/azblob: URL parameter \"connection_string_env\" needs credential=connection_string, not credential=default")
+		return nil, errors.New("store/azblob: URL parameter \"connection_string_env\" needs identity=connection_string, not identity=default")
 	case c.credential != credentialDefault && c.credential != credentialConnectionString:
-		return nil, fmt.Errorf("store/azblob: URL parameter \"credential\": %q is not default or connection_string", c.credential)
+		return nil, fmt.Errorf("store/azblob: URL parameter \"identity\": %q is not default or connection_string", c.credential)
 	}
 	if endpoint != "" {
 		e, err := parseEndpoint(endpoint)
@@ -122,7 +122,7 @@ func parseConfig(u *url.URL) (*config, error) {
 			c.serviceURL = "https://" + c.account + ".blob.core.windows.net"
 		}
 		if !strings.HasPrefix(c.serviceURL, "https://") {
-			return nil, fmt.Errorf("store/azblob: URL parameter \"endpoint\": %q is not https, which an Azure AD token (credential=default) requires; use credential=connection_string for an emulator", endpoint)
+			return nil, fmt.Errorf("store/azblob: URL parameter \"endpoint\": %q is not https, which an Azure AD token (identity=default) requires; use identity=connection_string for an emulator", endpoint)
 		}
 		return c, nil
 	}
@@ -135,7 +135,7 @@ func parseConfig(u *url.URL) (*config, error) {
 	}
 	cs, ok := os.LookupEnv(c.envName)
 	if !ok || strings.TrimSpace(cs) == "" {
-		return nil, fmt.Errorf("store/azblob: the environment variable %s holds no connection string (credential=connection_string)", c.envName)
+		return nil, fmt.Errorf("store/azblob: the environment variable %s holds no connection string (identity=connection_string)", c.envName)
 	}
 	if err := c.parseConnectionString(cs); err != nil {
 		return nil, err
