@@ -40,11 +40,11 @@ func TestServiceType(t *testing.T) {
 			`{}`:                       `"url" is required`,
 			`{"url": "nats://x:4222"}`: `"url"`,
 			`{"url": "not a url"}`:     `"url"`,
-			`{"url": "azblob://devstoreaccount1/c0ntainer?nonsense=1"}`:                                                            `nonsense`,
-			`{"url": "azblob://devstoreaccount1/c0ntainer", "connection_string_env": "NO_SUCH_VAR_LH"}`:                            `NO_SUCH_VAR_LH`,
+			`{"url": "azblob://devstoreaccount1/c0ntainer?nonsense=1"}`:                                                          `nonsense`,
+			`{"url": "azblob://devstoreaccount1/c0ntainer", "connection_string_env": "NO_SUCH_VAR_LH"}`:                          `NO_SUCH_VAR_LH`,
 			`{"url": "azblob://devstoreaccount1/c0ntainer?identity=default", "endpoint": "http://127.0.0.1:1/devstoreaccount1"}`: `"endpoint"`,
-			`{"url": "azblob://devstoreaccount1/c0ntainer", "endpoint": "ftp://x"}`:                                                `"endpoint"`,
-			`{"url": "azblob://Bad_Account/c0ntainer"}`:                                                                            `Bad_Account`,
+			`{"url": "azblob://devstoreaccount1/c0ntainer", "endpoint": "ftp://x"}`:                                              `"endpoint"`,
+			`{"url": "azblob://Bad_Account/c0ntainer"}`:                                                                          `Bad_Account`,
 		},
 	})
 }
