@@ -76,6 +76,17 @@ func (p *dynaliteProxy) count(op string) int {
 	return p.counts[op]
 }
 
+// ops returns the operations the proxy received since the last setInject.
+func (p *dynaliteProxy) ops() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ops []string
+	for op := range p.counts {
+		ops = append(ops, op)
+	}
+	return ops
+}
+
 func (p *dynaliteProxy) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
