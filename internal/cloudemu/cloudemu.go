@@ -51,6 +51,19 @@ const (
 	AzureKey     = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 )
 
+// dynaliteSurviveAborts is loaded before dynalite: an "aborted" request (its client closed the
+// connection before sending all of it), which dynalite rethrows, is logged and dropped; any
+// other uncaught error still ends the process.
+const dynaliteSurviveAborts = `process.on('uncaughtException', (err) => {
+  if (err && err.code === 'ECONNRESET' && err.message === 'aborted') {
+    console.error('dynalite: a request aborted by its client was dropped');
+    return;
+  }
+  console.error(err);
+  process.exit(1);
+});
+`
+
 // Emulator is a running emulator.
 type Emulator struct {
 	Kind Kind
@@ -138,10 +151,20 @@ func Start(ctx context.Context, kind Kind, dir string) (*Emulator, error) {
 	var env []string
 	switch kind {
 	case DynamoDB:
+		// dynalite throws, and exits, when a client closes its connection in the middle of a
+		// request (a deadline, a reset): DynamoDB drops the request. Node runs it with a hook
+		// that keeps it up through exactly that error.
+		preload := filepath.Join(dir, "dynalite-survive-aborts.js")
+		if err := os.WriteFile(preload, []byte(dynaliteSurviveAborts), 0o644); err != nil {
+			return nil, fmt.Errorf("cloudemu: %w", err)
+		}
 		// Tables are ACTIVE at once (dynalite delays them by default, as DynamoDB does); data on
 		// disk, so that a restart keeps it.
-		args = []string{"--host", host, "--port", port, "--path", data,
+		args = []string{"--require", preload, bin, "--host", host, "--port", port, "--path", data,
 			"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0"}
+		if bin, err = exec.LookPath("node"); err != nil {
+			return nil, fmt.Errorf("%w: dynalite needs node: %v", ErrUnavailable, err)
+		}
 	case S3:
 		args = []string{"--port", addr, "posix", data}
 		env = []string{"ROOT_ACCESS_KEY=" + AccessKey, "ROOT_SECRET_KEY=" + SecretKey}
