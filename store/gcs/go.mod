@@ -57,8 +57,3 @@ require (
 	google.golang.org/grpc v1.85.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace (
-	github.com/leasehold/leasehold v0.1.0 => ../..
-	github.com/leasehold/leasehold/store/storetest/linearize v0.1.0 => ../storetest/linearize
-)
