@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/url"
+	"sync/atomic"
+	"time"
 
 	"cloud.google.com/go/storage"
 	"google.golang.org/api/googleapi"
@@ -63,6 +66,7 @@ type backend struct {
 	bucket *storage.BucketHandle
 	name   string // the bucket's
 	prefix string
+	closed atomic.Bool
 }
 
 // Open opens the bucket named by rawURL (see the package documentation for its form), with
@@ -120,8 +124,16 @@ func (b *backend) check(ctx context.Context) error {
 	return fmt.Errorf("store/gcs: bucket %q: %w", b.name, driver.ContextError(ctx, err))
 }
 
-// Close closes the client.
-func (b *backend) Close() error { return b.client.Close() }
+// ErrClosed is the error of an operation on a closed store: the client would still send it.
+var ErrClosed = errors.New("store/gcs: the store is closed")
+
+// Close closes the client; the store's operations fail with ErrClosed afterwards.
+func (b *backend) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	return b.client.Close()
+}
 
 // Client returns the Cloud Storage client, for diagnostics and tests.
 func (s *Store) Client() *storage.Client { return s.b.client }
@@ -138,11 +150,26 @@ func (s *Store) Prefix() string { return s.b.prefix }
 // ObjectName returns the name of the object that holds key.
 func (s *Store) ObjectName(key string) string { return s.b.prefix + EncodeKey(key) }
 
+// MinWriteInterval is the shortest renew interval an election over the store may have: GCS
+// sustains about one write per second to one object (more are refused with 429), and a
+// leader writes its lease's object every R.
+const MinWriteInterval = time.Second
+
+var _ store.MinWriteInterval = (*Store)(nil)
+
+// MinWriteInterval implements store.MinWriteInterval.
+func (s *Store) MinWriteInterval() (time.Duration, string) {
+	return MinWriteInterval, "store/gcs: Google Cloud Storage accepts about one write per second to an object"
+}
+
 // maxName is the longest object name GCS accepts, in bytes of UTF-8.
 const maxName = 1024
 
 // object returns the handle of key's object, or ErrInvalid when its name would be too long.
 func (b *backend) object(key string) (*storage.ObjectHandle, string, error) {
+	if b.closed.Load() {
+		return nil, "", ErrClosed
+	}
 	name := b.prefix + EncodeKey(key)
 	if len(name) > maxName {
 		return nil, "", fmt.Errorf("%w: the key's object name would be %d bytes long, more than GCS's %d", store.ErrInvalid, len(name), maxName)
@@ -204,6 +231,10 @@ var writeOnce = storage.WithPolicy(storage.RetryNever)
 func (b *backend) write(ctx context.Context, o *storage.ObjectHandle, name string, cond storage.Conditions, doc []byte) (lost bool, err error) {
 	w := o.If(cond).Retryer(writeOnce).NewWriter(ctx)
 	w.ChunkSize = 0 // one request (a multipart upload), not a resumable session of several
+	// The content's checksum goes with it: the server refuses a body that does not match it
+	// (cut short, say) rather than store what it got of it.
+	w.CRC32C = crc32.Checksum(doc, crc32.MakeTable(crc32.Castagnoli))
+	w.SendCRC32C = true
 	w.ContentType = "application/json"
 	// Never served from a cache, even when the bucket is public.
 	w.CacheControl = "no-store"

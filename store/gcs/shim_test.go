@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -34,10 +35,24 @@ type shim struct {
 	mu     sync.Mutex
 	target *url.URL
 	proxy  *httputil.ReverseProxy
+
+	// Tests' hooks, under mu: each request's method and path is recorded (TestLeastPermissions);
+	// while loseAnswers is set, an upload or delete is forwarded and its answer dropped, the
+	// connection closed instead (TestWriteSentOnce), and writes counts the writes forwarded.
+	requests    []string
+	loseAnswers bool
+	writes      int
 }
 
 // startShim starts a shim in front of the emulator at endpoint and returns its endpoint.
 func startShim(t testing.TB, endpoint string) string {
+	t.Helper()
+	_, u := newShim(t, endpoint)
+	return u
+}
+
+// newShim is startShim, with the shim for the tests' hooks.
+func newShim(t testing.TB, endpoint string) (*shim, string) {
 	t.Helper()
 	target, err := url.Parse(endpoint)
 	if err != nil {
@@ -46,15 +61,38 @@ func startShim(t testing.TB, endpoint string) string {
 	s := &shim{target: target}
 	s.proxy = &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
 		r.SetURL(target) // the Host header too: the emulator's XML API answers on its own host only
+	}, ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+		// Mostly a client that gave up (its deadline): nobody reads the answer.
+		gcsError(w, http.StatusBadGateway, "backendError", "shim: "+err.Error())
 	}}
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return s, srv.URL
+}
+
+// recorded returns the requests the shim has seen, as "METHOD path".
+func (s *shim) recorded() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+// setLoseAnswers sets loseAnswers, and returns the writes forwarded so far.
+func (s *shim) setLoseAnswers(v bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loseAnswers = v
+	return s.writes
 }
 
 func (s *shim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.requests = append(s.requests, r.Method+" "+r.URL.Path)
+	write := r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodDelete
+	if write {
+		s.writes++
+	}
 	q := r.URL.Query()
 	if r.Method == http.MethodDelete && q.Has("ifGenerationMatch") {
 		want, err := strconv.ParseInt(q.Get("ifGenerationMatch"), 10, 64)
@@ -76,6 +114,15 @@ func (s *shim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		q.Del("ifGenerationMatch")
 		r.URL.RawQuery = q.Encode()
+	}
+	if write && s.loseAnswers {
+		// The write reaches the emulator and takes effect; its answer is lost with the
+		// connection.
+		s.proxy.ServeHTTP(httptest.NewRecorder(), r)
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+		return
 	}
 	s.proxy.ServeHTTP(w, r)
 }

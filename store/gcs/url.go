@@ -44,12 +44,12 @@ func parseConfig(u *url.URL) (*config, error) {
 	if u.Port() != "" || !validBucket(u.Host) {
 		return nil, fmt.Errorf("store/gcs: %q is not a bucket name (3 to 63 lower-case letters, digits, '-', '_' and '.', starting and ending with a letter or digit)", u.Host)
 	}
-	c := &config{bucket: u.Host, openTimeout: 10 * time.Second}
+	c := &config{bucket: u.Host, openTimeout: defaultOpenTimeout}
 	if p := strings.TrimPrefix(u.Path, "/"); p != "" {
 		if !strings.HasSuffix(p, "/") {
 			p += "/"
 		}
-		if strings.Contains(p, "//") || !utf8.ValidString(p) || strings.ContainsAny(p, "\r\n\x00#[]*?") {
+		if strings.HasPrefix(p, "/") || strings.Contains(p, "//") || !utf8.ValidString(p) || strings.ContainsAny(p, "\r\n\x00#[]*?") {
 			return nil, fmt.Errorf("store/gcs: bucket %q: prefix %q is not a folder name (no empty segment, '#', '[', ']', '*', '?' or control character)", c.bucket, p)
 		}
 		if len(p) > maxPrefix {
@@ -109,6 +109,9 @@ func parseConfig(u *url.URL) (*config, error) {
 	}
 	return c, nil
 }
+
+// defaultOpenTimeout bounds Open when its context has no deadline.
+const defaultOpenTimeout = 10 * time.Second
 
 // maxPrefix bounds the prefix, so that an encoded key has room in GCS's 1024-byte names.
 const maxPrefix = 512
