@@ -70,7 +70,7 @@ func newShim(t testing.TB, endpoint string) (*shim, string) {
 	return s, srv.URL
 }
 
-// recorded returns the requests the shim has seen, as "METHOD path".
+// recorded returns the requests the shim has seen, as "METHOD path?query".
 func (s *shim) recorded() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -88,7 +88,7 @@ func (s *shim) setLoseAnswers(v bool) int {
 func (s *shim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, r.Method+" "+r.URL.Path)
+	s.requests = append(s.requests, r.Method+" "+r.URL.RequestURI())
 	write := r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodDelete
 	if write {
 		s.writes++
