@@ -15,6 +15,7 @@ import (
 	"github.com/leasehold/leasehold/internal/fencing"
 	"github.com/leasehold/leasehold/internal/leaseconf"
 	"github.com/leasehold/leasehold/internal/wallclock"
+	"github.com/leasehold/leasehold/store"
 )
 
 // ElectorConfig configures an Elector. Zero values take the defaults (DefaultLeaseDuration,
@@ -154,6 +155,13 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 		return nil, fmt.Errorf("cluster: lease %q: %w", cfg.LeaseName, err)
 	}
 	cfg.LeaseDuration, cfg.RenewInterval = l, r
+	if m, ok := cfg.Lock.(store.MinWriteInterval); ok {
+		// A renewal writes the record every R: a store that takes fewer writes would refuse
+		// some, and the leader would lose the lease for nothing.
+		if least, why := m.MinWriteInterval(); least > 0 && r < least {
+			return nil, fmt.Errorf("cluster: lease %q: ElectorConfig.RenewInterval %v is shorter than %v, the least its store accepts between two writes (%s)", cfg.LeaseName, r, least, why)
+		}
+	}
 	if err := leaseconf.CheckValue("ElectorConfig.Advertise", cfg.Advertise); err != nil {
 		return nil, fmt.Errorf("cluster: lease %q: %w", cfg.LeaseName, err)
 	}

@@ -34,6 +34,15 @@ type storeLock struct{ s store.Store }
 
 var _ Lock = storeLock{}
 
+// MinWriteInterval returns the store's bound on the interval between writes to one key (see
+// store.MinWriteInterval), which NewElector checks R against.
+func (l storeLock) MinWriteInterval() (time.Duration, string) {
+	if l.s == nil {
+		return 0, ""
+	}
+	return store.WriteInterval(l.s)
+}
+
 func (l storeLock) Get(ctx context.Context, name string) (Record, error) {
 	doc, err := l.s.Get(ctx, storeKeyPrefix+name)
 	if errors.Is(err, store.ErrNotFound) {
