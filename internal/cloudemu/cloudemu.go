@@ -74,6 +74,11 @@ type Emulator struct {
 	Member *storecluster.Member
 	// LogFile holds what it printed, across restarts.
 	LogFile string
+	// RawEndpoint, for GCS only, is fake-gcs-server's own endpoint, without the shim that
+	// Endpoint goes through (see gcsShim): for the tests that show the emulator's gaps.
+	RawEndpoint string
+
+	shim *gcsShim
 }
 
 // AzureConnectionString returns the connection string of Azurite's development account at
@@ -96,7 +101,12 @@ func (e *Emulator) Log() string {
 }
 
 // Close stops the emulator and waits for its process to exit.
-func (e *Emulator) Close() error { return e.Member.Kill() }
+func (e *Emulator) Close() error {
+	if e.shim != nil {
+		e.shim.Close()
+	}
+	return e.Member.Kill()
+}
 
 // Dir returns the directory the emulators are installed in, or an error wrapping
 // ErrUnavailable saying how to install them.
@@ -192,6 +202,17 @@ func Start(ctx context.Context, kind Kind, dir string) (*Emulator, error) {
 	if err := e.Member.Start(sctx); err != nil {
 		_ = e.Member.Kill()
 		return nil, fmt.Errorf("cloudemu: %w; its log:\n%s", err, e.Log())
+	}
+	if kind == GCS {
+		shimAddr, err := storecluster.FreeAddr()
+		if err == nil {
+			e.shim, err = startGCSShim(shimAddr, e.Endpoint)
+		}
+		if err != nil {
+			_ = e.Member.Kill()
+			return nil, err
+		}
+		e.RawEndpoint, e.Addr, e.Endpoint = e.Endpoint, shimAddr, "http://"+shimAddr
 	}
 	return e, nil
 }

@@ -7,15 +7,15 @@ import (
 	"cloud.google.com/go/storage"
 )
 
-// TestEmulatorGaps shows the gap of fake-gcs-server that shim closes (see shim_test.go): it
+// TestEmulatorGaps shows the gap of fake-gcs-server that internal/cloudemu's shim closes: it
 // deletes an object on a DELETE whose ifGenerationMatch names a generation the object no
 // longer has, where Cloud Storage answers 412 Precondition Failed. When this test fails, the
 // emulator has closed the gap, and the shim's conditional delete can go.
 func TestEmulatorGaps(t *testing.T) {
 	t.Parallel()
 	e := emulator(t)
-	bucket := newBucket(t, e.Endpoint)
-	o := adminClient(t, e.Endpoint).Bucket(bucket).Object("k")
+	bucket := newBucket(t, e.RawEndpoint)
+	o := adminClient(t, e.RawEndpoint).Bucket(bucket).Object("k")
 	put := func(cond storage.Conditions, s string) int64 {
 		w := o.If(cond).NewWriter(t.Context())
 		io.WriteString(w, s)
