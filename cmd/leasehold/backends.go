@@ -28,12 +28,16 @@ type optionalBackend struct {
 }
 
 var optionalBackends = []optionalBackend{
+	{"azblob", []string{"azblob"}, []string{"Webda/AzureBlobStore"}},
+	{"dynamodb", []string{"dynamodb"}, []string{"Webda/DynamoStore"}},
 	{"etcd", []string{"etcd"}, []string{"Webda/EtcdStore"}},
+	{"gcs", []string{"gs"}, []string{"Webda/GCSStore"}},
 	{"kubernetes", nil, []string{"Webda/KubernetesClusterService"}},
 	{"mysql", []string{"mysql"}, []string{"Webda/MySQLStore"}},
 	{"nats", []string{"nats"}, []string{"Webda/NatsStore"}},
 	{"postgres", []string{"postgres", "postgresql"}, []string{"Webda/PostgresStore"}},
 	{"redis", []string{"redis", "rediss", "redis+sentinel", "rediss+sentinel"}, []string{"Webda/RedisStore"}},
+	{"s3", []string{"s3"}, []string{"Webda/S3Store"}},
 	{"sqlite", []string{"sqlite"}, []string{"Webda/SQLiteStore"}},
 }
 

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -110,7 +111,10 @@ func fencedBlocks(t *testing.T, file string) []docBlock {
 //     with build tags it has; scripts/... name executable scripts; any other program must be
 //     one of knownTools;
 //   - json blocks decode as application configurations, strictly (leasehold.ParseConfig, then
-//     leasehold.New: an unknown type or parameter is an error);
+//     leasehold.New: an unknown type or parameter is an error), or are a cloud's permissions
+//     (an IAM policy, a Cloud Storage role, an Azure role definition) of the form the cloud
+//     takes; each cloud store's module checks the permissions its section lists against the
+//     calls its code makes;
 //   - yaml blocks decode strictly as a Kubernetes Role, or as the rules of one, or as a
 //     container's env;
 //   - go blocks are a Go file of the repository or an excerpt of one, word for word, from a
@@ -156,6 +160,9 @@ func checkBlock(t *testing.T, info, text string) error {
 	case "console":
 		return checkShellBlock(text, true)
 	case "json":
+		if policy, err := checkPolicyBlock(text); policy {
+			return err
+		}
 		return checkConfigBlock(text)
 	case "yaml":
 		return checkYAMLBlock(text)
@@ -227,10 +234,46 @@ func checkStoreURL(raw string) error {
 	return nil
 }
 
+// checkPolicyBlock reports whether a json block is a cloud's permissions, and if so whether it
+// has the form that cloud takes: an AWS IAM policy (Version 2012-10-17, statements that allow
+// actions), a Google Cloud custom role (a title, included permissions) or an Azure role
+// definition (a name, actions or data actions, assignable scopes).
+func checkPolicyBlock(text string) (bool, error) {
+	var doc map[string]any
+	if json.Unmarshal([]byte(text), &doc) != nil {
+		return false, nil
+	}
+	nonEmpty := func(k string) bool { l, ok := doc[k].([]any); return ok && len(l) > 0 }
+	switch {
+	case doc["Statement"] != nil:
+		if doc["Version"] != "2012-10-17" || !nonEmpty("Statement") {
+			return true, errors.New("an IAM policy needs Version 2012-10-17 and statements")
+		}
+		for _, st := range doc["Statement"].([]any) {
+			m, _ := st.(map[string]any)
+			if m["Effect"] != "Allow" || m["Action"] == nil || m["Resource"] == nil {
+				return true, fmt.Errorf("IAM statement %v: want Effect Allow, an Action and a Resource", st)
+			}
+		}
+		return true, nil
+	case doc["includedPermissions"] != nil:
+		if doc["title"] == nil || !nonEmpty("includedPermissions") {
+			return true, errors.New("a Cloud Storage role needs a title and included permissions")
+		}
+		return true, nil
+	case doc["AssignableScopes"] != nil:
+		if doc["Name"] == nil || !nonEmpty("AssignableScopes") || !nonEmpty("Actions") && !nonEmpty("DataActions") {
+			return true, errors.New("an Azure role definition needs a Name, actions or data actions, and assignable scopes")
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
 // knownTools are the programs besides leasehold, go and scripts/ that the pages' command
 // lines run: shell builtins and utilities, the servers' clients.
 var knownTools = []string{
-	"curl", "docker", "echo", "etcdctl", "etcdutl", "grep", "jq", "kill", "kubectl", "mysql",
+	"aws", "az", "curl", "docker", "echo", "gcloud", "etcdctl", "etcdutl", "grep", "jq", "kill", "kubectl", "mysql",
 	"nats", "psql", "python3", "redis-cli", "sh", "source", "sqlite3",
 }
 
