@@ -15,9 +15,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,6 +89,27 @@ type Emulator struct {
 func (e *Emulator) AzureConnectionString() string {
 	return "DefaultEndpointsProtocol=http;AccountName=" + AzureAccount + ";AccountKey=" + AzureKey +
 		";BlobEndpoint=" + e.Endpoint + "/" + AzureAccount + ";"
+}
+
+// CreateGCSBucket creates a bucket on a GCS emulator, which takes requests without
+// credentials.
+func (e *Emulator) CreateGCSBucket(ctx context.Context, name string) error {
+	body := strings.NewReader(`{"name":` + strconv.Quote(name) + `}`)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.Endpoint+"/storage/v1/b", body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cloudemu: create bucket %s: %w", name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("cloudemu: create bucket %s: %s: %s", name, resp.Status, b)
+	}
+	return nil
 }
 
 // Log returns the last lines the emulator printed (at most 4 KiB), for a failure message.

@@ -37,8 +37,8 @@ func TestGCSShimConditionalDelete(t *testing.T) {
 	e := StartT(t, GCS)
 	const shimmed, raw = "shimmed", "raw"
 	for _, b := range []string{shimmed, raw} {
-		if code, m := gcsCall(t, "POST", e.Endpoint+"/storage/v1/b", `{"name":"`+b+`"}`); code != http.StatusOK {
-			t.Fatalf("create bucket: %d %v", code, m)
+		if err := e.CreateGCSBucket(t.Context(), b); err != nil {
+			t.Fatal(err)
 		}
 	}
 	put := func(ep, bucket string) int64 {
