@@ -35,6 +35,14 @@ type Server struct {
 	// Direct: the instances reach the cluster's members directly, not through proxies
 	// (storecluster.Direct): the proxy faults do not apply.
 	Direct bool
+	// Via, when set, returns the URL an instance opens to reach Addr through the proxy at
+	// proxyAddr, and the environment it needs for that (a store whose URL names a bucket or
+	// table, its server in a parameter or in the environment, as the cloud stores'). Nil:
+	// the URL's host is replaced by proxyAddr.
+	Via func(proxyAddr string) (url string, env []string)
+	// Env is the environment the campaign and every instance open the store with (an
+	// emulator's credentials, say), added to the campaign's own before it opens the store.
+	Env []string
 }
 
 // network reports whether the backend is reached over the network, through the proxies.
@@ -139,6 +147,10 @@ func serverOf(s testenv.Server) (Server, error) {
 func instanceURL(srv Server, proxyAddr string) (string, error) {
 	if proxyAddr == "" {
 		return srv.URL, nil
+	}
+	if srv.Via != nil {
+		u, _ := srv.Via(proxyAddr)
+		return u, nil
 	}
 	u, err := url.Parse(srv.URL)
 	if err != nil {

@@ -126,6 +126,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if d.srv, err = lookupBackend(o.Backend)(ctx, dir); err != nil {
 		return nil, fmt.Errorf("campaign: backend %s: %w", o.Backend, err)
 	}
+	for _, kv := range d.srv.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if err := os.Setenv(k, v); err != nil {
+			return nil, fmt.Errorf("campaign: backend %s: environment: %w", o.Backend, err)
+		}
+	}
 	if d.srv.network() && !hasLockOpener(d.srv.URL) {
 		// Open the store once before the workers: its table, bucket or key space is then in
 		// place, and the workers' concurrent first Open does not race to create it (a race
@@ -161,6 +167,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		if s.url, err = instanceURL(d.srv, addr); err != nil {
 			return nil, err
+		}
+		if d.srv.Via != nil && addr != "" {
+			_, s.env = d.srv.Via(addr)
 		}
 	}
 	o.Logf("campaign %s: seed %d, %d instances, L=%v R=%v slack %v, %v and at least %d faults",

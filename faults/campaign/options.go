@@ -74,6 +74,9 @@ func (o *Options) defaults() error {
 	if o.RenewInterval == 0 {
 		o.RenewInterval = 250 * time.Millisecond
 	}
+	// A store that takes no shorter R than the one asked for gets its own, and L as much
+	// longer (Timing): the gcs backend's campaigns run with R = 1s.
+	o.LeaseDuration, o.RenewInterval = Timing(o.Backend, o.LeaseDuration, o.RenewInterval)
 	if o.Slack == 0 {
 		o.Slack = DefaultSlack
 	}

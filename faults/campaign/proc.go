@@ -43,7 +43,8 @@ type slot struct {
 	n     int
 	gen   int
 	url   string
-	proxy proxy // nil for a backend without a network
+	env   []string // what the instance needs beside its URL to reach the store (Server.Via)
+	proxy proxy    // nil for a backend without a network
 	// members are the slot's proxies to each member of a cluster backend, in the order of
 	// Cluster.Members; proxy is then all of them.
 	members proxyGroup
@@ -75,6 +76,7 @@ func (d *driver) startProc(s *slot) (*proc, error) {
 	id := fmt.Sprintf("w%d.%d", s.n, s.gen)
 	p := &proc{slot: s, watchControl: filepath.Join(d.dir, "watch-"+id), watch: WatchFault{Mode: WatchPass}}
 	env := []string{envResource + "=" + d.res.addr(), envWatchControl + "=" + p.watchControl, envTrace + "=" + d.dir, raceEnv(d.dir)}
+	env = append(env, s.env...)
 	if d.o.Locker {
 		env = append(env, envLocker+"=1")
 	}
