@@ -14,13 +14,17 @@ import (
 	"github.com/leasehold/leasehold/kubernetes"
 	"github.com/leasehold/leasehold/store"
 	// The store backends register their URL schemes with store.Open.
+	_ "github.com/leasehold/leasehold/store/azblob"
+	_ "github.com/leasehold/leasehold/store/dynamodb"
 	_ "github.com/leasehold/leasehold/store/etcd"
 	_ "github.com/leasehold/leasehold/store/file"
+	_ "github.com/leasehold/leasehold/store/gcs"
 	_ "github.com/leasehold/leasehold/store/memory"
 	_ "github.com/leasehold/leasehold/store/mysql"
 	_ "github.com/leasehold/leasehold/store/nats"
 	_ "github.com/leasehold/leasehold/store/postgres"
 	_ "github.com/leasehold/leasehold/store/redis"
+	_ "github.com/leasehold/leasehold/store/s3"
 	_ "github.com/leasehold/leasehold/store/sqlite"
 )
 

@@ -66,7 +66,7 @@ func measure(ctx context.Context, o options, workerArgs []string, logf func(stri
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	srv := &servers{ctx: ctx, dir: dir}
+	srv := &servers{ctx: ctx, dir: dir, renew: o.R}
 	defer srv.close()
 
 	rep := &report{Options: o, Started: time.Now(), Seed: o.Seed, Machine: readMachine()}

@@ -12,6 +12,7 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 
+	"github.com/leasehold/leasehold/internal/cloudemu"
 	"github.com/leasehold/leasehold/internal/proctest"
 	"github.com/leasehold/leasehold/internal/testenv"
 	"github.com/leasehold/leasehold/kubernetes/kubetest"
@@ -31,14 +32,15 @@ type system struct {
 }
 
 // allBackends are the --backends names, in the order they run.
-var allBackends = []string{"file", "sqlite", "postgres", "mysql", "redis", "nats", "etcd", "kubernetes", "client-go", "etcd-concurrency"}
+var allBackends = []string{"file", "sqlite", "postgres", "mysql", "redis", "nats", "etcd", "dynamodb", "s3", "gcs", "azblob", "kubernetes", "client-go", "etcd-concurrency"}
 
 // servers starts the servers the bench owns (an embedded etcd, a kube-apiserver) once, on
 // first use, and finds the others (PostgreSQL, MariaDB, Redis, NATS) where internal/testenv
 // says they are.
 type servers struct {
-	ctx context.Context
-	dir string
+	ctx   context.Context
+	dir   string
+	renew time.Duration // the bench's R: a store may take none so short (cloud.go)
 
 	etcd     *embed.Etcd
 	etcdAddr string
@@ -47,9 +49,15 @@ type servers struct {
 	kube    *kubetest.Env
 	kubeCA  string
 	kubeErr error
+
+	emulators []*cloudemu.Emulator // the cloud stores' (cloud.go)
+	clouds    map[string]system    // the cloud stores' systems, by backend name
 }
 
 func (s *servers) close() {
+	for _, e := range s.emulators {
+		e.Close()
+	}
 	if s.kube != nil {
 		s.kube.Stop()
 	}
@@ -83,6 +91,8 @@ func (s *servers) system(name string) (system, error) {
 			return lh(proctest.EnvURL + "=etcd://" + s.etcdAddr)
 		}
 		return system{Name: "etcd concurrency", Backend: name, Kind: kindEtcd, Anchor: true, Env: []string{proctest.EnvURL + "=" + s.etcdAddr}}, nil
+	case "dynamodb", "s3", "gcs", "azblob":
+		return s.cloud(name)
 	case "kubernetes", "client-go":
 		if err := s.startKube(); err != nil {
 			return system{}, err
