@@ -3,11 +3,10 @@ package azblob
 import (
 	"encoding/json"
 	"maps"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/docsection"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -15,30 +14,15 @@ import (
 // json block of its section "### Azure Blob Storage".
 func roleDefinition(t *testing.T) (actions, dataActions []string) {
 	t.Helper()
-	b, err := os.ReadFile("../../docs/backends.md")
+	block, err := docsection.ReadBlock("../../docs/backends.md", "json", "### Azure Blob Storage")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(b), "\n### Azure Blob Storage\n")
-	if !ok {
-		t.Fatal("docs/backends.md has no section ### Azure Blob Storage")
-	}
-	if i := strings.Index(section, "\n## "); i >= 0 {
-		section = section[:i]
-	}
-	if i := strings.Index(section, "\n### "); i >= 0 {
-		section = section[:i]
-	}
-	_, block, ok := strings.Cut(section, "```json\n")
-	if !ok {
-		t.Fatal("the section ### Azure Blob Storage has no json block")
-	}
-	block, _, _ = strings.Cut(block, "```")
 	var role struct {
 		Actions, NotActions, DataActions, NotDataActions []string
 	}
-	if err := json.Unmarshal([]byte(block), &role); err != nil {
-		t.Fatalf("the role definition in docs/backends.md: %v", err)
+	if err := json.Unmarshal([]byte(block.Text), &role); err != nil {
+		t.Fatalf("%s: the role definition: %v", block.Pos(), err)
 	}
 	return role.Actions, role.DataActions
 }

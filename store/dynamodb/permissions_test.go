@@ -2,11 +2,11 @@ package dynamodb
 
 import (
 	"encoding/json"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/docsection"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -16,28 +16,10 @@ import (
 // every call of apiActions.
 func TestDocumentedPermissions(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../../docs/backends.md")
+	block, err := docsection.ReadBlock("../../docs/backends.md", "json", "### DynamoDB")
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(b)
-	i := strings.Index(doc, "\n### DynamoDB\n")
-	if i < 0 {
-		t.Fatal(`docs/backends.md has no "### DynamoDB" section`)
-	}
-	section := doc[i+1:]
-	if j := strings.Index(section, "\n## "); j >= 0 {
-		section = section[:j]
-	}
-	if j := strings.Index(section[1:], "\n### "); j >= 0 {
-		section = section[:j+1]
-	}
-	start := strings.Index(section, "```json\n")
-	if start < 0 {
-		t.Fatal("the DynamoDB section has no json block")
-	}
-	block := section[start+len("```json\n"):]
-	block = block[:strings.Index(block, "```")]
 	var policy struct {
 		Statement []struct {
 			Sid, Effect string
@@ -45,8 +27,8 @@ func TestDocumentedPermissions(t *testing.T) {
 			Resource    string
 		}
 	}
-	if err := json.Unmarshal([]byte(block), &policy); err != nil {
-		t.Fatalf("the policy in docs/backends.md: %v", err)
+	if err := json.Unmarshal([]byte(block.Text), &policy); err != nil {
+		t.Fatalf("%s: the policy: %v", block.Pos(), err)
 	}
 	granted := map[string][]string{}
 	for _, s := range policy.Statement {

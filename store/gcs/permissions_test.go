@@ -3,12 +3,11 @@ package gcs
 import (
 	"encoding/json"
 	"net/url"
-	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/leasehold/leasehold/internal/docsection"
 	"github.com/leasehold/leasehold/store"
 )
 
@@ -19,28 +18,15 @@ import (
 // no request needs.
 func TestLeastPermissions(t *testing.T) {
 	t.Parallel()
-	doc, err := os.ReadFile("../../docs/backends.md")
+	block, err := docsection.ReadBlock("../../docs/backends.md", "json", "### Google Cloud Storage")
 	if err != nil {
 		t.Fatal(err)
-	}
-	section := string(doc)
-	i := strings.Index(section, "\n### Google Cloud Storage\n")
-	if i < 0 {
-		t.Fatal(`docs/backends.md has no "### Google Cloud Storage" section`)
-	}
-	section = section[i+1:]
-	if j := strings.Index(section[4:], "\n#"); j >= 0 {
-		section = section[:j+4]
-	}
-	m := regexp.MustCompile("(?s)```json\n(.*?)```").FindStringSubmatch(section)
-	if m == nil {
-		t.Fatal("the Google Cloud Storage section of docs/backends.md has no json block")
 	}
 	var role struct {
 		IncludedPermissions []string `json:"includedPermissions"`
 	}
-	if err := json.Unmarshal([]byte(m[1]), &role); err != nil {
-		t.Fatalf("the role in docs/backends.md: %v", err)
+	if err := json.Unmarshal([]byte(block.Text), &role); err != nil {
+		t.Fatalf("%s: the role: %v", block.Pos(), err)
 	}
 	slices.Sort(role.IncludedPermissions)
 	if !slices.Equal(role.IncludedPermissions, Permissions) {

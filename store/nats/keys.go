@@ -1,49 +1,20 @@
 package nats
 
-import (
-	"errors"
-	"strconv"
-	"strings"
-)
+import "github.com/leasehold/leasehold/store/driver"
 
-const hexDigits = "0123456789ABCDEF"
+// keyEscaper keeps ASCII letters, digits, '-' and '/', and escapes every other byte with '='.
+// Decoding takes other bytes as themselves, and hex digits in either case.
+var keyEscaper = driver.KeyEscaper{
+	Mark: '=',
+	Keep: func(c byte) bool {
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '/'
+	},
+	Prefix: "store/nats: key",
+}
 
 // EncodeKey returns the NATS key under which the store keeps key (see the package
 // documentation). It is reversible with [DecodeKey].
-func EncodeKey(key string) string {
-	var b strings.Builder
-	b.Grow(len(key))
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '/':
-			b.WriteByte(c)
-		default:
-			b.WriteByte('=')
-			b.WriteByte(hexDigits[c>>4])
-			b.WriteByte(hexDigits[c&15])
-		}
-	}
-	return b.String()
-}
+func EncodeKey(key string) string { return keyEscaper.Escape(key) }
 
 // DecodeKey returns the store key that EncodeKey turned into k.
-func DecodeKey(k string) (string, error) {
-	var b strings.Builder
-	for i := 0; i < len(k); i++ {
-		if k[i] != '=' {
-			b.WriteByte(k[i])
-			continue
-		}
-		if i+3 > len(k) {
-			return "", errors.New("store/nats: truncated escape in key " + strconv.Quote(k))
-		}
-		v, err := strconv.ParseUint(k[i+1:i+3], 16, 8)
-		if err != nil {
-			return "", errors.New("store/nats: bad escape in key " + strconv.Quote(k))
-		}
-		b.WriteByte(byte(v))
-		i += 2
-	}
-	return b.String(), nil
-}
+func DecodeKey(k string) (string, error) { return keyEscaper.Unescape(k) }

@@ -58,3 +58,17 @@ func TestDecodeKeyErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeKeyLax: DecodeKey takes a byte EncodeKey never writes as itself, and hex digits in
+// either case; its errors name the package and the key.
+func TestDecodeKeyLax(t *testing.T) {
+	t.Parallel()
+	for k, want := range map[string]string{"a=3a": "a:", "a=3A": "a:", "a.b_c": "a.b_c", "%41": "%41"} {
+		if got, err := DecodeKey(k); err != nil || got != want {
+			t.Errorf("DecodeKey(%q) = %q, %v, want %q", k, got, err, want)
+		}
+	}
+	if _, err := DecodeKey("a=Z"); err == nil || !strings.Contains(err.Error(), "store/nats") || !strings.Contains(err.Error(), `"a=Z"`) {
+		t.Errorf("DecodeKey(%q): error %v", "a=Z", err)
+	}
+}

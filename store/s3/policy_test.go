@@ -3,10 +3,11 @@ package s3
 import (
 	"encoding/json"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/leasehold/leasehold/internal/docsection"
 )
 
 // TestDocumentedPolicy checks that the least permissions of docs/backends.md ("### S3" under
@@ -14,27 +15,10 @@ import (
 // bucket-level one on the bucket, the object ones on the prefix's objects.
 func TestDocumentedPolicy(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../../docs/backends.md")
+	block, err := docsection.ReadBlock("../../docs/backends.md", "json", "## Cloud stores", "### S3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := string(raw)
-	_, cloud, ok := strings.Cut(doc, "\n## Cloud stores\n")
-	if !ok {
-		t.Fatal(`docs/backends.md has no "## Cloud stores" section`)
-	}
-	_, section, ok := strings.Cut(cloud, "\n### S3\n")
-	if !ok {
-		t.Fatal(`docs/backends.md has no "### S3" section under "## Cloud stores"`)
-	}
-	if i := strings.Index(section, "\n### "); i >= 0 {
-		section = section[:i]
-	}
-	_, block, ok := strings.Cut(section, "```json\n")
-	if !ok {
-		t.Fatal("the S3 section has no json block")
-	}
-	block, _, _ = strings.Cut(block, "```")
 	var policy struct {
 		Version   string
 		Statement []struct {
@@ -43,8 +27,8 @@ func TestDocumentedPolicy(t *testing.T) {
 			Resource any
 		}
 	}
-	if err := json.Unmarshal([]byte(block), &policy); err != nil {
-		t.Fatalf("the policy is not JSON: %v", err)
+	if err := json.Unmarshal([]byte(block.Text), &policy); err != nil {
+		t.Fatalf("%s: the policy is not JSON: %v", block.Pos(), err)
 	}
 	list := func(v any) []string {
 		switch v := v.(type) {
