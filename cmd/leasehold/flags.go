@@ -22,7 +22,8 @@ import (
 
 // commonFlagsUsage documents the flags of run and status.
 const commonFlagsUsage = `  --store URL             the store holding the lease: file:///path, sqlite:///path,
-                          postgres://..., mysql://..., redis://..., etcd://..., nats://...
+                          postgres://..., mysql://..., redis://..., etcd://..., nats://...,
+                          dynamodb://..., s3://..., gs://..., azblob://...
                           (default: $LEASEHOLD_STORE, else
                           file://$XDG_STATE_HOME/leasehold/registry.json, else
                           ~/.local/state/leasehold/registry.json: the processes of one host
