@@ -41,7 +41,7 @@ func TestReducedBuild(t *testing.T) {
 
 	out, _, code := run("version")
 	if code != 0 || !strings.Contains(out, "stores: file, mem, sqlite\n") ||
-		!strings.Contains(out, "built without: etcd, kubernetes, mysql, nats, postgres, redis\n") {
+		!strings.Contains(out, "built without: azblob, dynamodb, etcd, gcs, kubernetes, mysql, nats, postgres, redis, s3\n") {
 		t.Errorf("version of the reduced build: exit %d\n%s", code, out)
 	}
 	if out, errOut, code := run("status", "--store", "sqlite://"+filepath.Join(dir, "r.db")); code != 3 || !strings.Contains(out, "missing") {
@@ -55,6 +55,10 @@ func TestReducedBuild(t *testing.T) {
 	}{
 		{[]string{"status", "--store", "etcd://user:s3cret@127.0.0.1:2379"},
 			[]string{"etcd://user:xxxxx@127.0.0.1:2379", "built without the etcd backend", "go build -tags leasehold_minimal,leasehold_sqlite,leasehold_etcd"}},
+		{[]string{"status", "--store", "s3://bucket/leases?region=eu-west-1"},
+			[]string{"built without the s3 backend", "leasehold_minimal,leasehold_sqlite,leasehold_s3"}},
+		{[]string{"status", "--store", "gs://bucket/leases"},
+			[]string{"built without the gcs backend", "leasehold_minimal,leasehold_sqlite,leasehold_gcs"}},
 		{[]string{"run", "--store", "postgresql://db/x", "--", "true"},
 			[]string{"built without the postgres backend", "leasehold_minimal,leasehold_sqlite,leasehold_postgres"}},
 		{[]string{"status", "--config", k8s},
