@@ -21,13 +21,26 @@ const DefaultTable = "leasehold_registry"
 // it, a host that drops packets would hold Open until the operating system gives up.
 const defaultConnectTimeout = 10 * time.Second
 
-// pingAfterIdle: a pooled connection idle for longer is pinged before use, and replaced when
-// the ping fails. A server that restarted ends every session, and the pool does not notice
-// until it uses a connection: the write sent on it would fail, and a write is never resent
-// (T7). No restart completes sooner than this after the shutdown, so a connection idle for
-// less was used since the server last came up, or the server is still down and any
-// connection fails. pgxpool's own threshold (a second) is longer than a fast restart.
-const pingAfterIdle = 100 * time.Millisecond
+// checkAfterIdle: a pooled connection idle for longer is checked before use, and replaced when
+// the server has ended it. A server that restarted ends every session (FATAL 57P01), and the
+// pool does not notice until it uses a connection: the write sent on it would fail, and a
+// write is never resent (T7). No restart completes sooner than this after the shutdown, so a
+// connection idle for less was used since the server last came up, or the server is still
+// down and any connection fails. pgxpool pings only after a second idle, longer than a fast
+// restart.
+const checkAfterIdle = 100 * time.Millisecond
+
+// shouldPing is the pool's ShouldPing: pgxpool's own rule (a ping after a second idle), and,
+// after checkAfterIdle, a look at what the server sent (PgConn.CheckConn: a read of at most a
+// millisecond, no round trip) that finds a session the server ended; the ping that follows
+// then fails, and the pool takes another connection. A ping on every use after 100 ms would
+// cost a round trip, and a ping cut by a short deadline closes a healthy connection.
+func shouldPing(_ context.Context, p pgxpool.ShouldPingParams) bool {
+	if p.IdleDuration > time.Second {
+		return true
+	}
+	return p.IdleDuration > checkAfterIdle && p.Conn.PgConn().CheckConn() != nil
+}
 
 // pgxParams are the URL parameters the store hands to pgx: libpq's connection parameters that
 // pgx reads, pgx's and pgxpool's own, and the server settings most often given in a URL. Any
@@ -106,6 +119,6 @@ func parseURL(u *url.URL) (*pgxpool.Config, string, error) {
 	if !q.Has("connect_timeout") {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
-	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration > pingAfterIdle }
+	cfg.ShouldPing = shouldPing
 	return cfg, table, nil
 }

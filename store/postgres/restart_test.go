@@ -16,7 +16,7 @@ import (
 // connection the server has closed.
 //
 // The restart is played by pg_terminate_backend, which ends the store's sessions with the
-// same FATAL a shutdown sends. No restart ends sooner than pingAfterIdle after the shutdown,
+// same FATAL a shutdown sends. No restart ends sooner than checkAfterIdle after the shutdown,
 // so the test lets the connections idle that long before writing.
 func TestWriteAfterServerRestart(t *testing.T) {
 	s := openTest(t, "notify", "false")
@@ -55,7 +55,7 @@ func TestWriteAfterServerRestart(t *testing.T) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	time.Sleep(pingAfterIdle + 10*time.Millisecond) // the scenario: connections idle past the check
+	time.Sleep(checkAfterIdle + 10*time.Millisecond) // the scenario: connections idle past the check
 	if err := s.Patch(ctx, "k", map[string]any{"n": 2}, nil); err != nil {
 		t.Fatalf("patch on a server whose sessions ended while the pool held them: %v", err)
 	}
