@@ -35,10 +35,12 @@ const (
 	slack = 500 * time.Millisecond
 )
 
-func TestFleetElectorPostgres(t *testing.T) { fleet(t, postgresURL(t), "elector") }
-func TestFleetLockerPostgres(t *testing.T)  { fleet(t, postgresURL(t), "locker") }
-func TestFleetElectorRedis(t *testing.T)    { fleet(t, redisURL(t), "elector") }
-func TestFleetLockerRedis(t *testing.T)     { fleet(t, redisURL(t), "locker") }
+// The four fleets run side by side: each has a table or key prefix of its own, and each
+// spends its seconds waiting for ticks, not computing.
+func TestFleetElectorPostgres(t *testing.T) { t.Parallel(); fleet(t, postgresURL(t), "elector") }
+func TestFleetLockerPostgres(t *testing.T)  { t.Parallel(); fleet(t, postgresURL(t), "locker") }
+func TestFleetElectorRedis(t *testing.T)    { t.Parallel(); fleet(t, redisURL(t), "elector") }
+func TestFleetLockerRedis(t *testing.T)     { t.Parallel(); fleet(t, redisURL(t), "locker") }
 
 // postgresURL returns the PostgreSQL server's URL on a table of this test's own, dropped when
 // the test ends.
