@@ -108,15 +108,9 @@ func (l *leaseLock) Update(ctx context.Context, name string, r cluster.Record) (
 // record of the Lease the API server answers, remembered for the next update.
 func (l *leaseLock) write(ctx context.Context, op, name string, lease *coordinationv1.Lease, r cluster.Record, transitions int32,
 	send func(context.Context, *coordinationv1.Lease) (*coordinationv1.Lease, error)) (cluster.Record, error) {
-	if r.Term > maxTerm {
-		return cluster.Record{}, l.fail(op, name, fmt.Errorf("term %d is above %d, the largest a Lease carries", r.Term, uint64(maxTerm)))
+	if err := encodeLease(lease, r, transitions); err != nil {
+		return cluster.Record{}, l.fail(op, name, err)
 	}
-	setSpec(&lease.Spec, r, transitions)
-	setTerm(&lease.ObjectMeta, r.Term, transitions)
-	setResign(&lease.ObjectMeta, r)
-	setSession(&lease.ObjectMeta, r)
-	setValue(&lease.ObjectMeta, r)
-	setPriority(&lease.ObjectMeta, r)
 	ctx, cancel := l.bound(ctx)
 	defer cancel()
 	written, err := send(ctx, lease)
@@ -186,12 +180,37 @@ func newerVersion(a, b string) bool {
 	return x > y
 }
 
-// record reads a Lease into a Record; a Lease that does not fit (no resourceVersion, a
-// negative term) is an error naming it and its field, never taken over silently.
+// record reads a Lease into a Record (decodeLease); a Lease that does not fit is an error
+// naming it and its field, never taken over silently.
 func (l *leaseLock) record(lease *coordinationv1.Lease) (cluster.Record, error) {
+	r, err := decodeLease(lease)
+	if err != nil {
+		return cluster.Record{}, l.fail("read", lease.Name, err)
+	}
+	return r, nil
+}
+
+// encodeLease writes r into lease, its spec with leaseTransitions transitions and its
+// annotations (the mapping of NewLeaseLock); the annotations it does not own are kept.
+func encodeLease(lease *coordinationv1.Lease, r cluster.Record, transitions int32) error {
+	if r.Term > maxTerm {
+		return fmt.Errorf("term %d is above %d, the largest a Lease carries", r.Term, uint64(maxTerm))
+	}
+	setSpec(&lease.Spec, r, transitions)
+	setTerm(&lease.ObjectMeta, r.Term, transitions)
+	setResign(&lease.ObjectMeta, r)
+	setSession(&lease.ObjectMeta, r)
+	setValue(&lease.ObjectMeta, r)
+	setPriority(&lease.ObjectMeta, r)
+	return nil
+}
+
+// decodeLease reads a Lease into a Record; a Lease that does not fit (no resourceVersion, a
+// negative term, a malformed annotation) is an error naming its field.
+func decodeLease(lease *coordinationv1.Lease) (cluster.Record, error) {
 	r := cluster.Record{Revision: lease.ResourceVersion}
 	if r.Revision == "" {
-		return cluster.Record{}, l.fail("read", lease.Name, errors.New("metadata.resourceVersion is empty"))
+		return cluster.Record{}, errors.New("metadata.resourceVersion is empty")
 	}
 	s := lease.Spec
 	if s.HolderIdentity != nil {
@@ -199,7 +218,7 @@ func (l *leaseLock) record(lease *coordinationv1.Lease) (cluster.Record, error) 
 	}
 	term, err := termOf(lease.ObjectMeta, s)
 	if err != nil {
-		return cluster.Record{}, l.fail("read", lease.Name, err)
+		return cluster.Record{}, err
 	}
 	r.Term = term
 	if s.AcquireTime != nil {
@@ -212,16 +231,16 @@ func (l *leaseLock) record(lease *coordinationv1.Lease) (cluster.Record, error) 
 		r.Duration = time.Duration(*s.LeaseDurationSeconds) * time.Second
 	}
 	if err := readResign(lease.ObjectMeta, r.Term, &r); err != nil {
-		return cluster.Record{}, l.fail("read", lease.Name, err)
+		return cluster.Record{}, err
 	}
 	if err := readSession(lease.ObjectMeta, r.Term, &r); err != nil {
-		return cluster.Record{}, l.fail("read", lease.Name, err)
+		return cluster.Record{}, err
 	}
 	if err := readValue(lease.ObjectMeta, r.Term, &r); err != nil {
-		return cluster.Record{}, l.fail("read", lease.Name, err)
+		return cluster.Record{}, err
 	}
 	if err := readPriority(lease.ObjectMeta, r.Term, &r); err != nil {
-		return cluster.Record{}, l.fail("read", lease.Name, err)
+		return cluster.Record{}, err
 	}
 	return r, nil
 }
