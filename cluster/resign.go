@@ -210,3 +210,12 @@ func failReason(err error) string {
 	}
 	return ReasonError
 }
+
+// The store document's fields of a resign (R1, R3): a document written before them has
+// nothing pending.
+func init() {
+	registerStoreFields(
+		timeField("resignRequestedAt", func(r *Record) *time.Time { return &r.ResignRequested }),
+		stringField("nextHolder", func(r *Record) *string { return &r.NextHolder }),
+	)
+}

@@ -112,3 +112,12 @@ func FollowLeader(ctx context.Context, cfg ObserveConfig) (<-chan LeaderInfo, er
 	}()
 	return out, nil
 }
+
+// The store document's fields of the published value (V1): a document written before them has
+// none.
+func init() {
+	registerStoreFields(
+		stringField("value", func(r *Record) *string { return &r.Value }),
+		counterField("valueTerm", func(r *Record) *uint64 { return &r.ValueTerm }),
+	)
+}
