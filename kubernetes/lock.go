@@ -198,10 +198,9 @@ func encodeLease(lease *coordinationv1.Lease, r cluster.Record, transitions int3
 	}
 	setSpec(&lease.Spec, r, transitions)
 	setTerm(&lease.ObjectMeta, r.Term, transitions)
-	setResign(&lease.ObjectMeta, r)
-	setSession(&lease.ObjectMeta, r)
-	setValue(&lease.ObjectMeta, r)
-	setPriority(&lease.ObjectMeta, r)
+	for _, f := range leaseFields {
+		f.set(&lease.ObjectMeta, r)
+	}
 	return nil
 }
 
@@ -230,67 +229,12 @@ func decodeLease(lease *coordinationv1.Lease) (cluster.Record, error) {
 	if s.LeaseDurationSeconds != nil {
 		r.Duration = time.Duration(*s.LeaseDurationSeconds) * time.Second
 	}
-	if err := readResign(lease.ObjectMeta, r.Term, &r); err != nil {
-		return cluster.Record{}, err
-	}
-	if err := readSession(lease.ObjectMeta, r.Term, &r); err != nil {
-		return cluster.Record{}, err
-	}
-	if err := readValue(lease.ObjectMeta, r.Term, &r); err != nil {
-		return cluster.Record{}, err
-	}
-	if err := readPriority(lease.ObjectMeta, r.Term, &r); err != nil {
-		return cluster.Record{}, err
+	for _, f := range leaseFields {
+		if err := f.read(lease.ObjectMeta, r.Term, &r); err != nil {
+			return cluster.Record{}, err
+		}
 	}
 	return r, nil
-}
-
-// The annotations of a Lease that carry the holder's session (E12): holderIdentity is all
-// client-go reads, so the session lives beside it, as the resign annotations do.
-const (
-	// AnnotationSession is Record.Session, the token of the process that wrote
-	// holderIdentity; absent in a released Lease.
-	AnnotationSession = "leasehold.dev/session"
-	// AnnotationSessionTerm is the term (termOf) AnnotationSession was written with. A
-	// writer that does not know it (client-go's leaderelection) keeps the annotations of the
-	// Lease it takes over and grows leaseTransitions, and so the term: the session, left from
-	// an earlier term, then reads as absent, so no leasehold instance takes that writer's
-	// Lease for its own, even under the same identity.
-	AnnotationSessionTerm = "leasehold.dev/session-term"
-)
-
-// setSession writes r's session into the annotations of m, with the term it belongs to;
-// a record without one (a release) removes both. Other annotations are kept.
-func setSession(m *metav1.ObjectMeta, r cluster.Record) {
-	setTermed(m, AnnotationSession, AnnotationSessionTerm, r.Session, r.Term)
-}
-
-// setTermed writes value under key and the term it belongs to under termKey, or removes both
-// when value is empty. Other annotations are kept: client-go keeps a Lease's annotations when
-// it takes it over, which is what makes the term tell a stale pair from a current one.
-func setTermed(m *metav1.ObjectMeta, key, termKey, value string, term uint64) {
-	if value == "" {
-		delete(m.Annotations, key)
-		delete(m.Annotations, termKey)
-		return
-	}
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	m.Annotations[key] = value
-	m.Annotations[termKey] = strconv.FormatUint(term, 10)
-}
-
-// readSession reads the session of a Lease whose term is term into r: absent without the
-// annotation, and when it was written for another term (AnnotationSessionTerm). A malformed
-// term is an error naming the annotation.
-func readSession(m metav1.ObjectMeta, term uint64, r *cluster.Record) error {
-	a := m.Annotations
-	if current, err := annotationsOfTerm(a, AnnotationSessionTerm, term); err != nil || !current {
-		return err // malformed, or left by a writer that took the Lease over without knowing it
-	}
-	r.Session = a[AnnotationSession]
-	return nil
 }
 
 // setSpec writes r into a Lease spec (the mapping of NewLeaseLock), with leaseTransitions
