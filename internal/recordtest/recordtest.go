@@ -23,6 +23,9 @@ import (
 // test, naming it, until the kind is added.
 func Held(t testing.TB, term uint64, at time.Time) cluster.Record {
 	t.Helper()
+	if term == 0 {
+		t.Fatal("recordtest: Held needs a term above 0, or its uint64 fields would be zero")
+	}
 	var r cluster.Record
 	v := reflect.ValueOf(&r).Elem()
 	for i := range v.NumField() {
