@@ -35,7 +35,15 @@ func TestS1StoreDocumentGolden(t *testing.T) {
 		r   Record
 		doc map[string]any
 	}{{held, heldDoc}, {released, releasedDoc}} {
-		if got := encodeRecord(c.r); !reflect.DeepEqual(got, c.doc) {
+		// Keys of fields added since are no part of the golden documents: the round trip of
+		// every field (the conformance suite's LeaseRecord) covers them.
+		got := map[string]any{}
+		for k, v := range encodeRecord(c.r) {
+			if _, ok := heldDoc[k]; ok {
+				got[k] = v
+			}
+		}
+		if !reflect.DeepEqual(got, c.doc) {
 			t.Errorf("encodeRecord(%+v) =\n%v\nwant\n%v", c.r, got, c.doc)
 		}
 		if got, err := decodeRecord("cluster:x", maps.Clone(c.doc)); err != nil || got != c.r {

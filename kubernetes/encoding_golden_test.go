@@ -62,8 +62,16 @@ func TestLeaseEncodingGolden(t *testing.T) {
 		if err := encodeLease(lease, c.r, 3); err != nil {
 			t.Fatalf("encodeLease(%+v): %v", c.r, err)
 		}
-		if !reflect.DeepEqual(lease.Annotations, c.annotations) {
-			t.Errorf("encodeLease(%+v): annotations\n%v\nwant\n%v", c.r, lease.Annotations, c.annotations)
+		// Annotations of fields added since are no part of the golden Leases: the round trip
+		// of every field (TestLeaseEncodingEveryField) covers them.
+		got := map[string]string{}
+		for k, v := range lease.Annotations {
+			if _, ok := heldAnnotations[k]; ok {
+				got[k] = v
+			}
+		}
+		if !reflect.DeepEqual(got, c.annotations) {
+			t.Errorf("encodeLease(%+v): annotations\n%v\nwant\n%v", c.r, got, c.annotations)
 		}
 		if got := specString(lease.Spec); got != c.spec {
 			t.Errorf("encodeLease(%+v): spec %s, want %s", c.r, got, c.spec)
