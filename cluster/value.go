@@ -35,13 +35,11 @@ func (e *Elector) carryValue(rec Record) Record {
 	return rec
 }
 
-// carry returns rec as a write that holds it carries it: this instance's value (V1), priority
-// and health (Q1, U2) for the record's term.
-func (e *Elector) carry(rec Record) Record { return e.carryRank(e.carryValue(rec)) }
-
 // clearValue empties the value of a record being released (V1): nobody leads, nobody is
 // reached through it.
 func clearValue(rec *Record) { rec.Value, rec.ValueTerm = "", 0 }
+
+func init() { registerHolderFields(holderField{(*Elector).carryValue, clearValue}) }
 
 // LeaderInfo is what Leader reads of a lease (V3).
 type LeaderInfo struct {
