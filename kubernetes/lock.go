@@ -27,7 +27,8 @@ import (
 //	renewTime             Record.RenewedAt
 //	leaseDurationSeconds  Record.Duration, rounded up to whole seconds, at least 1
 //	resourceVersion       Record.Revision, the compare-and-swap token
-//	annotations           Record.ResignRequested and Record.NextHolder (R1-R4; see AnnotationNextHolder),
+//	annotations           the other fields, each feature's in annotations of its own:
+//	                      Record.ResignRequested and Record.NextHolder (R1-R4; see AnnotationNextHolder),
 //	                      Record.Preempt and Record.NextPriority (Q2, Q4; see AnnotationNextPriority),
 //	                      Record.Session (E12; see AnnotationSession),
 //	                      Record.Value (V1; see AnnotationValue),
