@@ -39,8 +39,6 @@ func (e *Elector) carryValue(rec Record) Record {
 // reached through it.
 func clearValue(rec *Record) { rec.Value, rec.ValueTerm = "", 0 }
 
-func init() { registerHolderFields(holderField{(*Elector).carryValue, clearValue}) }
-
 // LeaderInfo is what Leader reads of a lease (V3).
 type LeaderInfo struct {
 	ID    string // the holder's instance ID, "" when nobody holds the lease
@@ -111,9 +109,10 @@ func FollowLeader(ctx context.Context, cfg ObserveConfig) (<-chan LeaderInfo, er
 	return out, nil
 }
 
-// The store document's fields of the published value (V1): a document written before them has
-// none.
+// The published value (V1): carried by the holder's writes, cleared by a release, and two
+// fields of the store document, which a document written before them lacks.
 func init() {
+	registerHolderFields(holderField{(*Elector).carryValue, clearValue})
 	registerStoreFields(
 		stringField("value", func(r *Record) *string { return &r.Value }),
 		counterField("valueTerm", func(r *Record) *uint64 { return &r.ValueTerm }),
