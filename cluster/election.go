@@ -682,8 +682,7 @@ func (e *Elector) release(ctx context.Context, known *Record) error {
 			return nil // another instance holds it (or another process under this ID), or nobody does
 		}
 		rec.Holder, rec.Session = "", ""
-		clearValue(&rec)
-		clearRank(&rec)
+		clearHolderFields(&rec)
 		rec.RenewedAt = stamp(e.wall(time.Now()), rec)
 		_, err = e.lock.Update(ctx, e.name, rec)
 		switch {

@@ -90,8 +90,7 @@ func (e *Elector) unclaim() {
 // would stay taken until it expired, while this instance may not hold it.
 func (e *Elector) releaseSlot(ctx context.Context, rec Record) outcome {
 	rec.Holder, rec.Session, rec.ResignRequested, rec.NextHolder = "", "", time.Time{}, ""
-	clearValue(&rec)
-	clearRank(&rec)
+	clearHolderFields(&rec)
 	rec.RenewedAt = stamp(e.wall(time.Now()), rec)
 	released, err := e.lock.Update(ctx, e.name, rec)
 	if err != nil {

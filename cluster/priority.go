@@ -103,6 +103,8 @@ func (e *Elector) carryRank(rec Record) Record {
 // if any, stays (Q4).
 func clearRank(rec *Record) { rec.Priority, rec.Unhealthy, rec.PriorityTerm = 0, false, 0 }
 
+func init() { registerHolderFields(holderField{(*Elector).carryRank, clearRank}) }
+
 // clearRequest empties a resign request and its reservation, as every write that holds the
 // record does (R3).
 func clearRequest(rec *Record) {

@@ -178,8 +178,7 @@ func (e *Elector) stepDown(ctx context.Context, rec Record) outcome {
 		return fail(fmt.Errorf("cluster: lease %q: resign: leader callbacks have not returned, lease not released yet: %w", e.name, err))
 	}
 	rec.Holder, rec.Session, rec.ResignRequested = "", "", time.Time{}
-	clearValue(&rec)
-	clearRank(&rec)
+	clearHolderFields(&rec)
 	rec.RenewedAt = stamp(e.wall(time.Now()), rec)
 	e.wrote.Store(true)
 	released, err := e.lock.Update(ctx, e.name, rec)
@@ -209,4 +208,13 @@ func failReason(err error) string {
 		return ReasonConflict
 	}
 	return ReasonError
+}
+
+// The store document's fields of a resign (R1, R3): a document written before them has
+// nothing pending.
+func init() {
+	registerStoreFields(
+		timeField("resignRequestedAt", func(r *Record) *time.Time { return &r.ResignRequested }),
+		stringField("nextHolder", func(r *Record) *string { return &r.NextHolder }),
+	)
 }

@@ -20,9 +20,12 @@ const storeKeyPrefix = "cluster:"
 // does (S1): the record of lease NAME is the document "cluster:NAME", created with the
 // store's atomic create-if-absent and updated with a Patch conditioned on its "revision"
 // field. The document's fields are holder, term, acquiredAt and renewedAt (RFC 3339 times),
-// leaseDuration (milliseconds) and revision, and those of a resign (R1, R3): resignRequestedAt
-// (an RFC 3339 time, "" when none is pending) and nextHolder ("" for none), and the holder's
-// session (E12), which a document written before them lacks and which then read as empty.
+// leaseDuration (milliseconds) and revision, and one for each other field of Record, which its
+// feature registers (storeField): those of a resign (R1, R3), resignRequestedAt (an RFC 3339
+// time, "" when none is pending) and nextHolder ("" for none), the holder's session (E12),
+// value and valueTerm (V1), and priority, unhealthy, priorityTerm, preempt and nextPriority
+// (Q1, Q2, U2). Each is written by every write, zero when unset; a document written before
+// one existed lacks it, and it reads as zero.
 //
 // A document the Lock cannot read stops the election of its lease (no instance takes it over,
 // E8). Mend it with `leasehold repair`, which replaces it by a released record above its term,
@@ -118,38 +121,9 @@ func encodeRecord(r Record) map[string]any {
 		"renewedAt":     formatTime(r.RenewedAt),
 		"leaseDuration": float64(r.Duration.Milliseconds()),
 		"revision":      r.Revision,
-		// Always written, empty when unset: a Patch leaves the fields it does not name, and a
-		// renewal or a takeover must clear a request or a reservation (R1, R3).
-		"resignRequestedAt": formatTime(r.ResignRequested),
-		"nextHolder":        r.NextHolder,
-		"session":           r.Session,
 	}
-	encodeValue(doc, r)
-	encodePriority(doc, r)
+	encodeFields(doc, r)
 	return doc
-}
-
-// encodeValue writes the published value (V1), always, empty when unset: a Patch leaves the
-// fields it does not name, and a release must clear it.
-func encodeValue(doc map[string]any, r Record) {
-	doc["value"], doc["valueTerm"] = r.Value, float64(r.ValueTerm)
-}
-
-// decodeValue reads the published value; a record written before it existed has none (V1).
-func decodeValue(doc map[string]any, r *Record) error {
-	if v, ok := doc["value"]; ok && v != nil {
-		if r.Value, ok = v.(string); !ok {
-			return fmt.Errorf("field %q is %v, want a string", "value", v)
-		}
-	}
-	if v, ok := doc["valueTerm"]; ok && v != nil {
-		t, ok := v.(float64)
-		if !ok || t < 0 || t != math.Trunc(t) {
-			return fmt.Errorf("field %q is %v, want a non-negative integer", "valueTerm", v)
-		}
-		r.ValueTerm = uint64(t)
-	}
-	return nil
 }
 
 func formatTime(t time.Time) string {
@@ -195,29 +169,7 @@ func decodeRecord(key string, doc map[string]any) (Record, error) {
 	if ms, ok := doc["leaseDuration"].(float64); ok {
 		r.Duration = time.Duration(ms) * time.Millisecond
 	}
-	// A record written before resign existed has neither field: nothing pending (R1).
-	if v, ok := doc["nextHolder"]; ok && v != nil {
-		if r.NextHolder, ok = v.(string); !ok {
-			return bad("nextHolder", "a string")
-		}
-	}
-	// A record written before sessions existed has none: nobody's own (E12).
-	if v, ok := doc["session"]; ok && v != nil {
-		if r.Session, ok = v.(string); !ok {
-			return bad("session", "a string")
-		}
-	}
-	if s, _ := doc["resignRequestedAt"].(string); s != "" {
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return bad("resignRequestedAt", "an RFC 3339 time")
-		}
-		r.ResignRequested = t
-	}
-	if err := decodeValue(doc, &r); err != nil {
-		return Record{}, fmt.Errorf("cluster: lease record %q: %w", key, err)
-	}
-	if err := decodePriority(doc, &r); err != nil {
+	if err := decodeFields(doc, &r); err != nil {
 		return Record{}, fmt.Errorf("cluster: lease record %q: %w", key, err)
 	}
 	return r, nil

@@ -35,10 +35,6 @@ func (e *Elector) carryValue(rec Record) Record {
 	return rec
 }
 
-// carry returns rec as a write that holds it carries it: this instance's value (V1), priority
-// and health (Q1, U2) for the record's term.
-func (e *Elector) carry(rec Record) Record { return e.carryRank(e.carryValue(rec)) }
-
 // clearValue empties the value of a record being released (V1): nobody leads, nobody is
 // reached through it.
 func clearValue(rec *Record) { rec.Value, rec.ValueTerm = "", 0 }
@@ -111,4 +107,14 @@ func FollowLeader(ctx context.Context, cfg ObserveConfig) (<-chan LeaderInfo, er
 		}
 	}()
 	return out, nil
+}
+
+// The published value (V1): carried by the holder's writes, cleared by a release, and two
+// fields of the store document, which a document written before them lacks.
+func init() {
+	registerHolderFields(holderField{(*Elector).carryValue, clearValue})
+	registerStoreFields(
+		stringField("value", func(r *Record) *string { return &r.Value }),
+		counterField("valueTerm", func(r *Record) *uint64 { return &r.ValueTerm }),
+	)
 }

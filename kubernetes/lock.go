@@ -27,7 +27,8 @@ import (
 //	renewTime             Record.RenewedAt
 //	leaseDurationSeconds  Record.Duration, rounded up to whole seconds, at least 1
 //	resourceVersion       Record.Revision, the compare-and-swap token
-//	annotations           Record.ResignRequested and Record.NextHolder (R1-R4; see AnnotationNextHolder),
+//	annotations           the other fields, each feature's in annotations of its own:
+//	                      Record.ResignRequested and Record.NextHolder (R1-R4; see AnnotationNextHolder),
 //	                      Record.Preempt and Record.NextPriority (Q2, Q4; see AnnotationNextPriority),
 //	                      Record.Session (E12; see AnnotationSession),
 //	                      Record.Value (V1; see AnnotationValue),
@@ -108,15 +109,9 @@ func (l *leaseLock) Update(ctx context.Context, name string, r cluster.Record) (
 // record of the Lease the API server answers, remembered for the next update.
 func (l *leaseLock) write(ctx context.Context, op, name string, lease *coordinationv1.Lease, r cluster.Record, transitions int32,
 	send func(context.Context, *coordinationv1.Lease) (*coordinationv1.Lease, error)) (cluster.Record, error) {
-	if r.Term > maxTerm {
-		return cluster.Record{}, l.fail(op, name, fmt.Errorf("term %d is above %d, the largest a Lease carries", r.Term, uint64(maxTerm)))
+	if err := encodeLease(lease, r, transitions); err != nil {
+		return cluster.Record{}, l.fail(op, name, err)
 	}
-	setSpec(&lease.Spec, r, transitions)
-	setTerm(&lease.ObjectMeta, r.Term, transitions)
-	setResign(&lease.ObjectMeta, r)
-	setSession(&lease.ObjectMeta, r)
-	setValue(&lease.ObjectMeta, r)
-	setPriority(&lease.ObjectMeta, r)
 	ctx, cancel := l.bound(ctx)
 	defer cancel()
 	written, err := send(ctx, lease)
@@ -186,12 +181,36 @@ func newerVersion(a, b string) bool {
 	return x > y
 }
 
-// record reads a Lease into a Record; a Lease that does not fit (no resourceVersion, a
-// negative term) is an error naming it and its field, never taken over silently.
+// record reads a Lease into a Record (decodeLease); a Lease that does not fit is an error
+// naming it and its field, never taken over silently.
 func (l *leaseLock) record(lease *coordinationv1.Lease) (cluster.Record, error) {
+	r, err := decodeLease(lease)
+	if err != nil {
+		return cluster.Record{}, l.fail("read", lease.Name, err)
+	}
+	return r, nil
+}
+
+// encodeLease writes r into lease, its spec with leaseTransitions transitions and its
+// annotations (the mapping of NewLeaseLock); the annotations it does not own are kept.
+func encodeLease(lease *coordinationv1.Lease, r cluster.Record, transitions int32) error {
+	if r.Term > maxTerm {
+		return fmt.Errorf("term %d is above %d, the largest a Lease carries", r.Term, uint64(maxTerm))
+	}
+	setSpec(&lease.Spec, r, transitions)
+	setTerm(&lease.ObjectMeta, r.Term, transitions)
+	for _, f := range leaseFields {
+		f.set(&lease.ObjectMeta, r)
+	}
+	return nil
+}
+
+// decodeLease reads a Lease into a Record; a Lease that does not fit (no resourceVersion, a
+// negative term, a malformed annotation) is an error naming its field.
+func decodeLease(lease *coordinationv1.Lease) (cluster.Record, error) {
 	r := cluster.Record{Revision: lease.ResourceVersion}
 	if r.Revision == "" {
-		return cluster.Record{}, l.fail("read", lease.Name, errors.New("metadata.resourceVersion is empty"))
+		return cluster.Record{}, errors.New("metadata.resourceVersion is empty")
 	}
 	s := lease.Spec
 	if s.HolderIdentity != nil {
@@ -199,7 +218,7 @@ func (l *leaseLock) record(lease *coordinationv1.Lease) (cluster.Record, error) 
 	}
 	term, err := termOf(lease.ObjectMeta, s)
 	if err != nil {
-		return cluster.Record{}, l.fail("read", lease.Name, err)
+		return cluster.Record{}, err
 	}
 	r.Term = term
 	if s.AcquireTime != nil {
@@ -211,67 +230,12 @@ func (l *leaseLock) record(lease *coordinationv1.Lease) (cluster.Record, error) 
 	if s.LeaseDurationSeconds != nil {
 		r.Duration = time.Duration(*s.LeaseDurationSeconds) * time.Second
 	}
-	if err := readResign(lease.ObjectMeta, r.Term, &r); err != nil {
-		return cluster.Record{}, l.fail("read", lease.Name, err)
-	}
-	if err := readSession(lease.ObjectMeta, r.Term, &r); err != nil {
-		return cluster.Record{}, l.fail("read", lease.Name, err)
-	}
-	if err := readValue(lease.ObjectMeta, r.Term, &r); err != nil {
-		return cluster.Record{}, l.fail("read", lease.Name, err)
-	}
-	if err := readPriority(lease.ObjectMeta, r.Term, &r); err != nil {
-		return cluster.Record{}, l.fail("read", lease.Name, err)
+	for _, f := range leaseFields {
+		if err := f.read(lease.ObjectMeta, r.Term, &r); err != nil {
+			return cluster.Record{}, err
+		}
 	}
 	return r, nil
-}
-
-// The annotations of a Lease that carry the holder's session (E12): holderIdentity is all
-// client-go reads, so the session lives beside it, as the resign annotations do.
-const (
-	// AnnotationSession is Record.Session, the token of the process that wrote
-	// holderIdentity; absent in a released Lease.
-	AnnotationSession = "leasehold.dev/session"
-	// AnnotationSessionTerm is the term (termOf) AnnotationSession was written with. A
-	// writer that does not know it (client-go's leaderelection) keeps the annotations of the
-	// Lease it takes over and grows leaseTransitions, and so the term: the session, left from
-	// an earlier term, then reads as absent, so no leasehold instance takes that writer's
-	// Lease for its own, even under the same identity.
-	AnnotationSessionTerm = "leasehold.dev/session-term"
-)
-
-// setSession writes r's session into the annotations of m, with the term it belongs to;
-// a record without one (a release) removes both. Other annotations are kept.
-func setSession(m *metav1.ObjectMeta, r cluster.Record) {
-	setTermed(m, AnnotationSession, AnnotationSessionTerm, r.Session, r.Term)
-}
-
-// setTermed writes value under key and the term it belongs to under termKey, or removes both
-// when value is empty. Other annotations are kept: client-go keeps a Lease's annotations when
-// it takes it over, which is what makes the term tell a stale pair from a current one.
-func setTermed(m *metav1.ObjectMeta, key, termKey, value string, term uint64) {
-	if value == "" {
-		delete(m.Annotations, key)
-		delete(m.Annotations, termKey)
-		return
-	}
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	m.Annotations[key] = value
-	m.Annotations[termKey] = strconv.FormatUint(term, 10)
-}
-
-// readSession reads the session of a Lease whose term is term into r: absent without the
-// annotation, and when it was written for another term (AnnotationSessionTerm). A malformed
-// term is an error naming the annotation.
-func readSession(m metav1.ObjectMeta, term uint64, r *cluster.Record) error {
-	a := m.Annotations
-	if current, err := annotationsOfTerm(a, AnnotationSessionTerm, term); err != nil || !current {
-		return err // malformed, or left by a writer that took the Lease over without knowing it
-	}
-	r.Session = a[AnnotationSession]
-	return nil
 }
 
 // setSpec writes r into a Lease spec (the mapping of NewLeaseLock), with leaseTransitions

@@ -85,3 +85,5 @@ func parsePriority(key, s string) (int, error) {
 	}
 	return int(n), nil
 }
+
+func init() { registerLeaseFields(leaseField{setPriority, readPriority}) }

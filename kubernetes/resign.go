@@ -66,22 +66,6 @@ func setResign(m *metav1.ObjectMeta, r cluster.Record) {
 	m.Annotations[AnnotationResignTerm] = strconv.FormatUint(r.Term, 10)
 }
 
-// annotationsOfTerm says whether annotations written for a term (named by the annotation
-// termKey, which a writer that does not know them leaves behind when it takes the Lease over,
-// changing the term) are those of the Lease's term: true when termKey is absent (annotations
-// written before it existed). A malformed termKey is an error naming it.
-func annotationsOfTerm(a map[string]string, termKey string, term uint64) (bool, error) {
-	s, ok := a[termKey]
-	if !ok {
-		return true, nil
-	}
-	t, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return false, fmt.Errorf("annotation %s is %q, want a non-negative term", termKey, s)
-	}
-	return t == term, nil
-}
-
 // readResign reads the resign annotations of a Lease whose term is term into r; a next
 // priority (AnnotationNextPriority) marks the request, or the release answering it, as a
 // preemption (Record.Preempt). A Lease without them (written before they existed, or by
@@ -110,3 +94,5 @@ func readResign(m metav1.ObjectMeta, term uint64, r *cluster.Record) error {
 	}
 	return nil
 }
+
+func init() { registerLeaseFields(leaseField{setResign, readResign}) }

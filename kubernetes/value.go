@@ -40,3 +40,5 @@ func readValue(m metav1.ObjectMeta, term uint64, r *cluster.Record) error {
 	r.Value, r.ValueTerm = v, term
 	return nil
 }
+
+func init() { registerLeaseFields(leaseField{setValue, readValue}) }

@@ -25,8 +25,9 @@
 //     arrays, empty objects and arrays, Go values (structs, typed slices and maps, time.Time)
 //     all read back in the form encoding/json decodes them into, through Create and through
 //     Patch; Get returns a copy, and Create and Patch copy their input.
-//   - LeaseRecord: a lease record as the store Lock encodes it (its published value and the
-//     value's term included) reads back as itself, through Create and through Patch.
+//   - LeaseRecord: a lease record as the store Lock encodes it, every field of cluster.Record
+//     set, reads back as itself through Create, and a release written over it by Patch reads
+//     back with every field it leaves unset zero.
 //   - Keys: keys with separators, spaces and non-ASCII characters work, and keys that differ
 //     only by case, accent or trailing space are different keys.
 //   - T3/NotFound: Get, Patch and Delete of a missing key return ErrNotFound.
