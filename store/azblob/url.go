@@ -68,23 +68,8 @@ func parseConfig(u *url.URL) (*config, error) {
 		return nil, errors.New("store/azblob: unexpected fragment in the URL")
 	}
 	c := &config{account: u.Host}
-	if !validAccount(c.account) {
-		return nil, fmt.Errorf("store/azblob: %q is not a storage account name (3 to 24 lower-case letters and digits)", c.account)
-	}
-	path := strings.TrimPrefix(u.Path, "/")
-	c.container, c.prefix, _ = strings.Cut(path, "/")
-	if c.container == "" {
-		return nil, errors.New("store/azblob: the URL names no container (azblob://ACCOUNT/CONTAINER[/PREFIX])")
-	}
-	if !validContainer(c.container) {
-		return nil, fmt.Errorf("store/azblob: %q is not a container name (3 to 63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit)", c.container)
-	}
-	if len(c.prefix) > 512 {
-		return nil, fmt.Errorf("store/azblob: prefix %q is longer than 512 bytes", c.prefix)
-	}
-	if strings.Contains(c.prefix, "//") || strings.HasPrefix(c.prefix, ".") || strings.Contains(c.prefix, "/.") ||
-		strings.ContainsAny(c.prefix, "\\") || strings.ContainsFunc(c.prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return nil, fmt.Errorf("store/azblob: prefix %q has an empty or dot-led path segment, a backslash or a control character", c.prefix)
+	if err := c.parseLocation(u.Path); err != nil {
+		return nil, err
 	}
 	q := u.Query()
 	for k := range q {
@@ -141,6 +126,30 @@ func parseConfig(u *url.URL) (*config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// parseLocation reads the storage account (already in c), the container and the prefix from
+// the URL's host and path, as Azure's naming rules allow them.
+func (c *config) parseLocation(urlPath string) error {
+	if !validAccount(c.account) {
+		return fmt.Errorf("store/azblob: %q is not a storage account name (3 to 24 lower-case letters and digits)", c.account)
+	}
+	path := strings.TrimPrefix(urlPath, "/")
+	c.container, c.prefix, _ = strings.Cut(path, "/")
+	if c.container == "" {
+		return errors.New("store/azblob: the URL names no container (azblob://ACCOUNT/CONTAINER[/PREFIX])")
+	}
+	if !validContainer(c.container) {
+		return fmt.Errorf("store/azblob: %q is not a container name (3 to 63 lower-case letters, digits and single hyphens, starting and ending with a letter or digit)", c.container)
+	}
+	if len(c.prefix) > 512 {
+		return fmt.Errorf("store/azblob: prefix %q is longer than 512 bytes", c.prefix)
+	}
+	if strings.Contains(c.prefix, "//") || strings.HasPrefix(c.prefix, ".") || strings.Contains(c.prefix, "/.") ||
+		strings.ContainsAny(c.prefix, "\\") || strings.ContainsFunc(c.prefix, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return fmt.Errorf("store/azblob: prefix %q has an empty or dot-led path segment, a backslash or a control character", c.prefix)
+	}
+	return nil
 }
 
 // parseConnectionString reads an Azure Storage connection string: AccountName and AccountKey
