@@ -1,0 +1,302 @@
+//go:build unix
+
+package storecluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ZooKeeperJarEnv names the environment variable that points at the ZooKeeper server's jar
+// (Debian's zookeeper package installs /usr/share/java/zookeeper.jar, whose manifest names the
+// jars it needs).
+const ZooKeeperJarEnv = "LEASEHOLD_ZOOKEEPER_JAR"
+
+// ZooKeeperTickMS is the tick of the test servers, in milliseconds: ZooKeeper bounds a session's
+// timeout to between 2 and 20 ticks, so the tests may ask for sessions of 400ms to 4s, and a
+// dead ensemble leader is replaced within a few ticks.
+const ZooKeeperTickMS = 200
+
+// zkMain is the class that runs a server, standalone or as a member of an ensemble.
+const zkMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+// ZooKeeperJar finds the ZooKeeper server's jar: $LEASEHOLD_ZOOKEEPER_JAR, else the one of
+// Debian's package (/usr/share/java/zookeeper.jar, /usr/share/zookeeper/zookeeper.jar), and
+// java on PATH (or $JAVA_HOME/bin/java) to run it. Missing: ErrUnavailable.
+func ZooKeeperJar() (jar, java string, err error) {
+	jar, err = LookBinary(ZooKeeperJarEnv, "zookeeper.jar", "/usr/share/java/zookeeper.jar", "/usr/share/zookeeper/zookeeper.jar")
+	if err != nil {
+		return "", "", err
+	}
+	var fallbacks []string
+	if home := os.Getenv("JAVA_HOME"); home != "" {
+		fallbacks = append(fallbacks, filepath.Join(home, "bin", "java"))
+	}
+	java, err = LookBinary("LEASEHOLD_JAVA_BIN", "java", fallbacks...)
+	if err != nil {
+		return "", "", err
+	}
+	return jar, java, nil
+}
+
+// ZooKeeperCluster is a ZooKeeper ensemble (or a single standalone server) of processes on
+// loopback.
+type ZooKeeperCluster struct {
+	members []*Member
+	dir     string
+}
+
+var _ Cluster = (*ZooKeeperCluster)(nil)
+
+// StartZooKeeper starts n ZooKeeper servers as processes of their own (java QuorumPeerMain, a
+// zoo.cfg each, written under dir with their data and logs, <name>.log), on free loopback
+// ports, and returns once each serves clients (the "srvr" command names its mode), which in an
+// ensemble needs a leader. One server runs standalone; more form an ensemble whose members elect
+// their own leader. The servers tick every 200ms (ZooKeeperTickMS), write without fsync (the
+// faults are process kills and pauses, which the page cache survives), have their admin server
+// off and answer the four-letter commands srvr, ruok, mntr and cons. ErrUnavailable when no
+// server jar or no java is found (ZooKeeperJar).
+//
+// Leader asks each member's mode ("srvr"); Failover returns ErrNoFailover: ZooKeeper moves its
+// leadership by election only (kill or pause the leader), and a write is acknowledged once a
+// quorum logged it, so no leader change loses one.
+func StartZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeperCluster, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("storecluster: zookeeper members %d: want at least 1", n)
+	}
+	jar, java, err := ZooKeeperJar()
+	if err != nil {
+		return nil, err
+	}
+	c := &ZooKeeperCluster{dir: dir}
+	var servers []string
+	for i := 1; i <= n; i++ {
+		client, err := FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("zk-%d", i)
+		c.members = append(c.members, &Member{Name: name, Addr: client})
+		if n > 1 {
+			peer, err := FreeAddr()
+			if err != nil {
+				return nil, err
+			}
+			election, err := FreeAddr()
+			if err != nil {
+				return nil, err
+			}
+			_, pp, _ := net.SplitHostPort(peer)
+			_, ep, _ := net.SplitHostPort(election)
+			servers = append(servers, fmt.Sprintf("server.%d=127.0.0.1:%s:%s", i, pp, ep))
+		}
+	}
+	for i, m := range c.members {
+		data := filepath.Join(dir, m.Name)
+		if err := os.MkdirAll(data, 0o755); err != nil {
+			return nil, fmt.Errorf("storecluster: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(i+1)+"\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("storecluster: %w", err)
+		}
+		_, port, _ := net.SplitHostPort(m.Addr)
+		cfg := []string{
+			"tickTime=" + strconv.Itoa(ZooKeeperTickMS),
+			"initLimit=10",
+			"syncLimit=5",
+			"dataDir=" + data,
+			"clientPort=" + port,
+			"clientPortAddress=127.0.0.1",
+			"admin.enableServer=false",
+			"4lw.commands.whitelist=srvr,ruok,mntr,cons",
+			"forceSync=no",
+			// The members listen on loopback only, like the client port.
+			"quorumListenOnAllIPs=false",
+		}
+		cfg = append(cfg, servers...)
+		file := filepath.Join(dir, m.Name+".cfg")
+		if err := os.WriteFile(file, []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("storecluster: %w", err)
+		}
+		args := []string{
+			// A small heap and the client compiler: the servers are small, and start faster so.
+			"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+			"-Dzookeeper.jmx.log4j.disable=true",
+			"-cp", jar, zkMain, file,
+		}
+		m.Log = filepath.Join(dir, m.Name+".log")
+		m.Command = func() *exec.Cmd { return exec.Command(java, args...) }
+		m.Ready = func(ctx context.Context) error {
+			_, err := ZooKeeperMode(ctx, m.Addr)
+			return err
+		}
+	}
+	if err := c.startAll(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *ZooKeeperCluster) startAll(ctx context.Context) error {
+	if err := StartAll(ctx, c.members); err != nil {
+		return err
+	}
+	_, err := c.Leader(ctx)
+	return err
+}
+
+// Backend implements Cluster.
+func (c *ZooKeeperCluster) Backend() string { return "zk" }
+
+// Members implements Cluster.
+func (c *ZooKeeperCluster) Members() []*Member { return c.members }
+
+// URL implements Cluster: zk://addr,addr,addr/leasehold with params as its query. The chroot
+// is /leasehold unless params has "chroot" (its value a path), which is then no query parameter.
+func (c *ZooKeeperCluster) URL(addrs []string, params map[string]string) string {
+	if addrs == nil {
+		for _, m := range c.members {
+			addrs = append(addrs, m.Addr)
+		}
+	}
+	chroot := "/leasehold"
+	var q []string
+	for k, v := range params {
+		if k == "chroot" {
+			chroot = "/" + strings.TrimPrefix(v, "/")
+			continue
+		}
+		q = append(q, k+"="+v)
+	}
+	u := "zk://" + strings.Join(addrs, ",") + chroot
+	if len(q) > 0 {
+		slices.Sort(q)
+		u += "?" + strings.Join(q, "&")
+	}
+	return u
+}
+
+// ZooKeeperMode asks the server at addr its four-letter command "srvr" and returns the mode it
+// reports ("leader", "follower", "standalone"); a server that is not serving (no quorum) is an
+// error.
+func ZooKeeperMode(ctx context.Context, addr string) (string, error) {
+	out, err := ZooKeeperCommand(ctx, addr, "srvr")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if mode, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(mode), nil
+		}
+	}
+	return "", fmt.Errorf("storecluster: zookeeper %s is not serving: %s", addr, strings.TrimSpace(out))
+}
+
+// ZooKeeperCommand sends a four-letter command to the server at addr and returns its answer,
+// within ctx and at most a second (a paused server answers nothing).
+func ZooKeeperCommand(ctx context.Context, addr, cmd string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	if _, err := io.WriteString(conn, cmd); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	_, err = io.Copy(&b, bufio.NewReader(conn))
+	if err != nil && b.Len() == 0 {
+		return "", fmt.Errorf("storecluster: zookeeper %s %s: %w", addr, cmd, err)
+	}
+	return b.String(), nil
+}
+
+// Leader implements Cluster: the member whose mode is leader (or standalone), once a majority
+// of the members follow a leader; it waits while the ensemble has none.
+func (c *ZooKeeperCluster) Leader(ctx context.Context) (*Member, error) {
+	for {
+		if m := c.leaderNow(ctx); m != nil {
+			return m, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("storecluster: no zookeeper leader: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (c *ZooKeeperCluster) leaderNow(ctx context.Context) *Member {
+	modes := make([]string, len(c.members))
+	var wg sync.WaitGroup
+	for i, m := range c.members {
+		if !m.Running() || m.Paused() {
+			continue
+		}
+		wg.Go(func() { modes[i], _ = ZooKeeperMode(ctx, m.Addr) })
+	}
+	wg.Wait()
+	var leader *Member
+	serving := 0
+	for i, mode := range modes {
+		switch mode {
+		case "standalone":
+			return c.members[i]
+		case "leader":
+			leader = c.members[i]
+			serving++
+		case "follower":
+			serving++
+		}
+	}
+	if leader != nil && serving > len(c.members)/2 {
+		return leader
+	}
+	return nil
+}
+
+// Failover implements Cluster: ErrNoFailover (see StartZooKeeper).
+func (c *ZooKeeperCluster) Failover(ctx context.Context, loseWrites bool) error {
+	return fmt.Errorf("%w: ZooKeeper changes its leader by election only", ErrNoFailover)
+}
+
+// Restart implements Cluster: every member is stopped (SIGTERM), then all start again on their
+// data, and it returns once the ensemble has a leader again.
+func (c *ZooKeeperCluster) Restart(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, m := range c.members {
+		wg.Go(func() { _ = m.Stop() })
+	}
+	wg.Wait()
+	return c.startAll(ctx)
+}
+
+// Close implements Cluster: every member is killed.
+func (c *ZooKeeperCluster) Close() error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.members))
+	for i, m := range c.members {
+		wg.Go(func() { errs[i] = m.Kill() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
