@@ -148,6 +148,14 @@ func (c *config) takeCredentials(u *url.URL, q url.Values) error {
 	if fromFile && env != "" {
 		return fmt.Errorf("URL parameters %q and %q both give the password: give one of them", driver.PasswordFileParam, PasswordEnvParam)
 	}
+	user := u.User.Username()
+	has := fromFile || env != ""
+	switch {
+	case has && user == "":
+		return fmt.Errorf("the password needs a user name in the URL (zk://user@host/...)")
+	case !has && user != "":
+		return fmt.Errorf("the URL names the user %q but no password: give it with %s or %s", user, driver.PasswordFileParam, PasswordEnvParam)
+	}
 	if env != "" {
 		if !validEnvName(env) {
 			return fmt.Errorf("URL parameter %q: %q is not an environment variable name", PasswordEnvParam, env)
@@ -157,14 +165,6 @@ func (c *config) takeCredentials(u *url.URL, q url.Values) error {
 			return fmt.Errorf("URL parameter %q: the environment variable %s is unset or empty", PasswordEnvParam, env)
 		}
 		password = v
-	}
-	user := u.User.Username()
-	has := fromFile || env != ""
-	switch {
-	case has && user == "":
-		return fmt.Errorf("the password needs a user name in the URL (zk://user@host/...)")
-	case !has && user != "":
-		return fmt.Errorf("the URL names the user %q but no password: give it with %s or %s", user, driver.PasswordFileParam, PasswordEnvParam)
 	}
 	if strings.Contains(user, ":") {
 		return fmt.Errorf("the user name %q holds a colon, which digest credentials cannot", user)

@@ -28,6 +28,7 @@ func init() {
 		Open:        driver.Opener(openURL),
 		ServiceType: ServiceType,
 		Example:     "zk://host:port[,host:port]/chroot",
+		Params:      []string{"session_timeout", "acl", driver.PasswordFileParam, PasswordEnvParam},
 	})
 }
 
@@ -296,8 +297,8 @@ func (b *backend) Create(ctx context.Context, key string, doc map[string]any) er
 		}
 		_, version, err := b.read(ctx, p)
 		switch {
-		case err == nil:
-			return store.ErrExists
+		case err == nil, errors.Is(err, ErrNotJSON):
+			return store.ErrExists // a record, or data something else wrote: either way not ours to replace
 		case !errors.Is(err, store.ErrNotFound):
 			return err
 		}
