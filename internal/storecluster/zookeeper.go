@@ -51,11 +51,40 @@ func ZooKeeperJar() (jar, java string, err error) {
 	return jar, java, nil
 }
 
+// zkClasspath returns the class path of the servers: the jar, and beside it (Debian's
+// /usr/share/java) the jars its manifest leaves out: Netty's codec, which the Netty connection
+// factory of the TLS port needs, and SLF4J's simple logger, so that a server's warnings and
+// errors reach its log file instead of nowhere.
+func zkClasspath(jar string) string {
+	cp := []string{jar}
+	for _, name := range []string{"netty-codec.jar", "slf4j-simple.jar"} {
+		if p := filepath.Join(filepath.Dir(jar), name); fileExists(p) {
+			cp = append(cp, p)
+		}
+	}
+	return strings.Join(cp, string(os.PathListSeparator))
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
 // ZooKeeperCluster is a ZooKeeper ensemble (or a single standalone server) of processes on
 // loopback.
 type ZooKeeperCluster struct {
 	members []*Member
+	secure  []string // each member's TLS client address, when started with TLS
 	dir     string
+}
+
+// ZooKeeperTLS asks the servers to serve clients over TLS too, on a port of its own
+// (secureClientPort, with Netty's connection factory): Cert and Key are the PEM files of the
+// servers' certificate and key, CA the PEM file of the authority their clients' certificates
+// must come from when ClientAuth is set.
+type ZooKeeperTLS struct {
+	Cert, Key, CA string
+	ClientAuth    bool
 }
 
 var _ Cluster = (*ZooKeeperCluster)(nil)
@@ -73,6 +102,12 @@ var _ Cluster = (*ZooKeeperCluster)(nil)
 // leadership by election only (kill or pause the leader), and a write is acknowledged once a
 // quorum logged it, so no leader change loses one.
 func StartZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeperCluster, error) {
+	return StartZooKeeperTLS(ctx, dir, n, nil)
+}
+
+// StartZooKeeperTLS is StartZooKeeper with the servers serving TLS too when tlsCfg is not nil
+// (see SecureAddrs); the plain client ports stay, for the four-letter commands.
+func StartZooKeeperTLS(ctx context.Context, dir string, n int, tlsCfg *ZooKeeperTLS) (*ZooKeeperCluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("storecluster: zookeeper members %d: want at least 1", n)
 	}
@@ -81,6 +116,7 @@ func StartZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeperCluster, 
 		return nil, err
 	}
 	c := &ZooKeeperCluster{dir: dir}
+	classpath := zkClasspath(jar)
 	var servers []string
 	for i := 1; i <= n; i++ {
 		client, err := FreeAddr()
@@ -89,6 +125,13 @@ func StartZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeperCluster, 
 		}
 		name := fmt.Sprintf("zk-%d", i)
 		c.members = append(c.members, &Member{Name: name, Addr: client})
+		if tlsCfg != nil {
+			secure, err := FreeAddr()
+			if err != nil {
+				return nil, err
+			}
+			c.secure = append(c.secure, secure)
+		}
 		if n > 1 {
 			peer, err := FreeAddr()
 			if err != nil {
@@ -125,6 +168,13 @@ func StartZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeperCluster, 
 			// The members listen on loopback only, like the client port.
 			"quorumListenOnAllIPs=false",
 		}
+		if tlsCfg != nil {
+			tlsLines, err := zkTLSConfig(dir, c.secure[i], tlsCfg)
+			if err != nil {
+				return nil, err
+			}
+			cfg = append(cfg, tlsLines...)
+		}
 		cfg = append(cfg, servers...)
 		file := filepath.Join(dir, m.Name+".cfg")
 		if err := os.WriteFile(file, []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
@@ -134,7 +184,8 @@ func StartZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeperCluster, 
 			// A small heap and the client compiler: the servers are small, and start faster so.
 			"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 			"-Dzookeeper.jmx.log4j.disable=true",
-			"-cp", jar, zkMain, file,
+			"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+			"-cp", classpath, zkMain, file,
 		}
 		m.Log = filepath.Join(dir, m.Name+".log")
 		m.Command = func() *exec.Cmd { return exec.Command(java, args...) }
@@ -149,6 +200,44 @@ func StartZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeperCluster, 
 	}
 	return c, nil
 }
+
+// zkTLSConfig returns the zoo.cfg lines of a server serving TLS on addr, and writes the PEM
+// key store ZooKeeper reads (the certificate and the key in one file) under dir.
+func zkTLSConfig(dir, addr string, t *ZooKeeperTLS) ([]string, error) {
+	cert, err := os.ReadFile(t.Cert)
+	if err != nil {
+		return nil, fmt.Errorf("storecluster: %w", err)
+	}
+	key, err := os.ReadFile(t.Key)
+	if err != nil {
+		return nil, fmt.Errorf("storecluster: %w", err)
+	}
+	store := filepath.Join(dir, "zk-keystore.pem")
+	if err := os.WriteFile(store, append(append(key, '\n'), cert...), 0o600); err != nil {
+		return nil, fmt.Errorf("storecluster: %w", err)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	auth := "none"
+	if t.ClientAuth {
+		auth = "need"
+	}
+	lines := []string{
+		"serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+		"secureClientPort=" + port,
+		"secureClientPortAddress=127.0.0.1",
+		"ssl.keyStore.location=" + store,
+		"ssl.keyStore.type=PEM",
+		"ssl.clientAuth=" + auth,
+	}
+	if t.CA != "" {
+		lines = append(lines, "ssl.trustStore.location="+t.CA, "ssl.trustStore.type=PEM")
+	}
+	return lines, nil
+}
+
+// SecureAddrs returns the members' TLS client addresses (in the order of Members), nil when
+// the cluster was started without TLS.
+func (c *ZooKeeperCluster) SecureAddrs() []string { return c.secure }
 
 func (c *ZooKeeperCluster) startAll(ctx context.Context) error {
 	if err := StartAll(ctx, c.members); err != nil {

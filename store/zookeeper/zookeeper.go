@@ -108,7 +108,10 @@ func (b *backend) start(ctx context.Context, cfg *config) error {
 		select {
 		case <-session:
 		case <-ctx.Done():
-			return fmt.Errorf("store/zookeeper: no session with %s: %w", strings.Join(cfg.servers, ","), ctx.Err())
+			err := fmt.Errorf("store/zookeeper: no session with %s: %w", strings.Join(cfg.servers, ","), ctx.Err())
+			// The client logs why it could not connect, and the store discards its logs: a
+			// TLS session that fails is probed again to say why.
+			return driver.ExplainTLSFailure(ctx, cfg.servers[0], cfg.tls, err)
 		}
 	}
 	if cfg.user != "" {
