@@ -101,13 +101,14 @@ var _ Cluster = (*ZooKeeperCluster)(nil)
 // Leader asks each member's mode ("srvr"); Failover returns ErrNoFailover: ZooKeeper moves its
 // leadership by election only (kill or pause the leader), and a write is acknowledged once a
 // quorum logged it, so no leader change loses one.
-func StartZooKeeper(ctx context.Context, dir string, n int) (*ZooKeeperCluster, error) {
+func StartZooKeeper(ctx context.Context, dir string, n int) (Cluster, error) {
 	return StartZooKeeperTLS(ctx, dir, n, nil)
 }
 
 // StartZooKeeperTLS is StartZooKeeper with the servers serving TLS too when tlsCfg is not nil
-// (see SecureAddrs); the plain client ports stay, for the four-letter commands.
-func StartZooKeeperTLS(ctx context.Context, dir string, n int, tlsCfg *ZooKeeperTLS) (*ZooKeeperCluster, error) {
+// (see ZooKeeperCluster.SecureAddrs); the plain client ports stay, for the four-letter
+// commands. The Cluster it returns is a *ZooKeeperCluster.
+func StartZooKeeperTLS(ctx context.Context, dir string, n int, tlsCfg *ZooKeeperTLS) (Cluster, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("storecluster: zookeeper members %d: want at least 1", n)
 	}

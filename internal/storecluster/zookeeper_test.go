@@ -13,7 +13,7 @@ import (
 	"github.com/leasehold/leasehold/internal/testenv"
 )
 
-func startZooKeeper(t *testing.T, n int) *ZooKeeperCluster {
+func startZooKeeper(t *testing.T, n int) Cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts zookeeper processes")

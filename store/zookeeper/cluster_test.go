@@ -17,7 +17,7 @@ import (
 )
 
 // startEnsemble starts three ZooKeeper servers as an ensemble, killed when the test ends.
-func startEnsemble(t *testing.T) *storecluster.ZooKeeperCluster {
+func startEnsemble(t *testing.T) storecluster.Cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a ZooKeeper ensemble")

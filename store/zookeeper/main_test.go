@@ -22,7 +22,7 @@ import (
 // server is the standalone ZooKeeper TestMain starts for the whole package (each test uses a
 // chroot of its own), and serverErr why there is none.
 var (
-	server    *storecluster.ZooKeeperCluster
+	server    storecluster.Cluster
 	serverErr error
 )
 

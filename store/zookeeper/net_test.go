@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/cuttest"
+	"github.com/leasehold/leasehold/internal/leakcheck"
 	"github.com/leasehold/leasehold/internal/storecluster"
 	"github.com/leasehold/leasehold/internal/tcpproxy"
 	"github.com/leasehold/leasehold/store"
@@ -245,4 +246,41 @@ func TestWatchDeleteAndCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.until(t, map[string]any{"n": float64(2)})
+}
+
+// TestCloseLeavesNoGoroutine: once Close has returned, no goroutine the store started runs:
+// not the client's, not a call cut short by its context, not a watch's.
+func TestCloseLeavesNoGoroutine(t *testing.T) {
+	t.Parallel()
+	raw, _ := serverURL(t)
+	tr := leakcheck.New()
+	tr.Do(func() {
+		s, err := Open(t.Context(), raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Create(t.Context(), "k", map[string]any{"n": 1}); err != nil {
+			t.Fatal(err)
+		}
+		r := watch(t, store.WithHeartbeat(t.Context(), 10*time.Millisecond), s, "k")
+		r.until(t, map[string]any{"n": float64(1)})
+		for range 20 { // calls that return at their deadline, their requests still in flight
+			ctx, cancel := context.WithTimeout(t.Context(), time.Microsecond)
+			s.Patch(ctx, "k", map[string]any{"n": 2}, nil)
+			cancel()
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-r.done:
+			r.done <- err
+			if err == nil || errors.Is(err, context.Canceled) {
+				t.Errorf("the watch ended by Close returned %v, want an error of its own", err)
+			}
+		case <-time.After(watchWait):
+			t.Fatal("the watch still runs after Close")
+		}
+	})
+	tr.Check(t, 5*time.Second)
 }

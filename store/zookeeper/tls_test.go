@@ -35,7 +35,7 @@ func TestTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	addr := c.SecureAddrs()[0]
+	addr := c.(*storecluster.ZooKeeperCluster).SecureAddrs()[0]
 	base := "zk://" + addr + newChroot() + "?dial_timeout=3s&"
 	s := openRaw(t, base+"ca="+certs.CA+"&cert="+certs.ClientCert+"&key="+certs.ClientKey)
 	if err := s.Create(ctx, "k", map[string]any{"a": 1}); err != nil {
