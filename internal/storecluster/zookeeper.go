@@ -38,7 +38,7 @@ const zkMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 func ZooKeeperJar() (jar, java string, err error) {
 	jar, err = LookBinary(ZooKeeperJarEnv, "zookeeper.jar", "/usr/share/java/zookeeper.jar", "/usr/share/zookeeper/zookeeper.jar")
 	if err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("%w; scripts/services installs Debian's zookeeper package", err)
 	}
 	var fallbacks []string
 	if home := os.Getenv("JAVA_HOME"); home != "" {

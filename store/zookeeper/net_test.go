@@ -7,11 +7,16 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/leasehold/leasehold/internal/cuttest"
 	"github.com/leasehold/leasehold/internal/leakcheck"
@@ -283,4 +288,117 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 		}
 	})
 	tr.Check(t, 5*time.Second)
+}
+
+// gate forwards the connections it accepts to a target while open, and closes them at once
+// while shut, counting them: a server that is down but whose port answers.
+type gate struct {
+	ln      net.Listener
+	target  string
+	open    atomic.Bool
+	accepts atomic.Int32
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   []net.Conn
+}
+
+func newGate(t *testing.T, target string) *gate {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gate{ln: ln, target: target}
+	g.open.Store(true)
+	g.wg.Go(g.serve)
+	t.Cleanup(func() {
+		ln.Close()
+		g.drop()
+		g.wg.Wait()
+	})
+	return g
+}
+
+func (g *gate) serve() {
+	for {
+		c, err := g.ln.Accept()
+		if err != nil {
+			return
+		}
+		g.accepts.Add(1)
+		if !g.open.Load() {
+			c.Close()
+			continue
+		}
+		s, err := net.Dial("tcp", g.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		g.mu.Lock()
+		g.conns = append(g.conns, c, s)
+		g.mu.Unlock()
+		g.wg.Go(func() { io.Copy(s, c); s.Close() })
+		g.wg.Go(func() { io.Copy(c, s); c.Close() })
+	}
+}
+
+// drop closes every forwarded connection.
+func (g *gate) drop() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, c := range g.conns {
+		c.Close()
+	}
+	g.conns = nil
+}
+
+// TestWatchWaitsForASession: a watch whose read cannot be sent (the client drops the requests
+// queued while it has no connection each time it has tried every server) waits for the
+// client's next session instead of failing, then delivers the record and the writes after
+// it. The same happens to the read that arms a watch again after its session expired.
+func TestWatchWaitsForASession(t *testing.T) {
+	t.Parallel()
+	raw, _ := serverURL(t, "session_timeout=4s")
+	g := newGate(t, serverAddr(t))
+	direct := openRaw(t, raw)
+	via := openRaw(t, strings.Replace(raw, serverAddr(t), g.ln.Addr().String(), 1))
+	ctx := t.Context()
+	if err := direct.Create(ctx, "k", map[string]any{"n": 1}); err != nil {
+		t.Fatal(err)
+	}
+	g.open.Store(false)
+	g.drop()
+	for via.Conn().State() == zk.StateHasSession {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the client kept its connection")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	r := watch(t, ctx, via, "k")
+	// Two more refused connections: the client has tried its server again since the watch
+	// queued its read, and dropped that read.
+	for seen := g.accepts.Load(); g.accepts.Load() < seen+2; {
+		select {
+		case err := <-r.done:
+			r.done <- err // for the cleanup
+			t.Fatalf("the watch ended while the client had no session: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		t.Fatalf("the watch ended while the client had no session: %v", err)
+	case c := <-r.calls:
+		t.Fatalf("the watch delivered %+v while the client had no session", c)
+	default:
+	}
+	g.open.Store(true)
+	r.until(t, map[string]any{"n": float64(1)})
+	if err := direct.Patch(ctx, "k", map[string]any{"n": 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r.until(t, map[string]any{"n": float64(2)})
 }

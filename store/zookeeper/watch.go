@@ -46,6 +46,19 @@ func (b *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	for {
 		newSession := b.sessionChanged()
 		n, ch, err := b.arm(ctx, p)
+		if lostConnection(err) {
+			// The client drops the requests it could not send when it has tried every
+			// server, and the ones in flight when a connection ends: arm again on its next
+			// session. Meanwhile the watch is silent, and sends no heartbeat.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-b.done:
+				return fmt.Errorf("store/zookeeper: watch: %w", ErrClosed)
+			case <-newSession:
+				continue
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -57,6 +70,8 @@ func (b *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
+			case <-b.done:
+				return fmt.Errorf("store/zookeeper: watch: %w", ErrClosed)
 			case <-newSession:
 				break wait
 			case ev := <-ch:
@@ -81,6 +96,13 @@ func (b *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 			}
 		}
 	}
+}
+
+// lostConnection reports whether err is the client's for a request that a lost connection or
+// session ended, which a new session may serve.
+func lostConnection(err error) bool {
+	return errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrConnectionClosed) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved)
 }
 
 // arm sets a watch on p and reads it in the same request, after a sync (see read).
@@ -112,10 +134,7 @@ func (b *backend) arm(ctx context.Context, p string) (driver.Notice, <-chan zk.E
 		}
 	})
 	if err != nil {
-		if errors.Is(err, ErrClosed) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrClosing) {
-			return driver.Notice{}, nil, fmt.Errorf("store/zookeeper: watch: %w", err)
-		}
-		return driver.Notice{}, nil, err
+		return driver.Notice{}, nil, fmt.Errorf("store/zookeeper: watch: %w", err)
 	}
 	if !found || len(data) == 0 {
 		return driver.Notice{}, ch, nil

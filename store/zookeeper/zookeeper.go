@@ -54,6 +54,7 @@ type backend struct {
 
 	mu      sync.Mutex
 	closed  bool
+	done    chan struct{}  // closed by Close
 	calls   sync.WaitGroup // the goroutines of do
 	session chan struct{}  // closed, and replaced, when the client has a session on a new connection
 }
@@ -75,7 +76,7 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	if err != nil {
 		return nil, store.ConfigError(err)
 	}
-	b := &backend{chroot: cfg.chroot, acl: cfg.acl, session: make(chan struct{})}
+	b := &backend{chroot: cfg.chroot, acl: cfg.acl, session: make(chan struct{}), done: make(chan struct{})}
 	dialer := zk.Dialer(net.DialTimeout)
 	if cfg.tls != nil {
 		dialer = tlsDialer(cfg.tls)
@@ -218,6 +219,7 @@ func (b *backend) Close() error {
 		return nil
 	}
 	b.closed = true
+	close(b.done)
 	b.mu.Unlock()
 	b.conn.Close()
 	for range b.events { // closed once the client's loop has ended
