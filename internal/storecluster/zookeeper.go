@@ -5,6 +5,7 @@ package storecluster
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -100,7 +101,8 @@ var _ Cluster = (*ZooKeeperCluster)(nil)
 //
 // Leader asks each member's mode ("srvr"); Failover returns ErrNoFailover: ZooKeeper moves its
 // leadership by election only (kill or pause the leader), and a write is acknowledged once a
-// quorum logged it, so no leader change loses one.
+// quorum logged it, so no leader change loses one. Probe (Prober) writes a znode of its own,
+// /storecluster-probe, through each running member, by a small client of ZooKeeper's protocol.
 func StartZooKeeper(ctx context.Context, dir string, n int) (Cluster, error) {
 	return StartZooKeeperTLS(ctx, dir, n, nil)
 }
@@ -389,4 +391,150 @@ func (c *ZooKeeperCluster) Close() error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+var _ Prober = (*ZooKeeperCluster)(nil)
+
+// Probe implements Prober: through each running member at once, a session of its own that
+// writes the znode /storecluster-probe (a write goes through the ensemble's leader and a
+// quorum), then closes.
+func (c *ZooKeeperCluster) Probe(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.members))
+	for i, m := range c.members {
+		if !m.Running() || m.Paused() {
+			continue
+		}
+		wg.Go(func() {
+			if err := zkProbe(ctx, m.Addr); err != nil {
+				errs[i] = fmt.Errorf("storecluster: probe of %s: %w", m.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ZooKeeper's wire protocol, as much of it as a probe needs: jute's big-endian integers, and
+// strings and buffers as a 32-bit length and the bytes.
+const (
+	zkOpCreate  = 1
+	zkOpSetData = 5
+	zkOpClose   = -11
+
+	zkErrNodeExists = -110
+	zkProbePath     = "/storecluster-probe"
+)
+
+// zkProbe opens a session with the server at addr, creates the probe znode if missing, sets
+// its data, and closes the session, within ctx.
+func zkProbe(ctx context.Context, addr string) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+	// The connect request: protocol version, last zxid seen, timeout (ms), session ID,
+	// password; its answer carries no header.
+	var b zkBuf
+	b.int32(0)
+	b.int64(0)
+	b.int32(4000)
+	b.int64(0)
+	b.bytes(make([]byte, 16))
+	if err := zkSend(conn, b); err != nil {
+		return err
+	}
+	if _, err := zkRead(conn); err != nil {
+		return fmt.Errorf("no session: %w", err)
+	}
+	data := []byte(time.Now().Format(time.RFC3339Nano))
+	var create zkBuf
+	create.int32(1)
+	create.int32(zkOpCreate)
+	create.string(zkProbePath)
+	create.bytes(data)
+	create.int32(1) // one ACL: world:anyone, every permission
+	create.int32(0x1f)
+	create.string("world")
+	create.string("anyone")
+	create.int32(0) // persistent
+	if err := zkRequest(conn, create, zkErrNodeExists); err != nil {
+		return fmt.Errorf("create %s: %w", zkProbePath, err)
+	}
+	var set zkBuf
+	set.int32(2)
+	set.int32(zkOpSetData)
+	set.string(zkProbePath)
+	set.bytes(data)
+	set.int32(-1) // any version
+	if err := zkRequest(conn, set); err != nil {
+		return fmt.Errorf("set %s: %w", zkProbePath, err)
+	}
+	var bye zkBuf
+	bye.int32(3)
+	bye.int32(zkOpClose)
+	return zkRequest(conn, bye)
+}
+
+// zkBuf is a request being encoded.
+type zkBuf []byte
+
+func (b *zkBuf) int32(v int32)   { *b = binary.BigEndian.AppendUint32(*b, uint32(v)) }
+func (b *zkBuf) int64(v int64)   { *b = binary.BigEndian.AppendUint64(*b, uint64(v)) }
+func (b *zkBuf) bytes(v []byte)  { b.int32(int32(len(v))); *b = append(*b, v...) }
+func (b *zkBuf) string(v string) { b.bytes([]byte(v)) }
+
+// zkSend writes b as one packet (its length, then it).
+func zkSend(conn net.Conn, b zkBuf) error {
+	_, err := conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...))
+	return err
+}
+
+// zkRead reads one packet.
+func zkRead(conn net.Conn) ([]byte, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(conn, n[:]); err != nil {
+		return nil, err
+	}
+	size := binary.BigEndian.Uint32(n[:])
+	if size > 1<<20 {
+		return nil, fmt.Errorf("a packet of %d bytes", size)
+	}
+	p := make([]byte, size)
+	_, err := io.ReadFull(conn, p)
+	return p, err
+}
+
+// zkRequest sends a request, whose header's xid b starts with, and reads packets until its
+// answer (the server may send watch events first, xid -1): an error unless the answer's error
+// code is 0 or one of ok.
+func zkRequest(conn net.Conn, b zkBuf, ok ...int32) error {
+	if err := zkSend(conn, b); err != nil {
+		return err
+	}
+	xid := int32(binary.BigEndian.Uint32(b[:4]))
+	for {
+		p, err := zkRead(conn)
+		if err != nil {
+			return err
+		}
+		if len(p) < 16 {
+			return fmt.Errorf("an answer of %d bytes", len(p))
+		}
+		if int32(binary.BigEndian.Uint32(p[:4])) != xid {
+			continue
+		}
+		code := int32(binary.BigEndian.Uint32(p[12:16]))
+		if code != 0 && !slices.Contains(ok, code) {
+			return fmt.Errorf("ZooKeeper error %d", code)
+		}
+		return nil
+	}
 }

@@ -5,6 +5,7 @@ package storecluster
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,5 +118,68 @@ func TestZooKeeperStandalone(t *testing.T) {
 	}
 	if out, err := ZooKeeperCommand(ctx, m.Addr, "ruok"); err != nil || !strings.Contains(out, "imok") {
 		t.Errorf("ruok: %q, %v", out, err)
+	}
+	// A probe writes its znode: one more znode, and no more at the next probe.
+	znodes := func() int {
+		out, err := ZooKeeperCommand(ctx, m.Addr, "mntr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if v, ok := strings.CutPrefix(l, "zk_znode_count"); ok {
+				n, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+		}
+		t.Fatalf("mntr has no zk_znode_count: %s", out)
+		return 0
+	}
+	before := znodes()
+	for i := range 2 {
+		if err := c.(Prober).Probe(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := znodes(); n != before+1 {
+			t.Errorf("after probe %d: %d znodes, want %d", i+1, n, before+1)
+		}
+	}
+}
+
+// Probe answers while a majority of members runs, a paused member skipped, and fails once the
+// ensemble has lost its quorum: a write then never commits.
+func TestZooKeeperProbe(t *testing.T) {
+	c := startZooKeeper(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	p, ok := c.(Prober)
+	if !ok {
+		t.Fatal("the ZooKeeper cluster is no Prober")
+	}
+	if err := p.Probe(ctx); err != nil {
+		t.Fatalf("Probe of a whole ensemble: %v", err)
+	}
+	ms := c.Members()
+	if err := ms[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Leader(ctx); err != nil { // another member leads if the paused one did
+		t.Fatal(err)
+	}
+	if err := p.Probe(ctx); err != nil {
+		t.Fatalf("Probe with %s paused: %v", ms[0].Name, err)
+	}
+	if err := ms[1].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+	defer pcancel()
+	if err := p.Probe(pctx); err == nil {
+		t.Fatalf("Probe with %s paused and %s killed, no quorum: no error", ms[0].Name, ms[1].Name)
+	}
+	if err := ms[0].Resume(); err != nil {
+		t.Fatal(err)
 	}
 }
