@@ -193,11 +193,12 @@ var tokenUserSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "w
 
 // secretParam reports whether a URL query parameter named name holds a secret that Redact
 // hides: its name, lower-cased and without "_" and "-", contains password, passwd, pwd, token,
-// secret, auth, credential, apikey, accesskey or privatekey, and does not end in "file" (the
-// path of a file holding a secret, password_file, is not one, and errors name it).
+// secret, auth, credential, apikey, accesskey or privatekey, and does not end in "file" or
+// "env" (the path of a file holding a secret, password_file, is not one, nor is the name of an
+// environment variable holding one, password_env, and errors name them).
 func secretParam(name string) bool {
 	n := strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(name))
-	if strings.HasSuffix(n, "file") {
+	if strings.HasSuffix(n, "file") || strings.HasSuffix(n, "env") {
 		return false
 	}
 	for _, s := range []string{"password", "passwd", "pwd", "token", "secret", "auth", "credential", "apikey", "accesskey", "privatekey"} {

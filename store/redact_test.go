@@ -26,6 +26,8 @@ func TestRedact(t *testing.T) {
 		{"nats://s3cretToken@host:4222", "nats://xxxxx@host:4222"},
 		// The path of a file holding a secret is not a secret: errors name it.
 		{"redis://host:6379/0?password_file=%2Frun%2Fpw&token_file=%2Frun%2Ft", "redis://host:6379/0?password_file=%2Frun%2Fpw&token_file=%2Frun%2Ft"},
+		// Nor is the name of an environment variable holding one.
+		{"zk://u@host:2181/x?password_env=ZK_PASSWORD", "zk://u@host:2181/x?password_env=ZK_PASSWORD"},
 		// A parameter that is a URL with a password of its own.
 		{"s3://bucket/p?endpoint=http://u:s3cret@host:9000&region=r", "s3://bucket/p?endpoint=http%3A%2F%2Fu%3Axxxxx%40host%3A9000&region=r"},
 		{"s3://bucket/p?endpoint=http://host:9000", "s3://bucket/p?endpoint=http%3A%2F%2Fhost%3A9000"},

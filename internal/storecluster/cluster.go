@@ -56,7 +56,7 @@ type Manual interface {
 //
 // Its methods may be called from any goroutine, but a test drives one fault at a time.
 type Cluster interface {
-	// Backend is the store's URL scheme: "etcd", "nats", "redis", "postgres".
+	// Backend is the store's URL scheme: "etcd", "nats", "redis", "postgres", "zk".
 	Backend() string
 
 	// Members are the server processes, in a fixed order. For Redis these are the data
@@ -71,7 +71,8 @@ type Cluster interface {
 	URL(addrs []string, params map[string]string) string
 
 	// Leader returns the member the cluster now treats as its leader (etcd's raft leader, the
-	// NATS stream leader of the bucket, the Redis primary, the PostgreSQL primary). It waits,
+	// NATS stream leader of the bucket, the Redis primary, the PostgreSQL primary, the
+	// ZooKeeper ensemble's leader). It waits,
 	// until ctx ends, while the cluster has none.
 	Leader(ctx context.Context) (*Member, error)
 

@@ -1,6 +1,6 @@
 // Package storecluster starts a store as a cluster of real server processes on loopback, for
 // tests and the fault campaign: etcd members, NATS servers with a replicated bucket, Redis with
-// a replica and Sentinels, PostgreSQL with a streaming standby. Each server is a process of its
+// a replica and Sentinels, PostgreSQL with a streaming standby, ZooKeeper ensembles. Each server is a process of its
 // own, so a test can kill it (SIGKILL), pause it (SIGSTOP), resume it and start it again on the
 // same data, as production clusters fail.
 //
