@@ -39,6 +39,7 @@ var optionalBackends = []optionalBackend{
 	{"redis", []string{"redis", "rediss", "redis+sentinel", "rediss+sentinel"}, []string{"Webda/RedisStore"}},
 	{"s3", []string{"s3"}, []string{"Webda/S3Store"}},
 	{"sqlite", []string{"sqlite"}, []string{"Webda/SQLiteStore"}},
+	{"zookeeper", []string{"zk"}, []string{"Webda/ZooKeeperStore"}},
 }
 
 // linked reports whether the build has the backend: whether its registrations are there.

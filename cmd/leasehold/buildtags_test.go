@@ -41,7 +41,7 @@ func TestReducedBuild(t *testing.T) {
 
 	out, _, code := run("version")
 	if code != 0 || !strings.Contains(out, "stores: file, mem, sqlite\n") ||
-		!strings.Contains(out, "built without: azblob, dynamodb, etcd, gcs, kubernetes, mysql, nats, postgres, redis, s3\n") {
+		!strings.Contains(out, "built without: azblob, dynamodb, etcd, gcs, kubernetes, mysql, nats, postgres, redis, s3, zookeeper\n") {
 		t.Errorf("version of the reduced build: exit %d\n%s", code, out)
 	}
 	if out, errOut, code := run("status", "--store", "sqlite://"+filepath.Join(dir, "r.db")); code != 3 || !strings.Contains(out, "missing") {
@@ -59,6 +59,8 @@ func TestReducedBuild(t *testing.T) {
 			[]string{"built without the s3 backend", "leasehold_minimal,leasehold_sqlite,leasehold_s3"}},
 		{[]string{"status", "--store", "gs://bucket/leases"},
 			[]string{"built without the gcs backend", "leasehold_minimal,leasehold_sqlite,leasehold_gcs"}},
+		{[]string{"status", "--store", "zk://127.0.0.1:2181/app"},
+			[]string{"built without the zookeeper backend", "leasehold_minimal,leasehold_sqlite,leasehold_zookeeper"}},
 		{[]string{"run", "--store", "postgresql://db/x", "--", "true"},
 			[]string{"built without the postgres backend", "leasehold_minimal,leasehold_sqlite,leasehold_postgres"}},
 		{[]string{"status", "--config", k8s},
