@@ -26,6 +26,7 @@ import (
 	_ "github.com/leasehold/leasehold/store/redis"
 	_ "github.com/leasehold/leasehold/store/s3"
 	_ "github.com/leasehold/leasehold/store/sqlite"
+	_ "github.com/leasehold/leasehold/store/zookeeper"
 )
 
 // openLock returns the lock a leasehold worker elects on: the Kubernetes Lease lock when the

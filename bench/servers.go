@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/leasehold/leasehold/internal/storecluster"
 	"net"
 	"net/url"
 	"os"
@@ -32,7 +33,7 @@ type system struct {
 }
 
 // allBackends are the --backends names, in the order they run.
-var allBackends = []string{"file", "sqlite", "postgres", "mysql", "redis", "nats", "etcd", "dynamodb", "s3", "gcs", "azblob", "kubernetes", "client-go", "etcd-concurrency"}
+var allBackends = []string{"file", "sqlite", "postgres", "mysql", "redis", "nats", "etcd", "dynamodb", "s3", "gcs", "azblob", "zookeeper", "kubernetes", "client-go", "etcd-concurrency"}
 
 // servers starts the servers the bench owns (an embedded etcd, a kube-apiserver) once, on
 // first use, and finds the others (PostgreSQL, MariaDB, Redis, NATS) where internal/testenv
@@ -52,9 +53,15 @@ type servers struct {
 
 	emulators []*cloudemu.Emulator // the cloud stores' (cloud.go)
 	clouds    map[string]system    // the cloud stores' systems, by backend name
+
+	zk    storecluster.Cluster // one ZooKeeper server (zookeeper.go)
+	zkErr error
 }
 
 func (s *servers) close() {
+	if s.zk != nil {
+		s.zk.Close()
+	}
 	for _, e := range s.emulators {
 		e.Close()
 	}
@@ -93,6 +100,8 @@ func (s *servers) system(name string) (system, error) {
 		return system{Name: "etcd concurrency", Backend: name, Kind: kindEtcd, Anchor: true, Env: []string{proctest.EnvURL + "=" + s.etcdAddr}}, nil
 	case "dynamodb", "s3", "gcs", "azblob":
 		return s.cloud(name)
+	case "zookeeper":
+		return s.zookeeper()
 	case "kubernetes", "client-go":
 		if err := s.startKube(); err != nil {
 			return system{}, err

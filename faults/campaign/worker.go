@@ -30,6 +30,7 @@ import (
 	_ "github.com/leasehold/leasehold/store/redis"
 	_ "github.com/leasehold/leasehold/store/s3"
 	_ "github.com/leasehold/leasehold/store/sqlite"
+	_ "github.com/leasehold/leasehold/store/zookeeper"
 )
 
 // envResource gives a worker the fenced resource's address, beside proctest's Config.
