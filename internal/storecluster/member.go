@@ -47,6 +47,7 @@ func (m *Member) Start(ctx context.Context) error {
 	}
 	cmd := m.Command()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 	var log *os.File
 	if m.Log != "" {
 		f, err := os.OpenFile(m.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
