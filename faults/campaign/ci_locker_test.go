@@ -31,18 +31,19 @@ func TestCampaignLockerCI(t *testing.T) {
 	}
 	minFaults := ciMin(t)
 	only := os.Getenv("LEASEHOLD_FAULTS_BACKENDS")
-	var reps []*Report
+	reps := &ciReports{}
 	for _, name := range lockerBackends {
 		if !selected(only, name) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // two at a time: ciRun
 			rep := ciRun(t, Options{Backend: name, Locker: true, Duration: duration, MinFaults: minFaults}, minFaults)
-			reps = append(reps, rep)
+			reps.add(rep)
 			if !rep.Locker || rep.Name() != name+"-locker" {
 				t.Errorf("report %q (Locker %v): want the Locker mode's", rep.Name(), rep.Locker)
 			}
 		})
 	}
-	writeCIReports(t, fmt.Sprintf("LEASEHOLD_FAULTS_LOCKER_DURATION=%v LEASEHOLD_FAULTS_MIN=%d go test -run TestCampaignLockerCI ./faults/...", duration, minFaults), reps)
+	reps.writeWhenDone(t, fmt.Sprintf("LEASEHOLD_FAULTS_LOCKER_DURATION=%v LEASEHOLD_FAULTS_MIN=%d go test -run TestCampaignLockerCI ./faults/...", duration, minFaults))
 }

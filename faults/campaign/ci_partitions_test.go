@@ -42,6 +42,7 @@ func TestCampaignPartitionsCI(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // two at a time: ciRun
 			rep := ciRun(t, Options{Backend: name, Partitions: ciPartitions, Duration: duration, MinFaults: minFaults}, minFaults)
 			if rep.Partitions != ciPartitions || rep.Name() != name+"-partitions" {
 				t.Errorf("report %q (Partitions %d): want the partitions mode's, %d partitions", rep.Name(), rep.Partitions, ciPartitions)

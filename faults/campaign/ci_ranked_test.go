@@ -37,14 +37,15 @@ func TestCampaignRankedCI(t *testing.T) {
 	}
 	minFaults := ciMin(t)
 	only := os.Getenv("LEASEHOLD_FAULTS_BACKENDS")
-	var reps []*Report
+	reps := &ciReports{}
 	for _, name := range rankedBackends {
 		if !selected(only, name) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // two at a time: ciRun
 			rep := ciRun(t, Options{Backend: name, Ranked: true, Duration: duration, MinFaults: minFaults}, minFaults)
-			reps = append(reps, rep)
+			reps.add(rep)
 			if !rep.Ranked || rep.Name() != name+"-ranked" {
 				t.Errorf("report %q (Ranked %v): want the Ranked mode's", rep.Name(), rep.Ranked)
 			}
@@ -67,5 +68,5 @@ func TestCampaignRankedCI(t *testing.T) {
 			}
 		})
 	}
-	writeCIReports(t, fmt.Sprintf("LEASEHOLD_FAULTS_RANKED_DURATION=%v LEASEHOLD_FAULTS_MIN=%d go test -run TestCampaignRankedCI ./faults/...", duration, minFaults), reps)
+	reps.writeWhenDone(t, fmt.Sprintf("LEASEHOLD_FAULTS_RANKED_DURATION=%v LEASEHOLD_FAULTS_MIN=%d go test -run TestCampaignRankedCI ./faults/...", duration, minFaults))
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,10 +18,9 @@ import (
 // The CI mode's size: each campaign injects every kind of its schedule once (its first round,
 // in a random order; Run does not end before), and at least ciMinFaults faults over at least
 // LEASEHOLD_FAULTS_DURATION (default ciDefaultDuration). The first round dominates: 10 kinds
-// without a network, 15 with one, 10 to 15 over a cluster. The seventeen campaigns of the four
-// CI tests then take about 8 minutes on a loaded two-core host, and TestCampaignRankedCI's two
-// about a minute more; the depth is the soak's (go run ./faults --soak, at least 1,000 faults
-// per backend).
+// without a network, 15 with one, 10 to 15 over a cluster; 15 to 40 seconds a campaign. The
+// CI tests run their campaigns two at a time (ciRun); the depth is the soak's (go run
+// ./faults --soak, at least 1,000 faults per backend).
 const (
 	ciDefaultDuration = 5 * time.Second
 	ciMinFaults       = 10
@@ -41,7 +41,7 @@ func TestCampaignCI(t *testing.T) {
 	skipCI(t)
 	duration, minFaults := ciDuration(t), ciMin(t)
 	only := os.Getenv("LEASEHOLD_FAULTS_BACKENDS") // comma-separated subset, for local runs
-	var reps []*Report
+	reps := &ciReports{}
 	// Every registered backend, one after the other: etcd (embedded), file, kubernetes (a
 	// kube-apiserver of its own), mysql, nats, postgres, redis, sqlite.
 	for _, name := range Backends() {
@@ -49,8 +49,9 @@ func TestCampaignCI(t *testing.T) {
 			continue // the cluster backends run in TestCampaignClusterCI
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // two at a time: ciRun
 			rep := ciRun(t, Options{Backend: name, Duration: duration, MinFaults: minFaults}, minFaults)
-			reps = append(reps, rep)
+			reps.add(rep)
 			if n := rep.overlapsOutsidePauses(); n != 0 {
 				t.Errorf("%d overlaps of two leaders outside pauses", n)
 			}
@@ -64,7 +65,7 @@ func TestCampaignCI(t *testing.T) {
 			}
 		})
 	}
-	writeCIReports(t, fmt.Sprintf("LEASEHOLD_FAULTS_DURATION=%v LEASEHOLD_FAULTS_MIN=%d go test -run TestCampaignCI ./faults/...", duration, minFaults), reps)
+	reps.writeWhenDone(t, fmt.Sprintf("LEASEHOLD_FAULTS_DURATION=%v LEASEHOLD_FAULTS_MIN=%d go test -run TestCampaignCI ./faults/...", duration, minFaults))
 }
 
 // skipCI skips a CI campaign test where it cannot run.
@@ -90,6 +91,9 @@ func selected(only, name string) bool {
 // there and not required.
 func ciRun(t *testing.T, o Options, minFaults int) *Report {
 	t.Helper()
+	ciSlots <- struct{}{}
+	defer func() { <-ciSlots }()
+	o.gate = &ciGate
 	o.Instances, o.LeaseDuration, o.RenewInterval, o.Slack = 3, time.Second, 250*time.Millisecond, DefaultSlack
 	o.WorkerArgs, o.Logf = []string{"-test.run=^$"}, t.Logf
 	rep, err := Run(t.Context(), o)
@@ -122,13 +126,47 @@ func ciRun(t *testing.T, o Options, minFaults int) *Report {
 	return rep
 }
 
-// writeCIReports writes the reports into LEASEHOLD_FAULTS_OUT, when it is set.
-func writeCIReports(t *testing.T, command string, reps []*Report) {
-	if dir := os.Getenv("LEASEHOLD_FAULTS_OUT"); dir != "" && len(reps) > 0 {
-		if err := WriteFiles(dir, command, reps); err != nil {
-			t.Error(err)
-		}
+// The CI campaigns run two at a time (LEASEHOLD_FAULTS_PARALLEL: another number; 1, one after
+// the other), as parallel subtests: each spends most of its time waiting on L and R, not
+// computing. They share ciGate, so that each starts its backend and workers alone and none
+// measures a bound while another starts (see gate).
+var (
+	ciSlots = make(chan struct{}, ciParallel())
+	ciGate  gate
+)
+
+func ciParallel() int {
+	if n, err := strconv.Atoi(os.Getenv("LEASEHOLD_FAULTS_PARALLEL")); err == nil && n > 0 {
+		return n
 	}
+	return 2
+}
+
+// ciReports collects the reports of a CI test's parallel subtests.
+type ciReports struct {
+	mu   sync.Mutex
+	reps []*Report
+}
+
+func (c *ciReports) add(rep *Report) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reps = append(c.reps, rep)
+}
+
+// writeWhenDone writes the reports into LEASEHOLD_FAULTS_OUT, when it is set, once t's
+// subtests are done, in the order of their names.
+func (c *ciReports) writeWhenDone(t *testing.T, command string) {
+	t.Cleanup(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		slices.SortFunc(c.reps, func(a, b *Report) int { return strings.Compare(a.Name(), b.Name()) })
+		if dir := os.Getenv("LEASEHOLD_FAULTS_OUT"); dir != "" && len(c.reps) > 0 {
+			if err := WriteFiles(dir, command, c.reps); err != nil {
+				t.Error(err)
+			}
+		}
+	})
 }
 
 // ciDuration is LEASEHOLD_FAULTS_DURATION, ciDefaultDuration by default.
@@ -172,14 +210,15 @@ func TestCampaignClusterCI(t *testing.T) {
 	skipCI(t)
 	duration, minFaults := ciDuration(t), ciMin(t)
 	only := os.Getenv("LEASEHOLD_FAULTS_BACKENDS")
-	var reps []*Report
+	reps := &ciReports{}
 	for _, name := range ClusterBackends() {
 		if !selected(only, name) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // two at a time: ciRun
 			rep := ciRun(t, Options{Backend: name, Duration: duration, MinFaults: minFaults}, minFaults)
-			reps = append(reps, rep)
+			reps.add(rep)
 			// ciRun checks every kind came; these are the ones a cluster must have.
 			count := map[Kind]int{}
 			for _, f := range rep.Faults {
@@ -192,7 +231,7 @@ func TestCampaignClusterCI(t *testing.T) {
 			}
 		})
 	}
-	writeCIReports(t, fmt.Sprintf("LEASEHOLD_FAULTS_DURATION=%v LEASEHOLD_FAULTS_MIN=%d go test -run TestCampaignClusterCI ./faults/...", duration, minFaults), reps)
+	reps.writeWhenDone(t, fmt.Sprintf("LEASEHOLD_FAULTS_DURATION=%v LEASEHOLD_FAULTS_MIN=%d go test -run TestCampaignClusterCI ./faults/...", duration, minFaults))
 }
 
 // The campaign cleans up after itself when interrupted: a cancelled context ends Run with its

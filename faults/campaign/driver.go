@@ -123,6 +123,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		d.owners = newPartitionOwners(dir, o.Partitions)
 	}
 
+	// The backend's and the workers' start runs alone among the campaigns of o.gate, up to
+	// the first healthy election; each fault, and the final stop, beside the others.
+	release := o.gate.alone()
+	defer func() { release() }()
 	if d.srv, err = lookupBackend(o.Backend)(ctx, dir); err != nil {
 		return nil, fmt.Errorf("campaign: backend %s: %w", o.Backend, err)
 	}
@@ -184,6 +188,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := d.settle(); err != nil {
 		return nil, d.abort(err)
 	}
+	release()
+	release = func() {}
 	began := time.Now()
 	end := began.Add(o.Duration)
 	stopped := ""
@@ -194,10 +200,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			stopped = fmt.Sprintf("reached the maximum duration %v after %d faults", o.MaxDuration, len(d.faults))
 			break
 		}
+		release = o.gate.beside()
 		err := d.inject()
 		if err == nil {
 			err = d.settle()
 		}
+		release()
+		release = func() {}
 		if err != nil {
 			if d.ctx.Err() != nil {
 				return nil, d.abort(err)
@@ -214,10 +223,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if stopped != "" {
 		o.Logf("campaign %s: the faults stopped early: %s", o.Backend, stopped)
 	}
+	release = o.gate.beside()
 	d.endStalls()
 	d.answering()
 	faultsEnd := proctest.Now()
-	if err := d.stopAll(); err != nil {
+	err = d.stopAll()
+	release()
+	release = func() {}
+	if err != nil {
 		if d.ctx.Err() != nil || stopped == "" {
 			return nil, d.abort(err)
 		}

@@ -55,6 +55,10 @@ type Options struct {
 	// their paths there) and the end of each worker's stderr (workers.log). The servers the
 	// machine runs keep their logs where the system puts them.
 	KeepLogs string
+
+	// gate, when set, is shared with campaigns run beside this one in the same process (the
+	// CI tests'): see gate.
+	gate *gate
 	// Logf, when set, receives one line per fault and per notable event while the campaign runs.
 	Logf func(format string, args ...any)
 }
