@@ -152,34 +152,5 @@ func TestZooKeeperStandalone(t *testing.T) {
 // ensemble has lost its quorum: a write then never commits.
 func TestZooKeeperProbe(t *testing.T) {
 	c := startZooKeeper(t, 3)
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	p, ok := c.(Prober)
-	if !ok {
-		t.Fatal("the ZooKeeper cluster is no Prober")
-	}
-	if err := p.Probe(ctx); err != nil {
-		t.Fatalf("Probe of a whole ensemble: %v", err)
-	}
-	ms := c.Members()
-	if err := ms[0].Pause(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Leader(ctx); err != nil { // another member leads if the paused one did
-		t.Fatal(err)
-	}
-	if err := p.Probe(ctx); err != nil {
-		t.Fatalf("Probe with %s paused: %v", ms[0].Name, err)
-	}
-	if err := ms[1].Kill(); err != nil {
-		t.Fatal(err)
-	}
-	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
-	defer pcancel()
-	if err := p.Probe(pctx); err == nil {
-		t.Fatalf("Probe with %s paused and %s killed, no quorum: no error", ms[0].Name, ms[1].Name)
-	}
-	if err := ms[0].Resume(); err != nil {
-		t.Fatal(err)
-	}
+	testQuorumProbe(t, c)
 }
