@@ -149,16 +149,17 @@ func clusterScript(src string) string {
 	return strings.ReplaceAll(src, "'PUBLISH'", "'SPUBLISH'")
 }
 
-// nodeFor returns the address of the primary that owns rkey's slot now, "" for a store that is
-// not on a cluster: the watches of keys of one primary share a connection to it.
-func (s *backend) nodeFor(ctx context.Context, rkey string) (string, error) {
+// nodeFor returns the address of the primary that owns rkey's slot, as the client knows it,
+// and a client of it; "" and nil for a store that is not on a cluster. The watches of keys of
+// one primary share a connection to it.
+func (s *backend) nodeFor(ctx context.Context, rkey string) (string, *goredis.Client, error) {
 	cc, ok := s.client.(*goredis.ClusterClient)
 	if !ok {
-		return "", nil
+		return "", nil, nil
 	}
 	c, err := cc.MasterForKey(ctx, rkey)
 	if err != nil {
-		return "", fmt.Errorf("store/redis: the node of key %q: %w", rkey, err)
+		return "", nil, fmt.Errorf("store/redis: the node of key %q: %w", rkey, err)
 	}
-	return c.Options().Addr, nil
+	return c.Options().Addr, c, nil
 }

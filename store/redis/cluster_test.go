@@ -115,7 +115,7 @@ func testHashTag(t *testing.T, c *storecluster.RedisShards) {
 		if ch := s.b.watchChannel(rkey); ch != rkey {
 			t.Errorf("the watch channel of %q is %q, want the key's name (its slot)", rkey, ch)
 		}
-		node, err := s.b.nodeFor(ctx, rkey)
+		node, _, err := s.b.nodeFor(ctx, rkey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,8 +325,11 @@ func testShardPrimaryKilled(t *testing.T, c *storecluster.RedisShards) {
 	if err := old.Kill(); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	retryWrite(ctx, t, s, "k", 2, 3)
+	t.Logf("written on the promoted replica %v after the kill", time.Since(start).Round(time.Millisecond))
 	waitRev(ctx, t, revs, 3)
+	t.Logf("seen by the watch %v after the kill", time.Since(start).Round(time.Millisecond))
 	if err := c.Rejoin(ctx, old); err != nil {
 		t.Fatal(err)
 	}

@@ -172,7 +172,11 @@ type watchHub struct {
 	state   *watchState
 	node    string // the primary's address on a cluster, else ""
 	sharded bool   // SSUBSCRIBE, on a cluster
-	refs    int    // under state.mu
+	reload  func() // has the cluster client read the slots again (nil off a cluster)
+
+	checkOnce sync.Once // the node is checked to be a primary, once (checkNode)
+	checkErr  error
+	refs      int // under state.mu
 
 	failOnce sync.Once
 	done     chan struct{} // closed when the hub has failed
@@ -234,6 +238,9 @@ func newWatchHub(b *backend, ws *watchState, node string) *watchHub {
 	}
 	// No channel yet: no connection yet. A cluster client connects a sharded subscription to
 	// the primary of its first channel's slot, node.
+	if cc, ok := b.client.(*goredis.ClusterClient); ok {
+		h.reload = func() { cc.ReloadState(context.Background()) }
+	}
 	if h.sharded {
 		h.ps = b.client.SSubscribe(context.Background())
 	} else {
@@ -249,6 +256,11 @@ func newWatchHub(b *backend, ws *watchState, node string) *watchHub {
 // fail ends the hub with err (the first error wins) and closes its connection.
 func (h *watchHub) fail(err error) {
 	h.failOnce.Do(func() {
+		if h.reload != nil {
+			// The slot map may be what sent the hub to the wrong node: the next watches
+			// should find the slots where they are now.
+			h.reload()
+		}
 		h.err = err
 		close(h.done)
 		h.state.detach(h)
@@ -416,6 +428,29 @@ func (h *watchHub) confirmed(channel string) {
 	}
 }
 
+// checkNode checks, once per hub, that its node is a primary. The client's map of the slots
+// lags a shard's failover: a hub opened on a demoted primary would be accepted there, and hear
+// nothing of the slot's writes. A hub on a node that is not a primary fails, and the client
+// reads the slots again.
+func (h *watchHub) checkNode(ctx context.Context, nc *goredis.Client) error {
+	if nc == nil {
+		return nil
+	}
+	h.checkOnce.Do(func() {
+		role, err := nc.Do(ctx, "ROLE").Slice()
+		switch {
+		case err != nil:
+			h.checkErr = fmt.Errorf("store/redis: watch: ROLE of %s: %w", h.node, err)
+		case len(role) == 0 || role[0] != "master":
+			h.checkErr = fmt.Errorf("store/redis: watch: %s, which the client thought the primary of the slot, is not a primary (a failover under way)", h.node)
+		}
+		if h.checkErr != nil {
+			h.fail(h.checkErr)
+		}
+	})
+	return h.checkErr
+}
+
 // left counts the server's confirmation of a SUNSUBSCRIBE of channel. One the hub did not send
 // is the server's: the channel's slot has left the node (a migration, the node made a
 // replica), and the messages of its writes go elsewhere now. The hub fails, and its watches
@@ -534,7 +569,7 @@ func (h *watchHub) pong() {
 // Watch implements driver.Watcher (see the comment at the top of this file).
 func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) error) error {
 	rkey := s.rkey(key)
-	node, err := s.nodeFor(ctx, rkey)
+	node, nc, err := s.nodeFor(ctx, rkey)
 	if err != nil {
 		return err
 	}
@@ -543,6 +578,9 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 		return err
 	}
 	defer s.watches.release(h)
+	if err := h.checkNode(ctx, nc); err != nil {
+		return err
+	}
 	channel := s.watchChannel(rkey)
 	w := h.add(channel, store.HeartbeatEvery(ctx))
 	defer h.remove(channel, w)
@@ -556,10 +594,24 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	if err := s.sync(ctx, rkey, w.token); err != nil {
 		return fmt.Errorf("store/redis: read for a watch: %w", err)
 	}
+	// The sync message comes back within a round trip or two. On a cluster it may never: a
+	// subscription made while a shard fails over can land on a node that no longer receives
+	// the slot's messages and says nothing. A watch without its first state for the PING
+	// timeout ends, and is opened again where the slot is now (checkNode makes that rare).
+	var first <-chan time.Time // off a cluster, a missing sync message is a failed connection
+	if h.sharded {
+		t := time.NewTimer(h.timeout)
+		defer t.Stop()
+		first = t.C
+	}
 	var seen, beats uint64
 	for {
 		select {
 		case <-w.wake:
+		case <-first:
+			if seen == 0 {
+				return fmt.Errorf("store/redis: watch of %q: no first state within %v (node %s)", rkey, h.timeout, cmp.Or(h.node, "of the store"))
+			}
 		case <-h.done:
 			return h.err
 		case <-ctx.Done():
