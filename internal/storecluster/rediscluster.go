@@ -56,15 +56,15 @@ var (
 // replica is in sync. The binary is redis-server (LEASEHOLD_REDIS_SERVER_BIN, or on PATH), 7.0
 // or later (sharded Pub/Sub); missing, or one that cannot run a cluster, an error wrapping
 // ErrUnavailable.
-func StartRedisShards(ctx context.Context, dir string) (c *RedisShards, err error) {
+func StartRedisShards(ctx context.Context, dir string) (_ *RedisShards, err error) {
 	bin, err := LookBinary("LEASEHOLD_REDIS_SERVER_BIN", "redis-server")
 	if err != nil {
 		return nil, err
 	}
-	c = &RedisShards{dir: dir}
+	c := &RedisShards{dir: dir}
 	defer func() {
 		if err != nil {
-			c.Close()
+			c.Close() // the nodes started so far
 		}
 	}()
 	for i := range 6 {

@@ -99,3 +99,15 @@ func TestRedisShards(t *testing.T) {
 		}
 	}
 }
+
+// TestRedisShardsStartFails: nodes that do not start end StartRedisShards with an error
+// wrapping ErrUnavailable, the nodes started so far stopped, no panic.
+func TestRedisShardsStartFails(t *testing.T) {
+	t.Setenv("LEASEHOLD_REDIS_SERVER_BIN", "/bin/false")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	c, err := StartRedisShards(ctx, t.TempDir())
+	if !errors.Is(err, ErrUnavailable) || c != nil {
+		t.Fatalf("StartRedisShards with a binary that exits: %v, %v; want ErrUnavailable", c, err)
+	}
+}
