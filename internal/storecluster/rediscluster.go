@@ -28,8 +28,9 @@ const redisClusterNodeTimeout = time.Second
 // reaches the nodes the cluster names, so a test cannot put a proxy in front of a member (URL
 // refuses addrs); it faults the processes instead.
 type RedisShards struct {
-	dir     string
-	members []*Member // the primaries as started (shards 0, 1, 2), then their replicas in order
+	dir      string
+	members  []*Member // the primaries as started (shards 0, 1, 2), then their replicas in order
+	busPorts []string  // each member's cluster bus port
 
 	// Key is the Redis key whose slot's shard is the one Leader and Failover act on (a test
 	// sets it to its record's key); empty, the shard of slot 0.
@@ -72,6 +73,14 @@ func StartRedisShards(ctx context.Context, dir string) (_ *RedisShards, err erro
 		if err != nil {
 			return nil, err
 		}
+		// The cluster bus is on the port + 10000 unless told: above 55535 that is no port,
+		// and below it may be taken. A free port of its own instead.
+		bus, err := FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		_, busPort, _ := net.SplitHostPort(bus)
+		c.busPorts = append(c.busPorts, busPort)
 		name := fmt.Sprintf("redis-shard-%d", i%3+1)
 		if i >= 3 {
 			name += "-replica"
@@ -92,6 +101,7 @@ func StartRedisShards(ctx context.Context, dir string) (_ *RedisShards, err erro
 			`save ""`,
 			"cluster-enabled yes",
 			"cluster-config-file nodes.conf",
+			"cluster-port " + busPort,
 			fmt.Sprintf("cluster-node-timeout %d", redisClusterNodeTimeout.Milliseconds()),
 			// A replica that was cut off for a while may still take over (the tests' faults
 			// are short; the lost writes are the point of Failover(true)).
@@ -140,9 +150,9 @@ func (c *RedisShards) join(ctx context.Context) error {
 			return fmt.Errorf("storecluster: %s: CLUSTER ADDSLOTSRANGE: %w", c.members[i].Name, err)
 		}
 	}
-	for _, m := range c.members[1:] {
+	for i, m := range c.members[1:] {
 		h, p, _ := net.SplitHostPort(m.Addr)
-		if _, err := respDo(ctx, c.members[0].Addr, "CLUSTER", "MEET", h, p); err != nil {
+		if _, err := respDo(ctx, c.members[0].Addr, "CLUSTER", "MEET", h, p, c.busPorts[i+1]); err != nil {
 			return fmt.Errorf("storecluster: CLUSTER MEET %s: %w", m.Name, err)
 		}
 	}
