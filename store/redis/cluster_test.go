@@ -54,12 +54,12 @@ func shardsURL(t *testing.T, c *storecluster.RedisShards, params map[string]stri
 func TestRedisCluster(t *testing.T) {
 	c := startShards(t)
 	t.Run("Conformance", func(t *testing.T) {
-		s := openSentinel(t, shardsURL(t, c, nil))
+		s := openCluster(t, shardsURL(t, c, nil))
 		storetest.Run(t, func(*testing.T) store.Store { return s })
 	})
 	t.Run("Linearizable", func(t *testing.T) {
 		raw := shardsURL(t, c, nil)
-		linearize.Run(t, func(t *testing.T) store.Store { return openSentinel(t, raw) })
+		linearize.Run(t, func(t *testing.T) store.Store { return openCluster(t, raw) })
 	})
 	t.Run("HashTag", func(t *testing.T) { testHashTag(t, c) })
 	t.Run("ShardFailover", func(t *testing.T) { testShardFailover(t, c) })
@@ -85,7 +85,7 @@ func settle(t *testing.T, c *storecluster.RedisShards) {
 // of the key alone; its watch channel is named as the key (same slot); keys on every shard,
 // and keys Redis reads no tag from, are written and watched.
 func testHashTag(t *testing.T, c *storecluster.RedisShards) {
-	s := openSentinel(t, shardsURL(t, c, nil))
+	s := openCluster(t, shardsURL(t, c, nil))
 	cc, ok := s.Client().(*goredis.ClusterClient)
 	if !ok {
 		t.Fatalf("Client() is a %T, want a *goredis.ClusterClient", s.Client())
@@ -262,7 +262,7 @@ func waitRev(ctx context.Context, t *testing.T, revs <-chan float64, want float6
 // conditional write succeeds on the new primary, and the watch, watched again, sees it.
 func testShardFailover(t *testing.T, c *storecluster.RedisShards) {
 	settle(t, c)
-	s := openSentinel(t, shardsURL(t, c, nil))
+	s := openCluster(t, shardsURL(t, c, nil))
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	if err := s.Create(ctx, "f", map[string]any{"rev": 1.0}); err != nil {
@@ -300,7 +300,7 @@ func testShardFailover(t *testing.T, c *storecluster.RedisShards) {
 // the store's writes reach it, and the watch sees them; the killed node rejoins as a replica.
 func testShardPrimaryKilled(t *testing.T, c *storecluster.RedisShards) {
 	settle(t, c)
-	s := openSentinel(t, shardsURL(t, c, nil))
+	s := openCluster(t, shardsURL(t, c, nil))
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	if err := s.Create(ctx, "k", map[string]any{"rev": 1.0}); err != nil {
@@ -346,7 +346,7 @@ func testShardPrimaryKilled(t *testing.T, c *storecluster.RedisShards) {
 // unknown outcome, and the record is the last one acknowledged.
 func testShardLostWrites(t *testing.T, c *storecluster.RedisShards, params map[string]string) {
 	settle(t, c)
-	s := openSentinel(t, shardsURL(t, c, params))
+	s := openCluster(t, shardsURL(t, c, params))
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
 	retryCreate := func() {
@@ -404,7 +404,7 @@ func testShardLostWrites(t *testing.T, c *storecluster.RedisShards, params map[s
 // client follows ASK and MOVED, and every write it acknowledged is in the record.
 func testSlotMigration(t *testing.T, c *storecluster.RedisShards) {
 	settle(t, c)
-	s := openSentinel(t, shardsURL(t, c, nil))
+	s := openCluster(t, shardsURL(t, c, nil))
 	cc := s.Client().(*goredis.ClusterClient)
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
 	defer cancel()
@@ -540,3 +540,7 @@ func testSlotMigration(t *testing.T, c *storecluster.RedisShards) {
 	}
 	t.Logf("%v writes acknowledged across the migration of slot %d", acked, slot)
 }
+
+// openCluster opens a store on the cluster, closed when the test ends (no cleanup of its keys:
+// the cluster is the test's own).
+func openCluster(t *testing.T, raw string) *Store { return openSentinel(t, raw) }
