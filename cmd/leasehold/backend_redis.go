@@ -8,7 +8,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/leasehold/leasehold/store"
-	redisstore "github.com/leasehold/leasehold/store/redis" // redis://, rediss://, redis+sentinel://, Webda/RedisStore
+	redisstore "github.com/leasehold/leasehold/store/redis" // redis://, rediss://, redis+sentinel://, redis+cluster://, Webda/RedisStore
 )
 
 // go-redis prints its own line on stderr each time its pool fails to dial, beside the error it
@@ -27,6 +27,6 @@ func init() {
 		if !ok {
 			return false, nil
 		}
-		return true, rs.Client().Del(ctx, rs.Prefix()+key).Err()
+		return true, rs.Client().Del(ctx, rs.Key(key)).Err()
 	})
 }

@@ -64,7 +64,7 @@ func init() {
 	RegisterClusterBackend("postgres-cluster", storecluster.StartPostgres) // a primary and a streaming standby
 	// A primary, a replica, three Sentinels; every write waits for the replica (the README's
 	// advice for Sentinel failovers), so that a failover does not lose a takeover it acknowledged.
-	RegisterClusterBackend("redis-cluster", func(ctx context.Context, dir string) (storecluster.Cluster, error) {
+	RegisterClusterBackend("redis-sentinel", func(ctx context.Context, dir string) (storecluster.Cluster, error) {
 		c, err := storecluster.StartRedis(ctx, dir)
 		if err != nil {
 			return nil, err

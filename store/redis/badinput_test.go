@@ -119,8 +119,19 @@ func TestBadURL(t *testing.T) {
 		"redis://:pw-hunter2secret@127.0.0.1:6379/notanumber":          "database",
 		"redis://:pw-hunter2secret@127.0.0.1:6379/0?dial_timeout=soon": "dial_timeout",
 		"redis://:pw-hunter2secret@127.0.0.1:6379/0?max_retries=3":     "max_retries",
-		// Several hosts: Sentinel has its own scheme; Redis Cluster is not supported.
-		"redis://:pw-hunter2secret@127.0.0.1:6379,127.0.0.1:6380/0": "Redis Cluster is not supported",
+		// Several hosts: Sentinel and Redis Cluster have their own schemes.
+		"redis://:pw-hunter2secret@127.0.0.1:6379,127.0.0.1:6380/0": "for Redis Cluster some of its nodes with redis+cluster://",
+		// Redis Cluster URLs.
+		"redis+cluster://:pw-hunter2secret@127.0.0.1:7000,,127.0.0.1:7001":               "empty host",
+		"redis+cluster://:pw-hunter2secret@127.0.0.1:7000,127.0.0.1:70000":               `cluster node "127.0.0.1:70000" is not host:port`,
+		"redis+cluster://:pw-hunter2secret@127.0.0.1:7000/1":                             `names database "1": Redis Cluster has database 0 only`,
+		"redis+cluster://:pw-hunter2secret@127.0.0.1:7000?db=2":                          `"db": Redis Cluster has database 0 only`,
+		"redis+cluster://:pw-hunter2secret@127.0.0.1:7000?bogus=1":                       `unknown URL parameter "bogus" (known: prefix, `,
+		"redis+cluster://:pw-hunter2secret@127.0.0.1:7000?max_retries=2":                 "max_retries",
+		"redis+cluster://:pw-hunter2secret@127.0.0.1:7000?wait_timeout=100ms":            `"wait_timeout" without "wait_replicas"`,
+		"rediss+cluster://:pw-hunter2secret@127.0.0.1:7000?tls=false":                    `"tls" is false`,
+		"redis+cluster://:pw-hunter2secret@127.0.0.1:7000?password_file=/nonexistent/pw": `"password_file"`,
+		"redis+cluster://:pw-hunter2secret@127.0.0.1:7000?master=m":                      `unknown URL parameter "master"`,
 		// WAIT after each write.
 		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=-1":                                                   `"wait_replicas"`,
 		"redis://:pw-hunter2secret@127.0.0.1:6379/0?wait_replicas=one":                                                  `"wait_replicas"`,

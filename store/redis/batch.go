@@ -2,6 +2,8 @@ package redis
 
 import (
 	"context"
+	"fmt"
+	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -28,17 +30,17 @@ const maxPipeline = 2000
 
 // redisWrite is one write: a script on one key.
 type redisWrite struct {
-	script *goredis.Script
+	script *luaScript
 	key    string // the Redis key
 	args   []any
 }
 
-func newBatcher(client *goredis.Client, wait waitRule) *driver.Batcher[redisWrite, *goredis.Cmd] {
+func newBatcher(client goredis.UniversalClient, pool int, wait waitRule) *driver.Batcher[redisWrite, *goredis.Cmd] {
 	// Fewer in flight than the pool's connections, so that reads (Gets, watches' syncs) always
 	// find one; few, so that under load the writes queue and go as pipelines of many. On two
 	// cores, 10,000 leases renewing every 500 ms, 8 gave attempts a p50 of 14 ms against 23 ms
 	// with 2 and 60 ms with 4, at the same CPU (single runs, bench's many elections).
-	n := client.Options().PoolSize / 2
+	n := pool / 2
 	b := &driver.Batcher[redisWrite, *goredis.Cmd]{
 		MaxInFlight: max(1, min(n, 8)),
 		MaxBatch:    maxPipeline,
@@ -56,7 +58,7 @@ func newBatcher(client *goredis.Client, wait waitRule) *driver.Batcher[redisWrit
 }
 
 // write runs script on key, alone or in a pipeline, and returns its reply.
-func (s *backend) write(ctx context.Context, script *goredis.Script, key string, args ...any) *goredis.Cmd {
+func (s *backend) write(ctx context.Context, script *luaScript, key string, args ...any) *goredis.Cmd {
 	cmd, err := s.batch.Do(ctx, redisWrite{script: script, key: key, args: args})
 	if err != nil {
 		cmd = goredis.NewCmd(ctx)
@@ -67,26 +69,39 @@ func (s *backend) write(ctx context.Context, script *goredis.Script, key string,
 
 // runOne runs w alone: EVALSHA, then the whole script (EVAL) if the server does not know it;
 // each followed by WAIT, in the same round trip, when the URL asks for replicas (wait.go).
-func runOne(ctx context.Context, client *goredis.Client, w redisWrite, wait waitRule) *goredis.Cmd {
-	if wait.replicas == 0 {
-		return w.script.Run(ctx, client, []string{w.key}, w.args...)
+func runOne(ctx context.Context, client goredis.UniversalClient, w redisWrite, wait waitRule) *goredis.Cmd {
+	if wait.replicas > 0 {
+		if cc, ok := client.(*goredis.ClusterClient); ok {
+			// WAIT counts the replicas of the connection's server: it goes to the key's
+			// primary, on the same connection as the write (wait.go).
+			node, err := cc.MasterForKey(ctx, w.key)
+			if err != nil {
+				cmd := goredis.NewCmd(ctx)
+				cmd.SetErr(fmt.Errorf("store/redis: the node of key %q: %w", w.key, err))
+				return cmd
+			}
+			client = node
+		}
+		cmd := sendWaited(ctx, client, w, wait, false)
+		if goredis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			cmd = sendWaited(ctx, client, w, wait, true)
+		}
+		return cmd
 	}
-	cmd := sendWaited(ctx, client, w, wait, false)
+	cmd := w.script.cmd(ctx, false, w.key, w.args)
+	_ = client.Process(ctx, noRetry{cmd})
 	if goredis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd = sendWaited(ctx, client, w, wait, true)
+		cmd = w.script.cmd(ctx, true, w.key, w.args)
+		_ = client.Process(ctx, noRetry{cmd})
 	}
 	return cmd
 }
 
 // sendWaited sends w's script (by its hash, or whole) and WAIT as one pipeline.
-func sendWaited(ctx context.Context, client *goredis.Client, w redisWrite, wait waitRule, whole bool) *goredis.Cmd {
+func sendWaited(ctx context.Context, client goredis.UniversalClient, w redisWrite, wait waitRule, whole bool) *goredis.Cmd {
 	pipe := client.Pipeline()
-	var cmd *goredis.Cmd
-	if whole {
-		cmd = w.script.Eval(ctx, pipe, []string{w.key}, w.args...)
-	} else {
-		cmd = w.script.EvalSha(ctx, pipe, []string{w.key}, w.args...)
-	}
+	cmd := w.script.cmd(ctx, whole, w.key, w.args)
+	_ = pipe.Process(ctx, noRetry{cmd})
 	wc := wait.send(ctx, pipe)
 	_, _ = pipe.Exec(ctx)
 	wait.checkReplicated(wc, cmd)
@@ -94,15 +109,28 @@ func sendWaited(ctx context.Context, client *goredis.Client, w redisWrite, wait 
 }
 
 // sendPipeline sends ws as one pipeline, followed by one WAIT for them all when the URL asks
-// for replicas; a batch of one is a lone write.
-func sendPipeline(ctx context.Context, client *goredis.Client, ws []redisWrite, wait waitRule) []*goredis.Cmd {
+// for replicas; a batch of one is a lone write. On a cluster, go-redis splits the pipeline by
+// node; with a WAIT, the store does, so that each node's part ends with its own WAIT.
+func sendPipeline(ctx context.Context, client goredis.UniversalClient, ws []redisWrite, wait waitRule) []*goredis.Cmd {
 	if len(ws) == 1 {
 		return []*goredis.Cmd{runOne(ctx, client, ws[0], wait)}
 	}
-	pipe := client.Pipeline()
 	cmds := make([]*goredis.Cmd, len(ws))
+	if cc, ok := client.(*goredis.ClusterClient); ok && wait.replicas > 0 {
+		sendPerNode(ctx, cc, ws, cmds, wait)
+	} else {
+		sendOn(ctx, client, ws, cmds, wait)
+	}
+	rerunNoScript(ctx, client, ws, cmds, wait)
+	return cmds
+}
+
+// sendOn sends ws on client as one pipeline, their replies in cmds.
+func sendOn(ctx context.Context, client goredis.UniversalClient, ws []redisWrite, cmds []*goredis.Cmd, wait waitRule) {
+	pipe := client.Pipeline()
 	for i, w := range ws {
-		cmds[i] = w.script.EvalSha(ctx, pipe, []string{w.key}, w.args...)
+		cmds[i] = w.script.cmd(ctx, false, w.key, w.args)
+		_ = pipe.Process(ctx, noRetry{cmds[i]})
 	}
 	var wc *goredis.Cmd
 	if wait.replicas > 0 {
@@ -112,8 +140,45 @@ func sendPipeline(ctx context.Context, client *goredis.Client, ws []redisWrite, 
 	if wc != nil {
 		wait.checkReplicated(wc, cmds...)
 	}
-	rerunNoScript(ctx, client, ws, cmds, wait)
-	return cmds
+}
+
+// sendPerNode sends ws as one pipeline to each primary that owns some of their keys, all at
+// once, each followed by its WAIT. A key whose slot has moved since is answered MOVED: its
+// write did not run, and fails (the client learns the new owner meanwhile).
+func sendPerNode(ctx context.Context, cc *goredis.ClusterClient, ws []redisWrite, cmds []*goredis.Cmd, wait waitRule) {
+	type part struct {
+		node *goredis.Client
+		idx  []int
+	}
+	parts := map[string]*part{}
+	for i, w := range ws {
+		node, err := cc.MasterForKey(ctx, w.key)
+		if err != nil {
+			cmds[i] = goredis.NewCmd(ctx)
+			cmds[i].SetErr(fmt.Errorf("store/redis: the node of key %q: %w", w.key, err))
+			continue
+		}
+		addr := node.Options().Addr
+		if parts[addr] == nil {
+			parts[addr] = &part{node: node}
+		}
+		parts[addr].idx = append(parts[addr].idx, i)
+	}
+	var wg sync.WaitGroup
+	for _, p := range parts {
+		wg.Go(func() {
+			sub := make([]redisWrite, len(p.idx))
+			out := make([]*goredis.Cmd, len(p.idx))
+			for j, i := range p.idx {
+				sub[j] = ws[i]
+			}
+			sendOn(ctx, p.node, sub, out, wait)
+			for j, i := range p.idx {
+				cmds[i] = out[j]
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // rerunNoScript sends again, alone and in order, the commands of a pipeline that failed with
@@ -122,21 +187,13 @@ func sendPipeline(ctx context.Context, client *goredis.Client, ws []redisWrite, 
 // now, it would come after that write, against the order of arrival. The error is true (the
 // write was not made); only a script cache emptied or filled in the middle of a pipeline, or
 // holding one of the two scripts and not the other, leads there.
-func rerunNoScript(ctx context.Context, client *goredis.Client, ws []redisWrite, cmds []*goredis.Cmd, wait waitRule) {
+func rerunNoScript(ctx context.Context, client goredis.UniversalClient, ws []redisWrite, cmds []*goredis.Cmd, wait waitRule) {
 	noScript := func(i int) bool { return goredis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") }
-	loaded := map[*goredis.Script]error{}
 	for i := range cmds {
 		if !noScript(i) || ranLater(ws, i, noScript) {
 			continue
 		}
-		sc := ws[i].script
-		if _, ok := loaded[sc]; !ok {
-			loaded[sc] = sc.Load(ctx, client).Err()
-		}
-		if loaded[sc] != nil {
-			continue // the command did not run: its NOSCRIPT error stays true
-		}
-		// Run, not EvalSha: it sends the script whole if it is missing again.
+		// runOne sends the script whole if its server does not know it.
 		cmds[i] = runOne(ctx, client, ws[i], wait)
 	}
 }
@@ -161,10 +218,10 @@ func ranLater(ws []redisWrite, i int, noScript func(int) bool) bool {
 // nothing, as concurrent reads never were ordered.
 
 // newReadBatcher returns the batcher of a Store's Gets.
-func newReadBatcher(client *goredis.Client) *driver.Batcher[string, *goredis.StringCmd] {
+func newReadBatcher(client goredis.UniversalClient, pool int) *driver.Batcher[string, *goredis.StringCmd] {
 	// Fewer in flight than the writes (newBatcher), so that the two together leave the pool
 	// connections for the watches' syncs (newSyncBatcher) and the pings.
-	n := client.Options().PoolSize / 4
+	n := pool / 4
 	b := &driver.Batcher[string, *goredis.StringCmd]{
 		MaxInFlight: max(1, min(n, 4)),
 		MaxBatch:    maxPipeline,
@@ -197,7 +254,7 @@ func (s *backend) read(ctx context.Context, key string) *goredis.StringCmd {
 	return cmd
 }
 
-// Pipelining of the watches' syncs. A watch's first state comes from syncScript (watch.go),
+// Pipelining of the watches' syncs. A watch's first state comes from the sync script (watch.go),
 // run once its channel is subscribed. A Store starting thousands of watches at once (a member
 // watching every partition's record) ran thousands of scripts at once, each on a connection
 // of its own: most waited for the pool, and those that waited longer than its timeout ended
@@ -207,10 +264,10 @@ func (s *backend) read(ctx context.Context, key string) *goredis.StringCmd {
 // subscribers of this server.
 
 // newSyncBatcher returns the batcher of a Store's watch syncs.
-func newSyncBatcher(client *goredis.Client) *driver.Batcher[redisWrite, *goredis.Cmd] {
+func newSyncBatcher(client goredis.UniversalClient, pool int) *driver.Batcher[redisWrite, *goredis.Cmd] {
 	// With the writes and the Gets, no more in flight than the pool has connections (four or
 	// more): a sync never waits for one.
-	n := client.Options().PoolSize / 8
+	n := pool / 8
 	b := &driver.Batcher[redisWrite, *goredis.Cmd]{
 		MaxInFlight: max(1, min(n, 2)),
 		MaxBatch:    maxPipeline,
@@ -226,9 +283,9 @@ func newSyncBatcher(client *goredis.Client) *driver.Batcher[redisWrite, *goredis
 	return b
 }
 
-// sync runs syncScript on the Redis key rkey with the watch's token, alone or in a pipeline.
+// sync runs the sync script on the Redis key rkey with the watch's token, alone or in a pipeline.
 func (s *backend) sync(ctx context.Context, rkey, token string) error {
-	cmd, err := s.syncs.Do(ctx, redisWrite{script: syncScript, key: rkey, args: []any{token}})
+	cmd, err := s.syncs.Do(ctx, redisWrite{script: s.scripts.sync, key: rkey, args: []any{token}})
 	if err != nil {
 		return err
 	}

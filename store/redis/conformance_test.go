@@ -14,11 +14,11 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(*testing.T) store.Store { return s })
 }
 
-// TestOpenByURL checks that importing the package registers both schemes (T4).
+// TestOpenByURL checks that importing the package registers its schemes (T4).
 func TestOpenByURL(t *testing.T) {
 	t.Parallel()
 	raw, _ := serverURL(t)
-	for _, scheme := range []string{"redis", "rediss"} {
+	for _, scheme := range []string{"redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster"} {
 		found := false
 		for _, s := range store.Schemes() {
 			found = found || s == scheme

@@ -53,8 +53,20 @@
 // Sentinels' own are sentinel_user and sentinel_password_file (a file, never the URL). Every
 // other parameter is a redis:// URL's, TLS ones included. The client (go-redis's failover
 // client) asks a Sentinel for the primary and follows it through failovers; the watches too,
-// once their connection to the old primary fails or the Sentinels demote it. Redis Cluster is
-// not supported: a redis:// URL with several hosts is refused.
+// once their connection to the old primary fails or the Sentinels demote it. A redis:// URL
+// with several hosts is refused.
+//
+// A Redis Cluster (Redis 7.0 or later, or Valkey) is named by some of its nodes:
+//
+//	redis+cluster://[[user]:password@]host:6379[,host:6379...][/0][?param=value...]
+//	rediss+cluster://...   (TLS to every node)
+//
+// It takes the parameters of a redis:// URL, but no database (a cluster has database 0 only).
+// Each record's Redis key holds its key in a hash tag (prefix + "{" + key + "}"), and its watch
+// is a sharded Pub/Sub channel named as that key (SSUBSCRIBE, SPUBLISH), so that a record's
+// scripts and its channel are in one slot; cluster.go says more. The client (go-redis's cluster
+// client) follows slots that move (MOVED, ASK) and a shard's failover; with wait_replicas,
+// WAIT goes to the key's primary with the write.
 //
 // The parameters not named here go to go-redis (github.com/redis/go-redis/v9, ParseURL), among them
 // dial_timeout, read_timeout and write_timeout (Go durations such as "2s", or seconds),
@@ -67,8 +79,8 @@
 // Operations honour their context's deadline on the wire (go-redis ContextTimeoutEnabled), so a
 // cut connection fails by the deadline even when read_timeout is longer. Open pings the server.
 //
-// Importing the package registers the redis, rediss, redis+sentinel and rediss+sentinel URL
-// schemes with [store.Register], and with them the service type Webda/RedisStore, whose
+// Importing the package registers the redis, rediss, redis+sentinel, rediss+sentinel,
+// redis+cluster and rediss+cluster URL schemes with [store.Register], and with them the service type Webda/RedisStore, whose
 // parameters are url and prefix (when given, it replaces the URL's prefix parameter; "" means
 // no prefix):
 //

@@ -3,6 +3,7 @@ package redis
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/leasehold/leasehold/store/driver"
@@ -64,5 +65,22 @@ func TestPatchArgs(t *testing.T) {
 	args, err = patchArgs("delete", nil, nil)
 	if err != nil || len(args) != 4 || args[0] != "delete" || args[1] != "0" {
 		t.Errorf("delete args %q, %v", args, err)
+	}
+}
+
+// TestClusterScripts: the cluster's variants of the scripts publish on the sharded channel
+// named as the key, and nowhere else; the others keep PUBLISH on "watch:" and the key.
+func TestClusterScripts(t *testing.T) {
+	for name, src := range map[string]string{"write": scriptSource, "create": createSource, "sync": syncSource} {
+		c := clusterScript(src)
+		if strings.Contains(c, "'PUBLISH'") || strings.Contains(c, "'watch:' ..") || !strings.Contains(c, "'SPUBLISH', ") {
+			t.Errorf("the cluster's %s script does not publish on the sharded channel of the key alone:\n%s", name, c)
+		}
+		if !strings.Contains(src, "'PUBLISH'") || strings.Contains(src, "SPUBLISH") {
+			t.Errorf("the %s script does not publish on a plain channel", name)
+		}
+	}
+	if plainScripts.cluster || !clusterScripts.cluster || plainScripts.write.Hash() == clusterScripts.write.Hash() {
+		t.Error("the plain and cluster script sets are not distinct")
 	}
 }

@@ -20,7 +20,7 @@ const ServiceType = "Webda/RedisStore"
 
 func init() {
 	store.Register(store.Backend{
-		Schemes:     []string{"redis", "rediss", sentinelScheme, sentinelTLSScheme},
+		Schemes:     []string{"redis", "rediss", sentinelScheme, sentinelTLSScheme, clusterScheme, clusterTLSScheme},
 		Open:        driver.Opener(openURL),
 		ServiceType: ServiceType,
 		Example:     "redis://host:port/db",
@@ -35,7 +35,8 @@ const DefaultPrefix = "leasehold:"
 // store wrote it. The value is left as it is.
 var ErrNotJSON = errors.New("store/redis: value is not a JSON object")
 
-// Store is a store.Store on one Redis database. It is safe for concurrent use.
+// Store is a store.Store on one Redis database, or on a Redis Cluster. It is safe for
+// concurrent use.
 type Store struct {
 	*driver.Portable
 	b *backend
@@ -43,8 +44,9 @@ type Store struct {
 
 // backend is the driver.Driver behind Store.
 type backend struct {
-	client  *goredis.Client
+	client  goredis.UniversalClient // a *goredis.Client, or a *goredis.ClusterClient
 	prefix  string
+	scripts scriptSet                                   // the scripts, for one server or for a cluster (cluster.go)
 	watches watchState                                  // watch.go
 	batch   *driver.Batcher[redisWrite, *goredis.Cmd]   // the writes (batch.go)
 	reads   *driver.Batcher[string, *goredis.StringCmd] // the Gets (batch.go)
@@ -69,11 +71,15 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 		return nil, store.ConfigError(err)
 	}
 	client := set.newClient()
-	s := &backend{client: client, prefix: set.prefix, batch: newBatcher(client, set.wait),
-		reads: newReadBatcher(client), syncs: newSyncBatcher(client)}
-	if err := s.client.Ping(ctx).Err(); err != nil {
+	pool := set.poolSize()
+	s := &backend{client: client, prefix: set.prefix, scripts: plainScripts,
+		batch: newBatcher(client, pool, set.wait), reads: newReadBatcher(client, pool), syncs: newSyncBatcher(client, pool)}
+	if set.cluster != nil {
+		s.scripts = clusterScripts
+	}
+	if err := s.ping(ctx); err != nil {
 		s.client.Close()
-		tlsConfig := client.Options().TLSConfig
+		tlsConfig := set.tlsConfig()
 		err = fmt.Errorf("store/redis: ping %s: %w", set.target(), store.RedactError(driver.ExplainTLSFailure(ctx, set.probeAddr(), tlsConfig, err), u))
 		if refusedCredentials(err) {
 			err = store.ConfigError(err)
@@ -100,11 +106,35 @@ func (s *backend) Close() error {
 // Prefix returns the prefix put before every key.
 func (s *Store) Prefix() string { return s.b.prefix }
 
-// Client returns the underlying go-redis client, for diagnostics and tests.
-func (s *Store) Client() *goredis.Client { return s.b.client }
+// Client returns the underlying go-redis client, for diagnostics and tests: a
+// *goredis.Client for one server or Sentinels, a *goredis.ClusterClient for a Redis Cluster.
+func (s *Store) Client() goredis.UniversalClient { return s.b.client }
+
+// Key returns the Redis key that holds the document of key: the prefix and the key, and on a
+// Redis Cluster the key in a hash tag (prefix + "{" + key + "}").
+func (s *Store) Key(key string) string { return s.b.rkey(key) }
+
+// rkey is the Redis key of a record's key.
+func (s *backend) rkey(key string) string {
+	if s.scripts.cluster {
+		return clusterKey(s.prefix, key)
+	}
+	return s.prefix + key
+}
+
+// ping checks that the server answers; on a cluster, that every primary does, so that a URL
+// naming one live seed of a cluster missing a shard fails here, not at the first write there.
+func (s *backend) ping(ctx context.Context) error {
+	if cc, ok := s.client.(*goredis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {
+			return c.Ping(ctx).Err()
+		})
+	}
+	return s.client.Ping(ctx).Err()
+}
 
 func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
-	raw, err := s.read(ctx, s.prefix+key).Bytes()
+	raw, err := s.read(ctx, s.rkey(key)).Bytes()
 	if errors.Is(err, goredis.Nil) {
 		return nil, store.ErrNotFound
 	}

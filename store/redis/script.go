@@ -14,13 +14,42 @@ import (
 //go:embed script.lua
 var scriptSource string
 
-// writeScript performs a conditional Patch or Delete (script.lua says how). go-redis runs it
-// with EVALSHA and loads it with EVAL when the server does not know it yet (NOSCRIPT), so it is
-// sent whole once per server restart or SCRIPT FLUSH.
-var writeScript = goredis.NewScript(scriptSource)
+// luaScript is a script and its text: it runs with EVALSHA, and is sent whole (EVAL) when the
+// server does not know it yet (NOSCRIPT), once per server restart or SCRIPT FLUSH.
+type luaScript struct {
+	*goredis.Script
+	src string
+}
+
+func newScript(src string) *luaScript { return &luaScript{Script: goredis.NewScript(src), src: src} }
+
+// cmd returns the command that runs the script on key: by its hash, or whole.
+func (sc *luaScript) cmd(ctx context.Context, whole bool, key string, args []any) *goredis.Cmd {
+	a := make([]any, 0, 4+len(args))
+	if whole {
+		a = append(a, "eval", sc.src, 1, key)
+	} else {
+		a = append(a, "evalsha", sc.Hash(), 1, key)
+	}
+	return goredis.NewCmd(ctx, append(a, args...)...)
+}
+
+// scriptSet is the store's scripts: the write script (script.lua) and the Create and watch
+// sync scripts (watch.go), publishing on "watch:" and the key, or, on a cluster, on the sharded
+// channel named as the key.
+type scriptSet struct {
+	write, create, sync *luaScript
+	cluster             bool
+}
+
+var (
+	plainScripts   = scriptSet{write: newScript(scriptSource), create: newScript(createSource), sync: newScript(syncSource)}
+	clusterScripts = scriptSet{write: newScript(clusterScript(scriptSource)), create: newScript(clusterScript(createSource)),
+		sync: newScript(clusterScript(syncSource)), cluster: true}
+)
 
 func (s *backend) run(ctx context.Context, key string, cond *driver.Condition, args []any) error {
-	res, err := s.write(ctx, writeScript, s.prefix+key, args...).Text()
+	res, err := s.write(ctx, s.scripts.write, s.rkey(key), args...).Text()
 	if err != nil {
 		return err
 	}

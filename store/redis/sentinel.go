@@ -1,10 +1,12 @@
 package redis
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,27 +138,65 @@ func failoverOptions(o *goredis.Options, master string, addrs []string, sentinel
 }
 
 // newClient returns the client the settings describe.
-func (s *settings) newClient() *goredis.Client {
+func (s *settings) newClient() goredis.UniversalClient {
+	if s.cluster != nil {
+		return goredis.NewClusterClient(s.cluster)
+	}
 	if s.failover != nil {
 		return goredis.NewFailoverClient(s.failover)
 	}
 	return goredis.NewClient(s.opts)
 }
 
-// target names what the client connects to, for errors: the server, or the primary and its
-// Sentinels.
+// target names what the client connects to, for errors: the server, the primary and its
+// Sentinels, or the cluster's seeds.
 func (s *settings) target() string {
+	if s.cluster != nil {
+		return "the Redis Cluster of " + strings.Join(s.cluster.Addrs, ",")
+	}
 	if s.failover != nil {
 		return fmt.Sprintf("the primary %q via the Sentinels %s", s.failover.MasterName, strings.Join(s.failover.SentinelAddrs, ","))
 	}
 	return s.opts.Addr
 }
 
-// probeAddr is the address whose TLS handshake explains a TLS failure: the server, or the
-// first Sentinel.
+// probeAddr is the address whose TLS handshake explains a TLS failure: the server, the first
+// Sentinel, or the first seed.
 func (s *settings) probeAddr() string {
+	if s.cluster != nil {
+		return s.cluster.Addrs[0]
+	}
 	if s.failover != nil {
 		return s.failover.SentinelAddrs[0]
 	}
 	return s.opts.Addr
+}
+
+// poolSize is the number of connections the client keeps to one server (to each node of a
+// cluster), go-redis's default when the URL says none.
+func (s *settings) poolSize() int {
+	n := 0
+	switch {
+	case s.cluster != nil:
+		n = s.cluster.PoolSize
+	case s.failover != nil:
+		n = s.failover.PoolSize
+	default:
+		n = s.opts.PoolSize
+	}
+	if n <= 0 {
+		n = 10 * runtime.GOMAXPROCS(0)
+	}
+	return n
+}
+
+// tlsConfig is the client's TLS configuration (nil without TLS).
+func (s *settings) tlsConfig() *tls.Config {
+	switch {
+	case s.cluster != nil:
+		return s.cluster.TLSConfig
+	case s.failover != nil:
+		return s.failover.TLSConfig
+	}
+	return s.opts.TLSConfig
 }

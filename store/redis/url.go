@@ -15,11 +15,13 @@ import (
 )
 
 // settings is what a store URL says: the options of a client of one server (redis://,
-// rediss://) or of a client that asks Sentinels for the primary (redis+sentinel://,
-// rediss+sentinel://), the key prefix, and the replicas each write waits for.
+// rediss://), of a client that asks Sentinels for the primary (redis+sentinel://,
+// rediss+sentinel://) or of a client of a Redis Cluster (redis+cluster://, rediss+cluster://),
+// the key prefix, and the replicas each write waits for.
 type settings struct {
-	opts     *goredis.Options         // nil with Sentinels
-	failover *goredis.FailoverOptions // nil without
+	opts     *goredis.Options         // nil with Sentinels or a cluster
+	failover *goredis.FailoverOptions // nil without Sentinels
+	cluster  *goredis.ClusterOptions  // nil without a cluster
 	prefix   string
 	wait     waitRule
 }
@@ -36,7 +38,7 @@ func parseURL(u *url.URL) (*settings, error) {
 	switch strings.ToLower(u.Scheme) {
 	case "redis", "rediss":
 		if strings.Contains(u.Host, ",") {
-			return nil, fmt.Errorf("store/redis: a %s:// URL names one server; for Redis behind Sentinel name the Sentinels with %s://host:26379,host:26379/0?master=<name> (Redis Cluster is not supported)", u.Scheme, sentinelScheme)
+			return nil, fmt.Errorf("store/redis: a %s:// URL names one server; for Redis behind Sentinel name the Sentinels with %s://host:26379,host:26379/0?master=<name>, for Redis Cluster some of its nodes with %s://host:6379,host:6379", u.Scheme, sentinelScheme, clusterScheme)
 		}
 		opts, prefix, wait, err := parseOne(u, knownParams())
 		if err != nil {
@@ -45,8 +47,10 @@ func parseURL(u *url.URL) (*settings, error) {
 		return &settings{opts: opts, prefix: prefix, wait: wait}, nil
 	case sentinelScheme, sentinelTLSScheme:
 		return parseSentinel(u)
+	case clusterScheme, clusterTLSScheme:
+		return parseCluster(u)
 	}
-	return nil, fmt.Errorf("store/redis: URL scheme %q is not redis, rediss, %s or %s", u.Scheme, sentinelScheme, sentinelTLSScheme)
+	return nil, fmt.Errorf("store/redis: URL scheme %q is not redis, rediss, %s, %s, %s or %s", u.Scheme, sentinelScheme, sentinelTLSScheme, clusterScheme, clusterTLSScheme)
 }
 
 // parseOptions turns a redis:// or rediss:// URL into go-redis options and the key prefix.

@@ -59,27 +59,33 @@ import (
 var _ driver.Watcher = (*backend)(nil)
 
 // watchChannel returns the Pub/Sub channel on which the writes to the Redis key rkey are
-// published. The scripts build the same name ('watch:' .. KEYS[1]).
-func watchChannel(rkey string) string { return "watch:" + rkey }
+// published. The scripts build the same name ('watch:' .. KEYS[1]); on a cluster, the sharded
+// channel is named as the key (cluster.go says why).
+func (s *backend) watchChannel(rkey string) string {
+	if s.scripts.cluster {
+		return rkey
+	}
+	return "watch:" + rkey
+}
 
-// createScript is Create: SET NX, and the notification of the new document when it was set.
-var createScript = goredis.NewScript(`
+// createSource is Create: SET NX, and the notification of the new document when it was set.
+const createSource = `
 if not redis.call('SET', KEYS[1], ARGV[1], 'NX') then return 0 end
 redis.pcall('PUBLISH', 'watch:' .. KEYS[1], ARGV[1])
 return 1
-`)
+`
 
-// syncScript publishes the key's value (empty when it has none) on its watch channel, after
+// syncSource publishes the key's value (empty when it has none) on its watch channel, after
 // ARGV[1], a watch's tag.
-var syncScript = goredis.NewScript(`
+const syncSource = `
 local v = redis.call('GET', KEYS[1])
 redis.call('PUBLISH', 'watch:' .. KEYS[1], ARGV[1] .. (v or ''))
 return 1
-`)
+`
 
 // create writes doc under key unless it exists, and notifies its watches.
 func (s *backend) create(ctx context.Context, key string, doc []byte) error {
-	n, err := s.write(ctx, createScript, s.prefix+key, doc).Int()
+	n, err := s.write(ctx, s.scripts.create, s.rkey(key), doc).Int()
 	if err != nil {
 		return err
 	}
@@ -96,26 +102,33 @@ const defaultPingTimeout = 5 * time.Second
 // errStoreClosed ends the watches of a closed Store, and fails its queued writes.
 var errStoreClosed = errors.New("store/redis: the store was closed")
 
-// watchState is the backend's hub, made on demand.
+// watchState is the backend's hubs, made on demand: one, or on a cluster one per primary
+// (sharded Pub/Sub delivers a channel's messages on the nodes of its slot's shard only).
 type watchState struct {
 	mu          sync.Mutex
-	hub         *watchHub // nil when no watch runs
+	hubs        map[string]*watchHub // by primary's address ("" off a cluster); none when no watch runs
 	closed      bool
 	pingTimeout time.Duration // 0: defaultPingTimeout (tests set it)
 }
 
-// acquire returns the hub, opening one if needed, with a reference the caller releases.
-func (ws *watchState) acquire(b *backend) (*watchHub, error) {
+// acquire returns the hub of node, opening one if needed, with a reference the caller
+// releases.
+func (ws *watchState) acquire(b *backend, node string) (*watchHub, error) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.closed {
 		return nil, errStoreClosed
 	}
-	if ws.hub == nil {
-		ws.hub = newWatchHub(b, ws)
+	h := ws.hubs[node]
+	if h == nil {
+		if ws.hubs == nil {
+			ws.hubs = map[string]*watchHub{}
+		}
+		h = newWatchHub(b, ws, node)
+		ws.hubs[node] = h
 	}
-	ws.hub.refs++
-	return ws.hub, nil
+	h.refs++
+	return h, nil
 }
 
 // release drops a reference to h, closing it with the last.
@@ -123,8 +136,8 @@ func (ws *watchState) release(h *watchHub) {
 	ws.mu.Lock()
 	h.refs--
 	last := h.refs == 0
-	if last && ws.hub == h {
-		ws.hub = nil
+	if last && ws.hubs[h.node] == h {
+		delete(ws.hubs, h.node)
 	}
 	ws.mu.Unlock()
 	if last {
@@ -132,14 +145,14 @@ func (ws *watchState) release(h *watchHub) {
 	}
 }
 
-// close fails the hub, and every later watch, with errStoreClosed.
+// close fails the hubs, and every later watch, with errStoreClosed.
 func (ws *watchState) close() {
 	ws.mu.Lock()
 	ws.closed = true
-	h := ws.hub
-	ws.hub = nil
+	hubs := ws.hubs
+	ws.hubs = nil
 	ws.mu.Unlock()
-	if h != nil {
+	for _, h := range hubs {
 		h.fail(errStoreClosed)
 	}
 }
@@ -147,25 +160,36 @@ func (ws *watchState) close() {
 // detach forgets h if it is still the hub, so that the next watch opens a new one.
 func (ws *watchState) detach(h *watchHub) {
 	ws.mu.Lock()
-	if ws.hub == h {
-		ws.hub = nil
+	if ws.hubs[h.node] == h {
+		delete(ws.hubs, h.node)
 	}
 	ws.mu.Unlock()
 }
 
 // watchHub is one Pub/Sub connection and the watches it serves.
 type watchHub struct {
-	ps    *goredis.PubSub
-	state *watchState
-	refs  int // under state.mu
+	ps      *goredis.PubSub
+	state   *watchState
+	node    string // the primary's address on a cluster, else ""
+	sharded bool   // SSUBSCRIBE, on a cluster
+	reload  func() // has the cluster client read the slots again (nil off a cluster)
+
+	checkOnce sync.Once // the node is checked to be a primary, once (checkNode)
+	checkErr  error
+	refs      int // under state.mu
 
 	failOnce sync.Once
 	done     chan struct{} // closed when the hub has failed
-	err      error         // why; set before done is closed
+	// connected is closed once the connection may be used by read and ping: at once for a
+	// plain subscription; for a sharded one, after its first SSUBSCRIBE, which connects it to
+	// the primary of that channel's slot (a Receive or a PING first would connect to any node).
+	connected chan struct{}
+	err       error // why; set before done is closed
 
 	mu      sync.Mutex
 	chans   map[string]map[*keyWatch]struct{} // the watches of each subscribed channel
 	pending map[string]int                    // SUBSCRIBEs queued or sent, not yet confirmed
+	leaving map[string]int                    // SUNSUBSCRIBEs queued or sent, not yet confirmed
 	queue   []subOp                           // subscriptions to change, in order
 	kick    chan struct{}                     // cap 1: queue is not empty
 	tokens  atomic.Uint64
@@ -196,18 +220,32 @@ type keyWatch struct {
 	beat   uint64 // counts the heartbeats given to the watch
 }
 
-func newWatchHub(b *backend, ws *watchState) *watchHub {
+func newWatchHub(b *backend, ws *watchState, node string) *watchHub {
 	h := &watchHub{
-		ps:      b.client.Subscribe(context.Background()), // no channel yet: no connection yet
-		state:   ws,
-		done:    make(chan struct{}),
-		chans:   map[string]map[*keyWatch]struct{}{},
-		pending: map[string]int{},
-		kick:    make(chan struct{}, 1),
-		id:      rand.Text()[:12],
-		beats:   map[*keyWatch]time.Duration{},
-		beatNew: make(chan struct{}, 1),
-		timeout: cmp.Or(ws.pingTimeout, defaultPingTimeout),
+		state:     ws,
+		node:      node,
+		sharded:   b.scripts.cluster,
+		done:      make(chan struct{}),
+		connected: make(chan struct{}),
+		chans:     map[string]map[*keyWatch]struct{}{},
+		pending:   map[string]int{},
+		leaving:   map[string]int{},
+		kick:      make(chan struct{}, 1),
+		id:        rand.Text()[:12],
+		beats:     map[*keyWatch]time.Duration{},
+		beatNew:   make(chan struct{}, 1),
+		timeout:   cmp.Or(ws.pingTimeout, defaultPingTimeout),
+	}
+	// No channel yet: no connection yet. A cluster client connects a sharded subscription to
+	// the primary of its first channel's slot, node.
+	if cc, ok := b.client.(*goredis.ClusterClient); ok {
+		h.reload = func() { cc.ReloadState(context.Background()) }
+	}
+	if h.sharded {
+		h.ps = b.client.SSubscribe(context.Background())
+	} else {
+		h.ps = b.client.Subscribe(context.Background())
+		close(h.connected)
 	}
 	go h.read()
 	go h.write()
@@ -218,6 +256,11 @@ func newWatchHub(b *backend, ws *watchState) *watchHub {
 // fail ends the hub with err (the first error wins) and closes its connection.
 func (h *watchHub) fail(err error) {
 	h.failOnce.Do(func() {
+		if h.reload != nil {
+			// The slot map may be what sent the hub to the wrong node: the next watches
+			// should find the slots where they are now.
+			h.reload()
+		}
 		h.err = err
 		close(h.done)
 		h.state.detach(h)
@@ -266,6 +309,9 @@ func (h *watchHub) remove(channel string, w *keyWatch) {
 	delete(h.beats, w)
 	if len(ws) == 0 {
 		delete(h.chans, channel)
+		if h.sharded {
+			h.leaving[channel]++
+		}
 		h.enqueue(subOp{channel, false})
 	}
 }
@@ -294,7 +340,8 @@ func (h *watchHub) write() {
 		h.mu.Unlock()
 		for len(ops) > 0 {
 			n := 1
-			for n < len(ops) && ops[n].sub == ops[0].sub {
+			// A sharded subscription's command names channels of one slot: one each.
+			for !h.sharded && n < len(ops) && ops[n].sub == ops[0].sub {
 				n++
 			}
 			chans := make([]string, n)
@@ -302,14 +349,26 @@ func (h *watchHub) write() {
 				chans[i] = op.channel
 			}
 			var err error
-			if ops[0].sub {
+			switch {
+			case h.sharded && ops[0].sub:
+				err = h.ps.SSubscribe(context.Background(), chans...)
+			case h.sharded:
+				err = h.ps.SUnsubscribe(context.Background(), chans...)
+			case ops[0].sub:
 				err = h.ps.Subscribe(context.Background(), chans...)
-			} else {
+			default:
 				err = h.ps.Unsubscribe(context.Background(), chans...)
 			}
 			if err != nil {
 				h.fail(fmt.Errorf("store/redis: watch subscription: %w", err))
 				return
+			}
+			if h.sharded && ops[0].sub {
+				select {
+				case <-h.connected:
+				default:
+					close(h.connected)
+				}
 			}
 			ops = ops[n:]
 		}
@@ -318,6 +377,11 @@ func (h *watchHub) write() {
 
 // read receives the connection's messages and hands them to the watches, until it fails.
 func (h *watchHub) read() {
+	select {
+	case <-h.connected:
+	case <-h.done:
+		return
+	}
 	for {
 		msg, err := h.ps.Receive(context.Background())
 		if err != nil {
@@ -326,8 +390,14 @@ func (h *watchHub) read() {
 		}
 		switch m := msg.(type) {
 		case *goredis.Subscription:
-			if m.Kind == "subscribe" {
+			switch m.Kind {
+			case "subscribe", "ssubscribe":
 				h.confirmed(m.Channel)
+			case "sunsubscribe":
+				if err := h.left(m.Channel); err != nil {
+					h.fail(err)
+					return
+				}
 			}
 		case *goredis.Message:
 			h.dispatch(m.Channel, m.Payload)
@@ -356,6 +426,45 @@ func (h *watchHub) confirmed(channel string) {
 			close(w.ready)
 		}
 	}
+}
+
+// checkNode checks, once per hub, that its node is a primary. The client's map of the slots
+// lags a shard's failover: a hub opened on a demoted primary would be accepted there, and hear
+// nothing of the slot's writes. A hub on a node that is not a primary fails, and the client
+// reads the slots again.
+func (h *watchHub) checkNode(ctx context.Context, nc *goredis.Client) error {
+	if nc == nil {
+		return nil
+	}
+	h.checkOnce.Do(func() {
+		role, err := nc.Do(ctx, "ROLE").Slice()
+		switch {
+		case err != nil:
+			h.checkErr = fmt.Errorf("store/redis: watch: ROLE of %s: %w", h.node, err)
+		case len(role) == 0 || role[0] != "master":
+			h.checkErr = fmt.Errorf("store/redis: watch: %s, which the client thought the primary of the slot, is not a primary (a failover under way)", h.node)
+		}
+		if h.checkErr != nil {
+			h.fail(h.checkErr)
+		}
+	})
+	return h.checkErr
+}
+
+// left counts the server's confirmation of a SUNSUBSCRIBE of channel. One the hub did not send
+// is the server's: the channel's slot has left the node (a migration, the node made a
+// replica), and the messages of its writes go elsewhere now. The hub fails, and its watches
+// are opened again, on the slot's new primary.
+func (h *watchHub) left(channel string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.leaving[channel] > 0 {
+		if h.leaving[channel]--; h.leaving[channel] == 0 {
+			delete(h.leaving, channel)
+		}
+		return nil
+	}
+	return fmt.Errorf("store/redis: watch connection: the server %s ended the subscription of channel %q: it serves the slot no more (a migration, or a failover)", h.node, channel)
 }
 
 // dispatch hands a message of channel to its watches: to each, a write's state once its own
@@ -397,6 +506,11 @@ func (h *watchHub) take(w *keyWatch) (string, uint64, uint64) {
 // ping sends a PING every interval while watches ask for heartbeats (the shortest interval
 // asked), and fails the hub when one has gone unanswered for h.timeout, until the hub fails.
 func (h *watchHub) ping() {
+	select {
+	case <-h.connected:
+	case <-h.done:
+		return
+	}
 	var pace driver.Pace
 	defer pace.Stop()
 	for {
@@ -454,13 +568,20 @@ func (h *watchHub) pong() {
 
 // Watch implements driver.Watcher (see the comment at the top of this file).
 func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) error) error {
-	h, err := s.watches.acquire(s)
+	rkey := s.rkey(key)
+	node, nc, err := s.nodeFor(ctx, rkey)
+	if err != nil {
+		return err
+	}
+	h, err := s.watches.acquire(s, node)
 	if err != nil {
 		return err
 	}
 	defer s.watches.release(h)
-	rkey := s.prefix + key
-	channel := watchChannel(rkey)
+	if err := h.checkNode(ctx, nc); err != nil {
+		return err
+	}
+	channel := s.watchChannel(rkey)
 	w := h.add(channel, store.HeartbeatEvery(ctx))
 	defer h.remove(channel, w)
 	select {
@@ -473,10 +594,24 @@ func (s *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	if err := s.sync(ctx, rkey, w.token); err != nil {
 		return fmt.Errorf("store/redis: read for a watch: %w", err)
 	}
+	// The sync message comes back within a round trip or two. On a cluster it may never: a
+	// subscription made while a shard fails over can land on a node that no longer receives
+	// the slot's messages and says nothing. A watch without its first state for the PING
+	// timeout ends, and is opened again where the slot is now (checkNode makes that rare).
+	var first <-chan time.Time // off a cluster, a missing sync message is a failed connection
+	if h.sharded {
+		t := time.NewTimer(h.timeout)
+		defer t.Stop()
+		first = t.C
+	}
 	var seen, beats uint64
 	for {
 		select {
 		case <-w.wake:
+		case <-first:
+			if seen == 0 {
+				return fmt.Errorf("store/redis: watch of %q: no first state within %v (node %s)", rkey, h.timeout, cmp.Or(h.node, "of the store"))
+			}
 		case <-h.done:
 			return h.err
 		case <-ctx.Done():

@@ -177,7 +177,7 @@ func TestWatchWriteScriptsPublish(t *testing.T) {
 	t.Parallel()
 	s := openTest(t)
 	ctx := t.Context()
-	ps := s.Client().Subscribe(ctx, watchChannel(s.Prefix()+"k"))
+	ps := s.Client().Subscribe(ctx, s.b.watchChannel(s.Key("k")))
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
 		t.Fatal(err)
