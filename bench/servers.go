@@ -33,7 +33,7 @@ type system struct {
 }
 
 // allBackends are the --backends names, in the order they run.
-var allBackends = []string{"file", "sqlite", "postgres", "mysql", "redis", "nats", "etcd", "dynamodb", "s3", "gcs", "azblob", "zookeeper", "kubernetes", "client-go", "etcd-concurrency"}
+var allBackends = []string{"file", "sqlite", "postgres", "mysql", "redis", "redis-cluster", "nats", "etcd", "dynamodb", "s3", "gcs", "azblob", "zookeeper", "kubernetes", "client-go", "etcd-concurrency"}
 
 // servers starts the servers the bench owns (an embedded etcd, a kube-apiserver) once, on
 // first use, and finds the others (PostgreSQL, MariaDB, Redis, NATS) where internal/testenv
@@ -54,13 +54,18 @@ type servers struct {
 	emulators []*cloudemu.Emulator // the cloud stores' (cloud.go)
 	clouds    map[string]system    // the cloud stores' systems, by backend name
 
-	zk    storecluster.Cluster // one ZooKeeper server (zookeeper.go)
+	zk    storecluster.Cluster // one ZooKeeper server (clusters.go)
 	zkErr error
+	rc    *storecluster.RedisShards // a Redis Cluster (clusters.go)
+	rcErr error
 }
 
 func (s *servers) close() {
 	if s.zk != nil {
 		s.zk.Close()
+	}
+	if s.rc != nil {
+		s.rc.Close()
 	}
 	for _, e := range s.emulators {
 		e.Close()
@@ -102,6 +107,8 @@ func (s *servers) system(name string) (system, error) {
 		return s.cloud(name)
 	case "zookeeper":
 		return s.zookeeper()
+	case "redis-cluster":
+		return s.redisCluster()
 	case "kubernetes", "client-go":
 		if err := s.startKube(); err != nil {
 			return system{}, err

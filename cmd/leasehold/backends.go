@@ -36,7 +36,7 @@ var optionalBackends = []optionalBackend{
 	{"mysql", []string{"mysql"}, []string{"Webda/MySQLStore"}},
 	{"nats", []string{"nats"}, []string{"Webda/NatsStore"}},
 	{"postgres", []string{"postgres", "postgresql"}, []string{"Webda/PostgresStore"}},
-	{"redis", []string{"redis", "rediss", "redis+sentinel", "rediss+sentinel"}, []string{"Webda/RedisStore"}},
+	{"redis", []string{"redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster"}, []string{"Webda/RedisStore"}},
 	{"s3", []string{"s3"}, []string{"Webda/S3Store"}},
 	{"sqlite", []string{"sqlite"}, []string{"Webda/SQLiteStore"}},
 	{"zookeeper", []string{"zk"}, []string{"Webda/ZooKeeperStore"}},

@@ -145,6 +145,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, fmt.Errorf("campaign: backend %s: open the store: %w", o.Backend, err)
 		}
 	}
+	if u, ok := d.srv.Cluster.(recordUser); ok {
+		if err := u.useRecord(ctx, d.srv.URL, "cluster:"+d.lease); err != nil {
+			return nil, fmt.Errorf("campaign: backend %s: %w", o.Backend, err)
+		}
+	}
 	if d.res, err = startResource(); err != nil {
 		return nil, fmt.Errorf("campaign: fenced resource: %w", err)
 	}
