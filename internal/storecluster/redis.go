@@ -66,15 +66,15 @@ var _ Cluster = (*RedisCluster)(nil)
 // wrapping ErrUnavailable.
 func StartRedis(ctx context.Context, dir string) (Cluster, error) { return startRedis(ctx, dir) }
 
-func startRedis(ctx context.Context, dir string) (c *RedisCluster, err error) {
+func startRedis(ctx context.Context, dir string) (_ *RedisCluster, err error) {
 	bin, err := LookBinary("LEASEHOLD_REDIS_SERVER_BIN", "redis-server")
 	if err != nil {
 		return nil, err
 	}
-	c = &RedisCluster{dir: dir}
+	c := &RedisCluster{dir: dir}
 	defer func() {
 		if err != nil {
-			c.Close()
+			c.Close() // the servers started so far
 		}
 	}()
 	var primaryAddr string

@@ -276,3 +276,14 @@ func TestRedisRejoinBeforeTheSentinelsSeeTheKill(t *testing.T) {
 		}
 	}
 }
+
+// A primary and replica that do not start end StartRedis with an error, the servers started so
+// far stopped, and no panic.
+func TestRedisStartFails(t *testing.T) {
+	t.Setenv("LEASEHOLD_REDIS_SERVER_BIN", "/bin/false")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := StartRedis(ctx, t.TempDir()); err == nil {
+		t.Fatal("StartRedis with a binary that exits: no error")
+	}
+}
