@@ -260,7 +260,7 @@ func (c *RedisShards) Direct() bool { return true }
 // failover a replica may be a primary: Leader and Primaries say which is which now.
 func (c *RedisShards) Members() []*Member { return slices.Clone(c.members) }
 
-// URL implements Cluster: redis+cluster:// naming every node as a seed. The client learns the
+// URL implements Cluster: redis+cluster:// naming every node as a startup node. The client learns the
 // nodes' addresses from the cluster, so addrs must be nil.
 func (c *RedisShards) URL(addrs []string, params map[string]string) string {
 	if addrs != nil {

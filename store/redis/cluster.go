@@ -13,14 +13,14 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// Redis Cluster. The URL names some of the cluster's nodes (seeds), not a Sentinel:
+// Redis Cluster. The URL names some of the cluster's nodes (startup nodes), not a Sentinel:
 //
 //	redis+cluster://[[user]:password@]host:port[,host:port...][/0][?param=value...]
 //	rediss+cluster://...   (TLS to every node)
 //
 // A scheme of its own rather than a parameter of redis://, as for Sentinel, so that the form of
 // the host list says what it is: one server (redis://), the Sentinels (redis+sentinel://), or
-// seeds of a cluster (redis+cluster://), from which go-redis's cluster client learns every
+// startup nodes of a cluster (redis+cluster://), from which go-redis's cluster client learns every
 // shard (CLUSTER SLOTS) and follows the slots as they move (MOVED, ASK) and as a shard's
 // replica takes over from its primary.
 //
@@ -31,7 +31,7 @@ import (
 // spaces; a channel named "watch:" + the key would hash elsewhere for a tag Redis reads as
 // empty, a key starting with "}".)
 
-// Cluster schemes, and the port of a seed written without one.
+// Cluster schemes, and the port of a startup node written without one.
 const (
 	clusterScheme    = "redis+cluster"
 	clusterTLSScheme = "rediss+cluster"
@@ -67,13 +67,13 @@ func parseCluster(u *url.URL) (*settings, error) {
 		return nil, err
 	}
 	if opts.TLSConfig != nil && opts.TLSConfig.ServerName == addrHost(addrs[0]) && !q.Has("servername") {
-		// go-redis took the first seed's name: each node is checked for its own instead.
+		// go-redis took the first startup node's name: each node is checked for its own instead.
 		opts.TLSConfig.ServerName = ""
 	}
 	return &settings{cluster: clusterOptions(opts, addrs), prefix: prefix, wait: wait}, nil
 }
 
-// clusterAddrs splits the URL's seeds; a host without a port has Redis's.
+// clusterAddrs splits the URL's startup nodes; a host without a port has Redis's.
 func clusterAddrs(hosts string) ([]string, error) {
 	var addrs []string
 	for _, h := range strings.Split(hosts, ",") {

@@ -123,7 +123,7 @@ func (s *backend) rkey(key string) string {
 }
 
 // ping checks that the server answers; on a cluster, that every primary does, so that a URL
-// naming one live seed of a cluster missing a shard fails here, not at the first write there.
+// naming one live startup node of a cluster missing a shard fails here, not at the first write there.
 func (s *backend) ping(ctx context.Context) error {
 	if cc, ok := s.client.(*goredis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, c *goredis.Client) error {

@@ -149,7 +149,7 @@ func (s *settings) newClient() goredis.UniversalClient {
 }
 
 // target names what the client connects to, for errors: the server, the primary and its
-// Sentinels, or the cluster's seeds.
+// Sentinels, or the cluster's startup nodes.
 func (s *settings) target() string {
 	if s.cluster != nil {
 		return "the Redis Cluster of " + strings.Join(s.cluster.Addrs, ",")
@@ -161,7 +161,7 @@ func (s *settings) target() string {
 }
 
 // probeAddr is the address whose TLS handshake explains a TLS failure: the server, the first
-// Sentinel, or the first seed.
+// Sentinel, or the first startup node.
 func (s *settings) probeAddr() string {
 	if s.cluster != nil {
 		return s.cluster.Addrs[0]
