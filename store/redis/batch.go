@@ -64,6 +64,7 @@ func (s *backend) write(ctx context.Context, script *luaScript, key string, args
 		cmd = goredis.NewCmd(ctx)
 		cmd.SetErr(err)
 	}
+	s.lookAgain(cmd.Err()) // reroute.go
 	return cmd
 }
 

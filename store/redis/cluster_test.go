@@ -64,6 +64,7 @@ func TestRedisCluster(t *testing.T) {
 	t.Run("HashTag", func(t *testing.T) { testHashTag(t, c) })
 	t.Run("ShardFailover", func(t *testing.T) { testShardFailover(t, c) })
 	t.Run("ShardPrimaryKilled", func(t *testing.T) { testShardPrimaryKilled(t, c) })
+	t.Run("ReadAfterPrimaryKilled", func(t *testing.T) { testReadAfterPrimaryKilled(t, c) })
 	t.Run("ShardLostWrites", func(t *testing.T) { testShardLostWrites(t, c, nil) })
 	t.Run("ShardLostWritesWaitReplicas", func(t *testing.T) {
 		testShardLostWrites(t, c, map[string]string{"wait_replicas": "1", "wait_timeout": "100ms"})
@@ -340,6 +341,63 @@ func testShardPrimaryKilled(t *testing.T, c *storecluster.RedisShards) {
 	waitRev(ctx, t, revs, 4)
 }
 
+// testReadAfterPrimaryKilled: once the cluster has promoted the replica of a killed primary,
+// the next Get answers, though the client sent nothing to the shard meanwhile: the failed
+// read has the client read the slots again and goes to the new primary (reroute.go). Without
+// that, the client keeps the dead primary's address until a minute has passed, and every read
+// of the shard fails.
+func testReadAfterPrimaryKilled(t *testing.T, c *storecluster.RedisShards) {
+	settle(t, c)
+	s := openCluster(t, shardsURL(t, c, nil))
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+	defer cancel()
+	if err := s.Create(ctx, "read-k", map[string]any{"rev": 1.0}); err != nil {
+		t.Fatal(err)
+	}
+	c.Key = s.Key("read-k")
+	old, err := c.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := s.Client().(*goredis.ClusterClient).MasterForKey(ctx, s.Key("read-k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Options().Addr != old.Addr {
+		t.Fatalf("the client sends the key to %s, the cluster says %s", node.Options().Addr, old.Addr)
+	}
+	if n, err := node.Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {
+		t.Fatalf("WAIT: %d, %v", n, err)
+	}
+	if err := old.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Until the running nodes agree on another primary of the slot: the promoted replica.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var now *storecluster.Member
+	for now == nil || now == old {
+		if now, err = c.Leader(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("%s killed, and still the primary of the slot: %v", old.Name, ctx.Err())
+		}
+	}
+	doc, err := s.Get(ctx, "read-k")
+	if err != nil {
+		t.Fatalf("the first Get after %s took over from %s: %v", now.Name, old.Name, err)
+	}
+	if doc["rev"] != 1.0 {
+		t.Errorf("read %v, want rev 1", doc)
+	}
+	if err := c.Rejoin(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // testShardLostWrites: a shard's failover that promotes a replica which missed writes loses
 // the writes its primary acknowledged (Redis replicates asynchronously), as with Sentinel.
 // With wait_replicas, none of them was a success: each failed with ErrNotReplicated, an
@@ -376,16 +434,25 @@ func testShardLostWrites(t *testing.T, c *storecluster.RedisShards, params map[s
 		}
 	}
 	defer func() { c.AfterReplicaStopped = nil }()
+	start := time.Now()
 	if err := c.Failover(ctx, true); err != nil {
 		t.Fatal(err)
 	}
+	failedOver := time.Since(start)
+	// Until a Get answers; each error is kept with when it came, so that a run that never gets
+	// an answer says why.
+	var errs []string
 	doc, err := s.Get(ctx, "l")
 	for err != nil && ctx.Err() == nil {
+		if len(errs) < 20 {
+			errs = append(errs, fmt.Sprintf("%v: %v", time.Since(start).Round(time.Millisecond), err))
+		}
 		time.Sleep(50 * time.Millisecond)
 		doc, err = s.Get(ctx, "l")
 	}
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("no answer to a Get %v after the failover, which took %v: %v; errors since the failover began:\n%s",
+			time.Since(start)-failedOver, failedOver, err, strings.Join(errs, "\n"))
 	}
 	t.Logf("with %v: acknowledged %d, unknown %d; the record after the failover: %v", params, acked, unknown, doc)
 	if doc["rev"] != 1.0 {

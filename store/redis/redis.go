@@ -134,7 +134,11 @@ func (s *backend) ping(ctx context.Context) error {
 }
 
 func (s *backend) Get(ctx context.Context, key string) (map[string]any, error) {
-	raw, err := s.read(ctx, s.rkey(key)).Bytes()
+	rkey := s.rkey(key)
+	raw, err := s.read(ctx, rkey).Bytes()
+	if err != nil && s.rerouted(ctx, rkey, err) {
+		raw, err = s.read(ctx, rkey).Bytes() // reroute.go
+	}
 	if errors.Is(err, goredis.Nil) {
 		return nil, store.ErrNotFound
 	}
