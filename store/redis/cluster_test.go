@@ -439,16 +439,21 @@ func testShardLostWrites(t *testing.T, c *storecluster.RedisShards, params map[s
 		t.Fatal(err)
 	}
 	failedOver := time.Since(start)
-	// Until a Get answers; each error is kept with when it came, so that a run that never gets
-	// an answer says why.
+	// Until a Get answers, each within a deadline as an election's attempts are; each error is
+	// kept with when it came, so that a run that never gets an answer says why.
 	var errs []string
-	doc, err := s.Get(ctx, "l")
+	get := func() (map[string]any, error) {
+		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return s.Get(gctx, "l")
+	}
+	doc, err := get()
 	for err != nil && ctx.Err() == nil {
 		if len(errs) < 20 {
 			errs = append(errs, fmt.Sprintf("%v: %v", time.Since(start).Round(time.Millisecond), err))
 		}
 		time.Sleep(50 * time.Millisecond)
-		doc, err = s.Get(ctx, "l")
+		doc, err = get()
 	}
 	if err != nil {
 		t.Fatalf("no answer to a Get %v after the failover, which took %v: %v; errors since the failover began:\n%s",
