@@ -112,16 +112,20 @@ func (a *attempt) run(ctx context.Context) (*Held, error) {
 func (a *attempt) readRecord(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, a.l.l-a.l.r)
 	defer cancel()
+	start := time.Now()
 	rec, err := a.l.lock.Get(rctx, a.key)
 	a.readAt = time.Now()
 	switch {
 	case errors.Is(err, cluster.ErrNotFound):
 		a.see(cluster.Record{}, false)
-		return nil
 	case err != nil:
 		return err
+	default:
+		a.see(rec, true)
 	}
-	a.see(rec, true)
+	// A read answered, as a follower's attempt: an Observer learns that this instance is in
+	// touch with the store while it waits (the fault campaign waits for that).
+	a.l.emit(cluster.Event{Kind: cluster.AttemptSucceeded, Lease: a.key, Holder: rec.Holder, Term: rec.Term, Duration: a.readAt.Sub(start)})
 	return nil
 }
 

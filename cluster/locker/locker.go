@@ -44,8 +44,9 @@ type Config struct {
 	Logger        *slog.Logger
 
 	// Observer, when set, receives, with Event.Lease the key: each key's BecameLeader and
-	// StoppedLeading, an AttemptSucceeded when it is taken and at each renewal of the session
-	// lease while it is held, and an AttemptFailed for each of its writes that fails; and, with
+	// StoppedLeading, an AttemptSucceeded when it is taken, at each renewal of the session
+	// lease while it is held and at each read of its record while it is waited for (Holder
+	// the record's), and an AttemptFailed for each of its reads and writes that fails; and, with
 	// Event.Lease the session lease's name, the session lease's attempts (AttemptSucceeded,
 	// AttemptFailed, WatchedChange, ObservedLeader, ObservedRevision), not its leaderships. It
 	// is called one event at a time, with the constraints of cluster.ElectorConfig.Observer,
