@@ -270,6 +270,29 @@ func runRandomLockers(t *testing.T, run uint64) {
 		break
 	}
 	check()
+	// Every Locker ends its session lease and its fences once its keys are released or lost
+	// (P7): nothing outlives them for long, a retried release included.
+	lockers := crashed
+	for _, m := range members {
+		lockers = append(lockers, m)
+	}
+	idle := func() bool {
+		for _, m := range lockers {
+			m.l.mu.Lock()
+			busy := m.l.sess != nil || m.l.ending != nil || len(m.l.fences) > 0
+			m.l.mu.Unlock()
+			if busy {
+				return false
+			}
+		}
+		return true
+	}
+	for quiet := w.Since(); !idle(); {
+		if w.Since()-quiet > 2*time.Minute {
+			t.Fatal("a Locker still runs its session lease or a fence 2 minutes after its workers ended")
+		}
+		w.At(w.Since() + sample)
+	}
 
 	// The oracle: per key, the holdings in the order they began never overlap, and their
 	// terms increase.
