@@ -109,35 +109,46 @@ func TestP2AcquireThenLose(t *testing.T) {
 				if !closed(h.Done()) || h.Context().Err() == nil {
 					t.Fatalf("Done not closed at %v", tc.lostAt)
 				}
-				// A lost key is not taken again behind the holder's back: its Elector waits R
-				// for the key's next Acquire, then stops, and the record, still the
-				// Locker's, is released once the store answers again.
-				f.Heal()
-				w.At(tc.lostAt + testR - time.Millisecond)
-				if closed(h.e.Done()) {
-					t.Fatal("the Elector stopped before R had passed since the loss")
+				// The record is left as it was: it names an epoch that has ended, and another
+				// Locker takes it once it sees that epoch over (P8): here the session lease's
+				// release, when its run ended with the key, could not land either, so once the
+				// lease has expired on the other Locker's clock, within L + R.
+				if rec, _ := cluster.NewStoreLock(w.Mem).Get(context.Background(), "job"); rec.Holder != "a" || rec.Term != h.Term() {
+					t.Fatalf("record at the loss: %+v, want a's, term %d", rec, h.Term())
 				}
-				w.At(tc.lostAt + 3*testL)
-				if !closed(h.e.Done()) {
-					t.Fatal("the Elector still runs R after the loss")
-				}
-				if rec, _ := cluster.NewStoreLock(w.Mem).Get(context.Background(), "job"); rec.Holder != "" || rec.Term < h.Term() {
-					t.Fatalf("record after the loss: %+v, want released, term %d or above", rec, h.Term())
-				}
-				// Release after the loss only reports how the election ended: released.
 				if err := h.Release(context.Background()); err != nil {
-					t.Fatalf("Release after the loss = %v, want the release reported", err)
+					t.Fatalf("Release after the loss = %v, want nothing to do", err)
+				}
+				f.Heal()
+				w.At(tc.lostAt + 3*testL)
+				if l.running() {
+					t.Fatal("the session lease still runs 3 L after the loss, with no key held")
+				}
+				b, _ := w.locker("b")
+				start := w.Since()
+				hb, err := b.TryAcquire(context.Background(), "job")
+				if err != nil {
+					t.Fatalf("TryAcquire of a key whose epoch ended: %v", err)
+				}
+				if took := w.Since() - start; took > testL+testR {
+					t.Fatalf("took the key %v after asking, want within L + R", took)
+				}
+				if hb.Term() <= h.Term() {
+					t.Fatalf("term %d not above the lost holding's %d", hb.Term(), h.Term())
+				}
+				if err := hb.Release(context.Background()); err != nil {
+					t.Fatal(err)
 				}
 			})
 		})
 	}
 }
 
-// P2: a key acquired again within R of its loss (the usual loop: work, lose the key, acquire
-// it again) is taken by the lost holding's Elector at its next regular attempt, with a new
-// term: no release, no new Elector in between. Release of the lost holding then leaves the new
-// one alone.
-func TestP2ReacquireTakesOverTheLostElector(t *testing.T) {
+// P2, P8: a key acquired again after its loss (the usual loop: work, lose the key, acquire it
+// again) is taken at the session lease's next epoch, with a new term: its record, naming the
+// ended epoch, is this Locker's own. The session lease, whose run ended with its last key, runs
+// again at once. Release of the lost holding then leaves the new one alone.
+func TestP2ReacquireAfterALoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		l, f := w.locker("a")
@@ -152,37 +163,24 @@ func TestP2ReacquireTakesOverTheLostElector(t *testing.T) {
 		if !closed(h.Done()) {
 			t.Fatal("Done not closed at the failed renewal")
 		}
-		f.Heal()
-		got := make(chan *Held, 1)
-		go func() {
-			h2, err := l.Acquire(context.Background(), "job")
-			if err != nil {
-				t.Error(err)
-			}
-			got <- h2
-		}()
-		w.At(15*time.Second - time.Millisecond)
-		if len(got) != 0 {
-			t.Fatal("acquired again before the Elector's next attempt")
-		}
 		if holder := w.holderOf("job"); holder != "a" {
-			t.Fatalf("holder between the loss and the next attempt = %q, want a (not released)", holder)
+			t.Fatalf("holder after the loss = %q, want a (not released)", holder)
 		}
-		w.At(15 * time.Second)
-		h2 := <-got
-		if w.Since() != 15*time.Second {
-			t.Fatalf("acquired again at %v, want at the Elector's next attempt (15s)", w.Since())
+		f.Heal()
+		h2, err := l.Acquire(context.Background(), "job")
+		if err != nil {
+			t.Fatal(err)
 		}
-		if h2.e != h.e {
-			t.Fatal("acquired again through a new Elector, want the lost holding's")
+		if w.Since() != 10*time.Second {
+			t.Fatalf("acquired again at %v, want at once (10s)", w.Since())
 		}
-		if h2.Term() <= h.Term() || h.IsHeld() || !h2.IsHeld() {
-			t.Fatalf("terms %d then %d, IsHeld %v then %v; want a new term held by the second only", h.Term(), h2.Term(), h.IsHeld(), h2.IsHeld())
+		if h2.Term() <= h.Term() || h.IsHeld() || !h2.IsHeld() || h2.epoch <= h.epoch {
+			t.Fatalf("terms %d then %d, epochs %d then %d, IsHeld %v then %v; want a new term in a new epoch held by the second only", h.Term(), h2.Term(), h.epoch, h2.epoch, h.IsHeld(), h2.IsHeld())
 		}
 		if err := h.Release(context.Background()); err != nil {
 			t.Fatalf("Release of the lost holding: %v", err)
 		}
-		w.At(15*time.Second + 3*testL)
+		w.At(10*time.Second + 3*testL)
 		if closed(h2.Done()) || w.holderOf("job") != "a" {
 			t.Fatal("the lost holding's Release ended the new one")
 		}
@@ -196,9 +194,8 @@ func TestP2ReacquireTakesOverTheLostElector(t *testing.T) {
 }
 
 // P2, P5: an Acquire waiting for a key the Locker holds, called before the holding is lost,
-// takes the lost holding's Elector over too, at its next attempt: it does not wait for that
-// Elector to stop R later.
-func TestP2WaitingAcquireTakesOverTheLostElector(t *testing.T) {
+// takes the key at the session lease's next epoch.
+func TestP2WaitingAcquireAfterALoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		l, f := w.locker("a")
@@ -223,19 +220,18 @@ func TestP2WaitingAcquireTakesOverTheLostElector(t *testing.T) {
 		f.Heal()
 		w.At(15 * time.Second)
 		if len(got) == 0 {
-			t.Fatal("the waiting Acquire did not take the key at the Elector's next attempt (15s)")
+			t.Fatal("the waiting Acquire did not take the key at the session lease's next attempt (15s)")
 		}
 		h2 := <-got
 		defer h2.Release(context.Background())
-		if h2.e != h.e || h2.Term() <= h.Term() {
-			t.Fatalf("second holding: same Elector %v, term %d after %d; want the lost holding's Elector, a new term", h2.e == h.e, h2.Term(), h.Term())
+		if h2.Term() <= h.Term() {
+			t.Fatalf("second holding's term %d after %d; want a new term", h2.Term(), h.Term())
 		}
 	})
 }
 
-// P2, P3: a TryAcquire within R of a loss does not take the lost holding's Elector over: it
-// stops it (its record released) and runs an Elector of its own, which takes the released
-// record at once.
+// P2, P3: a TryAcquire after a loss takes the key at once, its record being this Locker's own,
+// under the session lease's next epoch.
 func TestP3TryAcquireAfterALoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -259,9 +255,6 @@ func TestP3TryAcquireAfterALoss(t *testing.T) {
 		defer h2.Release(context.Background())
 		if w.Since() != 11*time.Second {
 			t.Fatalf("TryAcquire took the key at %v, want at once (11s)", w.Since())
-		}
-		if h2.e == h.e || !closed(h.e.Done()) {
-			t.Fatal("TryAcquire took the lost holding's Elector over, want it stopped")
 		}
 		if h2.Term() <= h.Term() {
 			t.Fatalf("term %d not above the lost holding's %d", h2.Term(), h.Term())
@@ -391,7 +384,8 @@ func TestP3TryAcquireCrashedHolder(t *testing.T) {
 }
 
 // P1: an Acquire blocked on a held key returns ctx's error when ctx ends, leaving no
-// goroutine and no write behind.
+// goroutine and no write behind: its fence stops with it, and a Locker that only waited runs
+// no session lease (P7).
 func TestP1AcquireCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -543,8 +537,9 @@ func TestP5OneKeyOnceInALocker(t *testing.T) {
 	})
 }
 
-// P2, W7: a holding ends at its deadline even when the election goroutine is late to notice
-// (a paused process, a starved one): Done is still open then, and IsHeld already says false.
+// P2, P9, W7: a holding ends at its session lease's deadline even when the session's goroutine
+// is late to notice (a paused process, a starved one): Done is still open then, and IsHeld
+// already says false, with no timer of the key's own.
 // The fault campaign found it: a worker acting while its holding's Context was live, just
 // resumed from SIGSTOP, stamped actions after its leadership's deadline.
 func TestP2IsHeldAtTheDeadline(t *testing.T) {
@@ -552,12 +547,14 @@ func TestP2IsHeldAtTheDeadline(t *testing.T) {
 		w := newWorld(t)
 		succeeded := 0
 		late := make(chan struct{})
+		var l *Locker
 		l, err := New(Config{
 			Lock: cluster.NewStoreLock(newFaultStore(w.Mem)), InstanceID: "a", LeaseDuration: testL, RenewInterval: testR, Logger: quietLogger(),
-			// The renewal at R answers, and its event holds up the election goroutine until
-			// the test lets it go: the deadline of the attempt at 0, (L+R)/2, passes meanwhile.
+			// The session lease's renewal at R answers, and its event holds up the session's
+			// goroutine until the test lets it go: the deadline of the attempt at 0, (L+R)/2,
+			// passes meanwhile.
 			Observer: func(ev cluster.Event) {
-				if ev.Kind == cluster.AttemptSucceeded {
+				if ev.Kind == cluster.AttemptSucceeded && ev.Lease == l.SessionLease() {
 					if succeeded++; succeeded == 2 {
 						<-late
 					}
@@ -583,7 +580,7 @@ func TestP2IsHeldAtTheDeadline(t *testing.T) {
 		}
 		w.At(deadline)
 		if closed(h.Done()) {
-			t.Fatal("Done closed while the election goroutine was held up: the test shows nothing")
+			t.Fatal("Done closed while the session's goroutine was held up: the test shows nothing")
 		}
 		if h.IsHeld() {
 			t.Fatalf("at the deadline %v: IsHeld true while the lease may have expired for the others (W7)", deadline)
@@ -596,9 +593,9 @@ func TestP2IsHeldAtTheDeadline(t *testing.T) {
 	})
 }
 
-// P6: the keys of one Locker share its session, so a key lost while the store did not answer,
-// its record left unreleased, is the Locker's own: acquiring it again takes it at the first
-// attempt, with a new term, rather than following the record for L as another process's.
+// P6: a key lost while the store did not answer, its record left naming the ended epoch, is
+// the Locker's own: acquiring it again takes it at the session lease's next epoch, with a new
+// term, rather than following it for L as another process's.
 func TestP6ReacquireAfterAnUnreleasedLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -608,15 +605,15 @@ func TestP6ReacquireAfterAnUnreleasedLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Renewals at 0 and 5 s succeed; from 6 s calls hang, so the holding is lost at its
-		// deadline, 5 s + (L+R)/2 = 15 s, and the release Stop sends never lands.
+		// deadline, 5 s + (L+R)/2 = 15 s.
 		w.At(6 * time.Second)
 		f.Set(func(f *faultStore) { f.Hang = true })
 		w.At(15 * time.Second)
 		if !closed(h.Done()) {
 			t.Fatal("Done not closed at the deadline")
 		}
-		if err := h.Release(context.Background()); err == nil {
-			t.Fatal("Release after the loss reported a release that cannot have landed")
+		if err := h.Release(context.Background()); err != nil {
+			t.Fatalf("Release after the loss = %v, want nothing to do", err)
 		}
 		f.Heal()
 		if rec, err := cluster.NewStoreLock(w.Mem).Get(context.Background(), "job"); err != nil || rec.Holder != "a" || rec.Term != h.Term() {
@@ -628,8 +625,10 @@ func TestP6ReacquireAfterAnUnreleasedLoss(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer h2.Release(context.Background())
-		if took := w.Since() - start; took != 0 {
-			t.Fatalf("acquiring the Locker's own unreleased record took %v, want the first attempt", took)
+		// The session lease's attempt in flight since 10 s times out at 20 s (E3); the next
+		// one leads.
+		if took := w.Since() - start; took >= testL {
+			t.Fatalf("acquiring the Locker's own record took %v, want the session lease's next epoch, before L", took)
 		}
 		if h2.Term() <= h.Term() {
 			t.Fatalf("term of the new holding = %d, want above %d (E11)", h2.Term(), h.Term())
