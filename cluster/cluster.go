@@ -9,7 +9,8 @@
 // store.Store; the kubernetes module makes one from a coordination.k8s.io Lease.
 //
 // Products built on the engine are packages of their own: cluster/locker is a per-key lock
-// (each key held is an Elector of its own on the lease of that name), cluster/holders elects
+// (every key a Locker holds rides on one session lease of its own, renewed by one write per
+// R, as etcd's concurrency sessions do), cluster/holders elects
 // up to N holders of a lease at once (an Elector per slot, of which a [Gate] lets one at a
 // time hold in an instance), and cluster/partition spreads K partitions over the live
 // instances (each holding its partitions through one lease of its own).
