@@ -18,6 +18,12 @@ import (
 // connection of the session (setWatches, with the last transaction it saw) while its receiving
 // goroutine already updates that transaction, unsynchronised: a data race it only runs into
 // when the connection holds watches, which neither client ever does on a reconnection.
+//
+// The library also runs that code on a client's first connection, right after it reports the
+// session. The store sends nothing on a watch client before that report, and its first watch
+// is set by the answer to a request sent after at least one more round trip (the credentials,
+// or the sync before each read), by which time the library has long found no watch to send
+// again; only a stall of its goroutine over those round trips would let it read one.
 type client struct {
 	conn   *zk.Conn
 	events <-chan zk.Event // closed once the library's goroutines for conn have ended
