@@ -18,9 +18,13 @@
 // for, and returns at its context's end, its outcome then unknown. No call is sent twice: a
 // write whose connection ends before its answer is an unknown outcome.
 //
-// Watch arms a one-shot ZooKeeper watch with each read, and arms the next when it fires, when
-// the client has a session on a new connection, and after the session expired (see
-// backend.Watch in watch.go). Its heartbeats are syncs on the watch's session.
+// Watch arms a one-shot ZooKeeper watch with each read, and arms the next when it fires. The
+// watches stand on a client of their own, with a session of its own, which is never connected
+// again: when its connection ends, the store closes it and dials another, on which every watch
+// arms and reads again (see backend.Watch in watch.go). The requests' client sets no watch.
+// So neither client holds a watch when it reconnects with its session, which the library
+// would send again on the new connection, racing with its own receiving goroutine. The
+// heartbeats are syncs on the watch's client.
 //
 // # URL
 //

@@ -175,8 +175,8 @@ func TestCutConnection(t *testing.T) {
 }
 
 // TestWatchHeartbeatFrozen: heartbeats stop while the watch's connection is silent, the
-// client opens another connection by itself, and once the network heals the same watch
-// delivers heartbeats again (T8); see storetest.WatchHeartbeatFrozen.
+// client gives it up and the store dials a new watch client by itself, and once the network
+// heals the same watch delivers heartbeats again (T8); see storetest.WatchHeartbeatFrozen.
 func TestWatchHeartbeatFrozen(t *testing.T) {
 	t.Parallel()
 	raw, _ := serverURL(t, "session_timeout=2s")
@@ -185,9 +185,9 @@ func TestWatchHeartbeatFrozen(t *testing.T) {
 	})
 }
 
-// TestWatchAcrossSessionExpiry: a watch whose session expires while its connection is cut
-// goes on over the session the client opens next, and delivers the write made meanwhile: the
-// client drops an expired session's watches, and the store must arm them again (T8).
+// TestWatchAcrossSessionExpiry: a watch whose connection is cut until the sessions expired
+// goes on over a new session, and delivers the write made meanwhile (T8): the store arms it
+// again on a new watch client, whose session is neither the lost one's nor the requests'.
 func TestWatchAcrossSessionExpiry(t *testing.T) {
 	t.Parallel()
 	p, via, direct := proxied(t, "session_timeout=1s")
@@ -198,6 +198,7 @@ func TestWatchAcrossSessionExpiry(t *testing.T) {
 	r := watch(t, ctx, via, "k")
 	r.until(t, map[string]any{"n": float64(1)})
 	session := via.Conn().SessionID()
+	_, watchSID := watchSession(via)
 	p.Cut()
 	// The server expires the session once it has heard nothing of it for the session timeout,
 	// and closes its connection: "cons" no longer lists it.
@@ -223,6 +224,9 @@ func TestWatchAcrossSessionExpiry(t *testing.T) {
 	r.until(t, map[string]any{"n": float64(2)})
 	if now := via.Conn().SessionID(); now == session {
 		t.Errorf("the session %x did not expire", session)
+	}
+	if _, now := watchSession(via); now == watchSID || now == via.Conn().SessionID() {
+		t.Errorf("the watch stands on the session %x (it was on %x; the requests' is %x), want a new one of its own", now, watchSID, via.Conn().SessionID())
 	}
 	// And the watch goes on over the new session.
 	if err := direct.Patch(ctx, "k", map[string]any{"n": 3}, nil); err != nil {
@@ -353,10 +357,10 @@ func (g *gate) drop() {
 	g.conns = nil
 }
 
-// TestWatchWaitsForASession: a watch whose read cannot be sent (the client drops the requests
-// queued while it has no connection each time it has tried every server) waits for the
-// client's next session instead of failing, then delivers the record and the writes after
-// it. The same happens to the read that arms a watch again after its session expired.
+// TestWatchWaitsForASession: a watch started while no server gives a session (its watch
+// client sends nothing before it has one) waits for the session instead of failing, silent,
+// then delivers the record and the writes after it. The same happens to a watch whose client
+// was lost, while its new client has no session.
 func TestWatchWaitsForASession(t *testing.T) {
 	t.Parallel()
 	raw, _ := serverURL(t, "session_timeout=4s")
@@ -377,8 +381,8 @@ func TestWatchWaitsForASession(t *testing.T) {
 		}
 	}
 	r := watch(t, ctx, via, "k")
-	// Two more refused connections: the client has tried its server again since the watch
-	// queued its read, and dropped that read.
+	// Two more refused connections: the clients have tried the server again since the watch
+	// started.
 	for seen := g.accepts.Load(); g.accepts.Load() < seen+2; {
 		select {
 		case err := <-r.done:

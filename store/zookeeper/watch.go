@@ -19,21 +19,22 @@ var _ driver.Watcher = (*backend)(nil)
 // znode), delivers what it read, and when the watch fires arms the next one the same way: a
 // write between two watches is seen by the read that arms the second, so none is missed.
 //
-// The client carries the watches of a session over to a new connection (it sends them again
-// with the last transaction it saw, and the server fires those whose znode changed since), but
-// gives up a session's watches when the session has expired: the watch's channel then gets
-// EventNotWatching. Watch does not rely on the first: whenever the client has a session on a
-// new connection, it arms and reads again, so that the watch stands on that connection whatever
-// the client did; and on EventNotWatching of an expired session it arms again on the session
-// the client opens next. Only the store's Close ends it with an error of its own.
+// The watches stand on a client of their own (watchClient), which is never connected again
+// once it has had a session: the library would send its watches again on the new connection,
+// racing with its own receiving goroutine (see client). When that client's connection ends,
+// the store closes it, which fires its watches with EventNotWatching, and dials another, with
+// a new session and no watch; every Watch then arms and reads again on the new client, as a
+// watch whose session expired must. Meanwhile, and while no server gives the new client a
+// session, the watch is silent and sends no heartbeat. Only the store's Close ends it with an
+// error of its own.
 //
 // Heartbeats (store.WithHeartbeat): every interval, a sync of the record's path on the
-// watch's connection. The server answers it once it has applied every write the leader had
-// committed when it got the sync, and has sent on the connection the notifications those writes
-// fired, before the answer: a heartbeat delivered for it means every write made before the sync
-// was sent has been delivered, unless a notification is waiting, which is delivered first. A
-// sync not answered within the interval is no heartbeat; one answered on another connection
-// than the watch was armed on is none either (the watch arms again instead).
+// watch's client, whose one connection is the one the watch was armed on. The server answers
+// it once it has applied every write the leader had committed when it got the sync, and has
+// sent on the connection the notifications those writes fired, before the answer: a heartbeat
+// delivered for it means every write made before the sync was sent has been delivered, unless
+// a notification is waiting, which is delivered first. A sync not answered within the
+// interval is no heartbeat.
 func (b *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) error) error {
 	p := b.path(key)
 	every := store.HeartbeatEvery(ctx)
@@ -44,20 +45,15 @@ func (b *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 		tick = t.C
 	}
 	for {
-		newSession := b.sessionChanged()
-		n, ch, err := b.arm(ctx, p)
+		w, err := b.watchClient(ctx)
+		if err != nil {
+			return fmt.Errorf("store/zookeeper: watch: %w", err)
+		}
+		n, ch, err := b.arm(ctx, w, p)
 		if lostConnection(err) {
-			// The client drops the requests it could not send when it has tried every
-			// server, and the ones in flight when a connection ends: arm again on its next
-			// session. Meanwhile the watch is silent, and sends no heartbeat.
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-b.done:
-				return fmt.Errorf("store/zookeeper: watch: %w", ErrClosed)
-			case <-newSession:
-				continue
-			}
+			// The connection ended before the answer: arm again on the next client.
+			w.lose()
+			continue
 		}
 		if err != nil {
 			return err
@@ -72,21 +68,22 @@ func (b *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 				return ctx.Err()
 			case <-b.done:
 				return fmt.Errorf("store/zookeeper: watch: %w", ErrClosed)
-			case <-newSession:
+			case <-w.lost:
 				break wait
 			case ev := <-ch:
-				if ev.Type == zk.EventNotWatching && !errors.Is(ev.Err, zk.ErrSessionExpired) {
-					return fmt.Errorf("store/zookeeper: watch ended: %w", ev.Err)
+				if ev.Type == zk.EventNotWatching {
+					// The client was closed: replaced, or the store's Close.
+					w.lose()
 				}
 				break wait
 			case <-tick:
-				if !b.heartbeat(ctx, p, every, newSession) {
+				if !b.heartbeat(ctx, w, p, every) {
 					continue
 				}
 				select {
 				case <-ch:
 					break wait // the change comes first; the next arm delivers it
-				case <-newSession:
+				case <-w.lost:
 					break wait
 				default:
 				}
@@ -98,25 +95,95 @@ func (b *backend) Watch(ctx context.Context, key string, fn func(driver.Notice) 
 	}
 }
 
-// lostConnection reports whether err is the client's for a request that a lost connection or
-// session ended, which a new session may serve.
-func lostConnection(err error) bool {
-	return errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrConnectionClosed) ||
-		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved)
+// watchClient returns the watches' client once it has a session and the store's credentials,
+// dialling a new one when there is none or the last one was lost (and closing that one). It
+// waits, however long no server gives the client a session, until ctx ends or Close.
+func (b *backend) watchClient(ctx context.Context) (*client, error) {
+	for {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil, ErrClosed
+		}
+		w := b.watch
+		if w == nil || w.isLost() {
+			if w != nil {
+				b.calls.Go(w.close)
+			}
+			var err error
+			if w, err = b.connect(false); err != nil {
+				b.watch = nil
+				b.mu.Unlock()
+				return nil, err
+			}
+			b.watch = w
+			b.calls.Go(func() { b.ready(w) })
+		}
+		b.mu.Unlock()
+		select {
+		case <-w.ready:
+			if w.err != nil {
+				return nil, w.err
+			}
+			return w, nil
+		case <-w.lost:
+			select {
+			case <-w.ready:
+				if w.err != nil {
+					return nil, w.err
+				}
+			default:
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-b.done:
+			return nil, ErrClosed
+		}
+	}
 }
 
-// arm sets a watch on p and reads it in the same request, after a sync (see read).
-func (b *backend) arm(ctx context.Context, p string) (driver.Notice, <-chan zk.Event, error) {
+// ready waits for w's session and adds the store's credentials to it: no request is sent on w
+// before, so that none of the watches it sets can precede its session.
+func (b *backend) ready(w *client) {
+	select {
+	case <-w.session:
+	case <-w.lost:
+		return
+	case <-b.done:
+		return
+	}
+	if b.user != "" {
+		if err := b.auth(w); err != nil {
+			if lostConnection(err) {
+				w.lose()
+			} else {
+				w.fail(fmt.Errorf("digest authentication as %q: %w", b.user, err))
+			}
+			return
+		}
+	}
+	close(w.ready)
+}
+
+// lostConnection reports whether err is the library's for a request that a lost connection or
+// session, or the client's close, ended, which a new client may serve.
+func lostConnection(err error) bool {
+	return errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrConnectionClosed) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved) || errors.Is(err, zk.ErrClosing)
+}
+
+// arm sets a watch on p through w and reads it in the same request, after a sync (see read).
+func (b *backend) arm(ctx context.Context, w *client, p string) (driver.Notice, <-chan zk.Event, error) {
 	var data []byte
 	var found bool
 	var ch <-chan zk.Event
 	err := b.do(ctx, func() error {
-		if _, err := b.conn.Sync(p); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if _, err := w.conn.Sync(p); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
 		for {
 			var err error
-			data, _, ch, err = b.conn.GetW(p)
+			data, _, ch, err = w.conn.GetW(p)
 			if err == nil {
 				found = true
 				return nil
@@ -127,7 +194,7 @@ func (b *backend) arm(ctx context.Context, p string) (driver.Notice, <-chan zk.E
 			// No znode: watch for its creation. Should it have been created since GetW,
 			// ExistsW sets a watch on its data instead, and GetW reads it again.
 			var exists bool
-			exists, _, ch, err = b.conn.ExistsW(p)
+			exists, _, ch, err = w.conn.ExistsW(p)
 			if err != nil || !exists {
 				return err
 			}
@@ -146,25 +213,16 @@ func (b *backend) arm(ctx context.Context, p string) (driver.Notice, <-chan zk.E
 	return driver.Notice{Found: true, Doc: doc}, ch, nil
 }
 
-// heartbeat syncs p within every and reports whether the server answered on the connection
-// the watch was armed on (newSession not closed).
-func (b *backend) heartbeat(ctx context.Context, p string, every time.Duration, newSession <-chan struct{}) bool {
+// heartbeat syncs p through w within every and reports whether the server answered.
+func (b *backend) heartbeat(ctx context.Context, w *client, p string, every time.Duration) bool {
 	hctx, cancel := context.WithTimeout(ctx, every)
 	defer cancel()
 	err := b.do(hctx, func() error {
-		_, err := b.conn.Sync(p)
+		_, err := w.conn.Sync(p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
 		return err
 	})
-	if err != nil {
-		return false
-	}
-	select {
-	case <-newSession:
-		return false
-	default:
-		return true
-	}
+	return err == nil
 }

@@ -47,16 +47,21 @@ type Store struct {
 
 // backend is the driver.Driver behind Store.
 type backend struct {
-	conn   *zk.Conn
-	events <-chan zk.Event // closed once the client's own goroutines have ended
+	req    *client // the requests' client: it never sets a watch
 	chroot string
 	acl    []zk.ACL
 
-	mu      sync.Mutex
-	closed  bool
-	done    chan struct{}  // closed by Close
-	calls   sync.WaitGroup // the goroutines of do
-	session chan struct{}  // closed, and replaced, when the client has a session on a new connection
+	// What each client is dialled with.
+	servers        []string
+	sessionTimeout time.Duration
+	dialer         zk.Dialer
+	user, password string
+
+	mu     sync.Mutex
+	closed bool
+	done   chan struct{}  // closed by Close
+	calls  sync.WaitGroup // the goroutines of do, and those readying and closing watch clients
+	watch  *client        // the watches' client, dialled by the first Watch, replaced once lost
 }
 
 // Open connects to the ensemble named by rawURL (see the package documentation for its form),
@@ -76,17 +81,19 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 	if err != nil {
 		return nil, store.ConfigError(err)
 	}
-	b := &backend{chroot: cfg.chroot, acl: cfg.acl, session: make(chan struct{}), done: make(chan struct{})}
-	dialer := zk.Dialer(net.DialTimeout)
+	b := &backend{
+		chroot: cfg.chroot, acl: cfg.acl, done: make(chan struct{}),
+		servers: cfg.servers, sessionTimeout: cfg.sessionTimeout, dialer: zk.Dialer(net.DialTimeout),
+		user: cfg.user, password: cfg.password,
+	}
 	if cfg.tls != nil {
-		dialer = tlsDialer(cfg.tls)
+		b.dialer = tlsDialer(cfg.tls)
 	}
-	conn, events, err := zk.Connect(cfg.servers, cfg.sessionTimeout,
-		zk.WithDialer(dialer), zk.WithLogger(discard{}), zk.WithLogInfo(false), zk.WithEventCallback(b.event))
+	req, err := b.connect(true)
 	if err != nil {
-		return nil, fmt.Errorf("store/zookeeper: %w", err)
+		return nil, err
 	}
-	b.conn, b.events = conn, events
+	b.req = req
 	octx := ctx
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -102,12 +109,9 @@ func openURL(ctx context.Context, u *url.URL) (*Store, error) {
 
 // start waits for the first session, authenticates and makes sure the chroot exists.
 func (b *backend) start(ctx context.Context, cfg *config) error {
-	b.mu.Lock()
-	session := b.session
-	b.mu.Unlock()
-	if b.conn.State() != zk.StateHasSession {
+	if b.req.conn.State() != zk.StateHasSession {
 		select {
-		case <-session:
+		case <-b.req.session:
 		case <-ctx.Done():
 			err := fmt.Errorf("store/zookeeper: no session with %s: %w", strings.Join(cfg.servers, ","), ctx.Err())
 			// The client logs why it could not connect, and the store discards its logs: a
@@ -116,7 +120,7 @@ func (b *backend) start(ctx context.Context, cfg *config) error {
 		}
 	}
 	if cfg.user != "" {
-		if err := b.do(ctx, func() error { return b.conn.AddAuth("digest", []byte(cfg.user+":"+cfg.password)) }); err != nil {
+		if err := b.do(ctx, func() error { return b.auth(b.req) }); err != nil {
 			return store.ConfigError(fmt.Errorf("store/zookeeper: digest authentication as %q: %w", cfg.user, err))
 		}
 	}
@@ -127,7 +131,7 @@ func (b *backend) start(ctx context.Context, cfg *config) error {
 	for _, part := range strings.Split(b.chroot[1:], "/") {
 		p += "/" + part
 		err := b.do(ctx, func() error {
-			_, err := b.conn.Create(p, nil, 0, b.acl)
+			_, err := b.req.conn.Create(p, nil, 0, b.acl)
 			return err
 		})
 		switch {
@@ -141,7 +145,7 @@ func (b *backend) start(ctx context.Context, cfg *config) error {
 	// Reading the chroot tells a client whose credentials may not read it now rather than at
 	// its first record.
 	err := b.do(ctx, func() error {
-		_, _, err := b.conn.Children(b.chroot)
+		_, _, err := b.req.conn.Children(b.chroot)
 		return err
 	})
 	if errors.Is(err, zk.ErrNoAuth) {
@@ -169,23 +173,10 @@ func tlsDialer(cfg *tls.Config) zk.Dialer {
 	}
 }
 
-// event follows the client's state: a new session on a connection re-arms the watches (see
-// watch.go). It runs on the client's goroutine and must not block.
-func (b *backend) event(ev zk.Event) {
-	if ev.Type != zk.EventSession || ev.State != zk.StateHasSession {
-		return
-	}
-	b.mu.Lock()
-	close(b.session)
-	b.session = make(chan struct{})
-	b.mu.Unlock()
-}
-
-// sessionChanged returns a channel closed at the next new connection with a session.
-func (b *backend) sessionChanged() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.session
+// auth adds the store's credentials to c's session; the library adds them again on each new
+// connection of the session.
+func (b *backend) auth(c *client) error {
+	return c.conn.AddAuth("digest", []byte(b.user+":"+b.password))
 }
 
 // do runs f, a call of the client, which takes no context, on a goroutine of its own, and
@@ -210,7 +201,7 @@ func (b *backend) do(ctx context.Context, f func() error) error {
 	}
 }
 
-// Close ends the session and waits until the client's goroutines and the calls in flight have
+// Close ends the sessions and waits until the clients' goroutines and the calls in flight have
 // ended.
 func (b *backend) Close() error {
 	b.mu.Lock()
@@ -220,10 +211,13 @@ func (b *backend) Close() error {
 	}
 	b.closed = true
 	close(b.done)
+	w := b.watch
+	b.watch = nil
 	b.mu.Unlock()
-	b.conn.Close()
-	for range b.events { // closed once the client's loop has ended
+	if w != nil {
+		w.close()
 	}
+	b.req.close()
 	b.calls.Wait()
 	return nil
 }
@@ -231,8 +225,10 @@ func (b *backend) Close() error {
 // Chroot returns the znode under which the records live.
 func (s *Store) Chroot() string { return s.b.chroot }
 
-// Conn returns the underlying ZooKeeper client, for diagnostics and tests.
-func (s *Store) Conn() *zk.Conn { return s.b.conn }
+// Conn returns the ZooKeeper client of the store's requests, for diagnostics and tests. The
+// store's watches have a client of their own (see backend.Watch); setting a watch through this
+// one would have the library send it again, racing, at the client's next connection.
+func (s *Store) Conn() *zk.Conn { return s.b.req.conn }
 
 // Path returns the znode of key's record.
 func (s *Store) Path(key string) string { return s.b.path(key) }
@@ -259,11 +255,11 @@ func (b *backend) read(ctx context.Context, p string) (map[string]any, int32, er
 	var data []byte
 	var stat *zk.Stat
 	err := b.do(ctx, func() error {
-		if _, err := b.conn.Sync(p); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if _, err := b.req.conn.Sync(p); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}
 		var err error
-		data, stat, err = b.conn.Get(p)
+		data, stat, err = b.req.conn.Get(p)
 		return err
 	})
 	switch {
@@ -294,7 +290,7 @@ func (b *backend) Create(ctx context.Context, key string, doc map[string]any) er
 	p := b.path(key)
 	for {
 		err := b.do(ctx, func() error {
-			_, err := b.conn.Create(p, data, 0, b.acl)
+			_, err := b.req.conn.Create(p, data, 0, b.acl)
 			return err
 		})
 		if !errors.Is(err, zk.ErrNodeExists) {
@@ -308,7 +304,7 @@ func (b *backend) Create(ctx context.Context, key string, doc map[string]any) er
 			return err
 		}
 		err = b.do(ctx, func() error {
-			_, err := b.conn.Set(p, data, version)
+			_, err := b.req.conn.Set(p, data, version)
 			return err
 		})
 		if !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, zk.ErrNoNode) {
@@ -342,7 +338,7 @@ func (b *backend) write(ctx context.Context, key string, cond *driver.Condition,
 			data = []byte{}
 		}
 		err := b.do(ctx, func() error {
-			_, err := b.conn.Set(p, data, version)
+			_, err := b.req.conn.Set(p, data, version)
 			return err
 		})
 		if errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode) {
