@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/internal/cloudemu"
+	"github.com/leasehold/leasehold/internal/fencing"
 )
 
 // cloudStore is a cloud store under test: the emulator it runs on, and setup, which prepares
@@ -87,6 +88,16 @@ func storeCommands(t *testing.T, url, ls, rs string, put func(t *testing.T, key 
 		}
 	}
 
+	// Bytes that are not JSON hold no term: repair writes the clock floor (C4), whole seconds,
+	// which is above b's term only once the second that term was given in has passed (E11's
+	// limit: handovers faster than one a second just before the loss). Over a fast store,
+	// a, b and the resign can all come within one second.
+	if floor := fencing.Floor(time.Now()); next.term > floor+2 {
+		t.Fatalf("b's term %d is above the clock floor %d by more than the handovers so far", next.term, floor)
+	}
+	for fencing.Floor(time.Now()) <= next.term {
+		time.Sleep(50 * time.Millisecond)
+	}
 	put(t, storeDocs.Key("jobs"), []byte("garbage{{{"))
 	out, errOut, code = runLeasehold(t, "repair", "--store", url, "--lease", "jobs", "--force")
 	if code != exitOK || newTermLine.FindStringSubmatch(out) == nil {
