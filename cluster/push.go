@@ -34,9 +34,9 @@ func (e *Elector) aliveWindow() time.Duration {
 	return e.r
 }
 
-// heartbeatEvery is the interval of the heartbeats the watch asks of the Lock: half the alive
-// window, so that a heartbeat may come up to R/2 late (the connection's delay, the server's
-// scheduling) before the follower reads once.
+// heartbeatEvery is the interval of the heartbeats the watch asks of the Lock: half of R, the
+// alive window of a watch that sends them, so that a heartbeat may come up to R/2 late (the
+// connection's delay, the server's scheduling) before the follower reads once.
 func (e *Elector) heartbeatEvery() time.Duration { return e.r / 2 }
 
 // watchBackoffMax caps the wait between two watches that failed before their first call.
