@@ -122,6 +122,14 @@ func (c countingLock) Watch(ctx context.Context, name string, fn func(cluster.Re
 	return err
 }
 
+// WatchHeartbeats forwards what the inner Lock says of its watch's heartbeats
+// (cluster.HeartbeatWatcher), so that the Elector trusts the watch as it would without the
+// count.
+func (c countingLock) WatchHeartbeats() bool {
+	h, ok := c.Lock.(cluster.HeartbeatWatcher)
+	return !ok || h.WatchHeartbeats()
+}
+
 // runLeasehold runs one cluster.Elector over a store URL or a Kubernetes Lease, reporting
 // its leadership lines with proctest's Observer (stdout and the shared log).
 func runLeasehold(w *proctest.Worker) int {

@@ -88,6 +88,7 @@ const (
 type Elector struct {
 	lock     Lock
 	watcher  Watcher // the Lock's watch, nil when it has none (E9)
+	beatless bool    // its watch sends no heartbeats: only its changes prove it alive (E9)
 	name     string
 	id       string
 	l, r     time.Duration
@@ -190,6 +191,9 @@ func NewElector(cfg ElectorConfig) (*Elector, error) {
 	}
 	if w, ok := cfg.Lock.(Watcher); ok {
 		e.watcher = w
+		if h, ok := w.(HeartbeatWatcher); ok && !h.WatchHeartbeats() {
+			e.beatless = true
+		}
 	}
 	if cfg.Gate != nil {
 		e.claim = gateClaimer{cfg.Gate}

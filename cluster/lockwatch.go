@@ -26,6 +26,18 @@ type Watcher interface {
 	Watch(ctx context.Context, name string, fn func(Record, error)) error
 }
 
+// HeartbeatWatcher is implemented by a Watcher that says whether its watch sends the
+// heartbeats its caller asks for (store.WithHeartbeat); a Watcher that does not implement it
+// is taken to send them. A watch that cannot (a Kubernetes watch has no heartbeat) proves it
+// is alive only by the changes it delivers, among them the leader's renewals, one every R:
+// its followers trust it for R + R/2 after the last of them rather than R, so that a renewal
+// may come up to R/2 late before they read, as a heartbeat may (E9).
+type HeartbeatWatcher interface {
+	Watcher
+	// WatchHeartbeats reports whether Watch sends the heartbeats asked of it.
+	WatchHeartbeats() bool
+}
+
 // ErrHeartbeat is what a watch's fn gets, with a zero Record, when the watch proves it is
 // alive without a change: its connection answered just now. It is not a failure.
 var ErrHeartbeat = errors.New("cluster: lease watch heartbeat")

@@ -20,11 +20,23 @@ import (
 // alive within the last R, so a silent watch delays neither a takeover after a release
 // (within R) nor one after a crash (within L + R of the last renewal): see E9 in
 // docs/design.md.
-func (e *Elector) aliveWindow() time.Duration { return e.r }
+//
+// A watch without heartbeats (HeartbeatWatcher) proves it is alive only by the changes it
+// delivers, the leader's renewals every R among them. Each comes R after the one before plus
+// what the leader's timer, its write and the delivery took longer than the last time, so a
+// window of R alone ends before the next renewal about as often as not, and its followers
+// read up to once every R. R + R/2 leaves a renewal R/2 to be late, as heartbeatEvery leaves
+// a heartbeat; the bounds of a write that such a watch loses grow by R/2 (E9).
+func (e *Elector) aliveWindow() time.Duration {
+	if e.beatless {
+		return e.r + e.r/2
+	}
+	return e.r
+}
 
-// heartbeatEvery is the interval of the heartbeats the watch asks of the Lock: half the alive
-// window, so that a heartbeat may come up to R/2 late (the connection's delay, the server's
-// scheduling) before the follower reads once.
+// heartbeatEvery is the interval of the heartbeats the watch asks of the Lock: half of R, the
+// alive window of a watch that sends them, so that a heartbeat may come up to R/2 late (the
+// connection's delay, the server's scheduling) before the follower reads once.
 func (e *Elector) heartbeatEvery() time.Duration { return e.r / 2 }
 
 // watchBackoffMax caps the wait between two watches that failed before their first call.

@@ -25,7 +25,8 @@ func (s watchingStore) Watch(ctx context.Context, key string, fn func(store.Chan
 // countLock counts the calls an Elector makes to its Lock and controls its watch: cut it with
 // an error, make it silent (cut without an error: no change and no heartbeat comes through),
 // or refuse to watch. Its watch sends the heartbeats its caller asks for (store.WithHeartbeat,
-// E9) unless noHeartbeat says it cannot; those of the store below are not passed on.
+// E9) unless noHeartbeat says it cannot, which it then says as a HeartbeatWatcher (unless
+// undeclared); those of the store below are not passed on.
 type countLock struct {
 	inner Lock
 
@@ -38,6 +39,7 @@ type countLock struct {
 	beats       int // heartbeats delivered
 	silent      bool
 	noHeartbeat bool
+	undeclared  bool // WatchHeartbeats says true even with noHeartbeat, as a Watcher that says nothing
 	unsupported bool
 	lateReturn  time.Duration // Watch returns this long after its context ends
 
@@ -76,6 +78,14 @@ func (l *countLock) Update(ctx context.Context, name string, r Record) (Record, 
 		return hook(ctx, name, r)
 	}
 	return l.inner.Update(ctx, name, r)
+}
+
+// WatchHeartbeats implements HeartbeatWatcher: false when its watch sends none, unless
+// undeclared.
+func (l *countLock) WatchHeartbeats() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.noHeartbeat || l.undeclared
 }
 
 var errStreamCut = errors.New("test: stream cut")

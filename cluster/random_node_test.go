@@ -84,6 +84,7 @@ type rnode struct {
 	// The simulated watch (random_watch_test.go).
 	w            *writeLog
 	noBeats      bool // its watch sends no heartbeat, whatever its caller asks
+	beatless     bool // noBeats, and its Lock says so (HeartbeatWatcher): trusted for R + R/2
 	stream       streamFaults
 	streamRng    *rand.Rand
 	streamFaulty bool

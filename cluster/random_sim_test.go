@@ -212,9 +212,19 @@ func (s *rsim) startNode(sl *rslot) {
 	}
 	n.fnMode = s.rng.IntN(3)
 	n.noBeats = s.rng.IntN(4) == 0 // a Lock whose watch cannot send heartbeats (E9)
+	if n.noBeats {
+		// Half of them say so, as the Kubernetes Lease's Lock does (HeartbeatWatcher). A
+		// generator of its own, so that the other faults of a seed stay those it had.
+		rb := rand.New(rand.NewPCG(s.seed, 1<<62|uint64(sl.idx)<<32|uint64(sl.inc)))
+		n.beatless = rb.IntN(2) == 0
+	}
 	n.f = newFaultStore(recStore{n: n, w: s.wl})
+	var lock Lock = NewStoreLock(trackStore{n})
+	if n.beatless {
+		lock = beatlessLock{lock}
+	}
 	cfg := ElectorConfig{
-		Lock: NewStoreLock(trackStore{n}), LeaseName: "leader", LeaseDuration: n.l, RenewInterval: n.r,
+		Lock: lock, LeaseName: "leader", LeaseDuration: n.l, RenewInterval: n.r,
 		InstanceID: n.id, Logger: quietLogger(), Observer: n.observe,
 	}
 	if s.cfg.ranked {

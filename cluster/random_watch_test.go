@@ -288,19 +288,33 @@ func (s *rsim) streamHeal(n *rnode) {
 
 // streamSlack returns how much later than R an instance may first see a write made at write
 // because of its watch's faults: 0 when its watch was clean at the write and is now. E9: a
-// follower trusts a proof of life for R; a watch that lost the write sends no heartbeat after
-// it, so its last proof came by the write's time plus the largest delay, and the follower
-// reads R after that; a watch that did not lose it delivers it within that delay. A write made
-// while the watch was faulty, or tainted by what the fault left, keeps that slack after the
-// watch is clean again: its delivery may still come that late.
+// follower trusts a proof of life for R (R + R/2 when its watch says it sends no heartbeats);
+// a watch that lost the write proves nothing after it (no heartbeat, no change), so its last
+// proof came by the write's time plus the largest delay, and the follower reads R (R + R/2)
+// after that; a watch that did not lose it delivers it within that delay. A write made while
+// the watch was faulty, or tainted by what the fault left, keeps that slack after the watch is
+// clean again: its delivery may still come that late.
 func (n *rnode) streamSlack(write, now time.Time) time.Duration {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.streamFaulty || now.Before(n.streamTaint) || write.Before(n.streamTaint) {
+		if n.beatless {
+			return n.streamDelay + n.r/2
+		}
 		return n.streamDelay
 	}
 	return 0
 }
+
+// beatlessLock is the Lock of an instance whose watch sends no heartbeats and says so
+// (HeartbeatWatcher), as the Kubernetes Lease's Lock does.
+type beatlessLock struct{ Lock }
+
+func (l beatlessLock) Watch(ctx context.Context, name string, fn func(Record, error)) error {
+	return l.Lock.(Watcher).Watch(ctx, name, fn)
+}
+
+func (beatlessLock) WatchHeartbeats() bool { return false }
 
 // A write made while an instance's watch was faulty keeps the watch's slack once the watch is
 // clean again: its delivery may come that late (seeds 180 and 211 of L15s-R5s-clocks saw a
@@ -320,5 +334,13 @@ func TestStreamSlackOfAWriteDuringAFault(t *testing.T) {
 	}
 	if got := n.streamSlack(t0.Add(10*time.Second), later); got != 0 {
 		t.Errorf("slack of a write made after the taint: %v; want 0", got)
+	}
+	// A watch that sends no heartbeats is trusted R/2 longer: a write it lost is seen that late.
+	n.beatless, n.r = true, 5*time.Second
+	if got := n.streamSlack(t0, later); got != 6500*time.Millisecond {
+		t.Errorf("slack of a write made during the fault of a watch without heartbeats: %v; want the delay + R/2", got)
+	}
+	if got := n.streamSlack(t0.Add(10*time.Second), later); got != 0 {
+		t.Errorf("slack of a write made after the taint, without heartbeats: %v; want 0", got)
 	}
 }

@@ -15,7 +15,13 @@ import (
 	"github.com/leasehold/leasehold/cluster"
 )
 
-var _ cluster.Watcher = (*leaseLock)(nil)
+var _ cluster.HeartbeatWatcher = (*leaseLock)(nil)
+
+// WatchHeartbeats says that the Lease watch sends no heartbeats (cluster.HeartbeatWatcher): a
+// client cannot ask a Kubernetes watch to prove it is alive (the BOOKMARK events it may ask
+// for come about once a minute, for R of seconds), so the Elector takes the leader's renewals,
+// one every R, for the proof, and trusts the watch R + R/2 after the last (E9).
+func (l *leaseLock) WatchHeartbeats() bool { return false }
 
 // Watch follows the Lease name (cluster.Watcher, T8). It gets the Lease for its state and
 // resourceVersion, opens a watch on that one Lease (field selector metadata.name) from that
