@@ -165,9 +165,11 @@ func TestSteadyStateFollowersOnlyWatch(t *testing.T) {
 			t.Errorf("%s's watch brought %d of the leader's %d renewals; want them all", id, heard, renewals)
 		}
 	}
-	// A read comes only when a renewal reaches a watch more than R/2 later than R after the one
-	// before: a few on a loaded machine, not one a renewal.
-	if reads > renewals/5 {
-		t.Errorf("the followers read %d times over %d renewals; want at most %d (their watches prove themselves alive by the renewals)", reads, renewals, renewals/5)
+	// A read comes only when a renewal reaches a watch more than R/2 (250 ms) later than R after
+	// the one before: none on a quiet machine, a few on a loaded one (CI runs this module beside
+	// others), never one a renewal per follower, as before watches without heartbeats were
+	// trusted for R + R/2 (20 reads over 20 renewals, 10 a follower). Half that is the limit.
+	if limit := renewals / 2; reads > limit {
+		t.Errorf("the followers read %d times over %d renewals; want at most %d (their watches prove themselves alive by the renewals)", reads, renewals, limit)
 	}
 }
