@@ -50,7 +50,8 @@ type Config struct {
 	// Event.Lease the session lease's name, the session lease's attempts (AttemptSucceeded,
 	// AttemptFailed, WatchedChange, ObservedLeader, ObservedRevision), not its leaderships. It
 	// is called one event at a time, with the constraints of cluster.ElectorConfig.Observer,
-	// and must not call the Locker.
+	// and must not call the Locker. It is the one cost that grows with the keys held: a call
+	// per held key at every renewal of the session lease.
 	Observer func(cluster.Event)
 }
 
