@@ -20,13 +20,13 @@ func writeManyLocker(b *strings.Builder, rep *report) {
 	}
 	o := rep.Options
 	b.WriteString("\n### Keys held through one Locker\n\n")
-	fmt.Fprintf(b, "One process acquires N keys through one locker.Locker with %d goroutines and keeps each Held in a slice (no goroutine per key), then holds them for %v (L = %v, R = %v). "+
-		"Writes per R: the creates and updates during the window per R (the session lease's renewal is 1). "+
+	fmt.Fprintf(b, "One process acquires N keys through one locker.Locker (etcd: N concurrency.Mutex on one Session, TTL L) with %d goroutines and keeps each Held in a slice (no goroutine per key), then holds them for %v (L = %v, R = %v). "+
+		"Writes per R: the creates and updates during the window per R (the session lease's renewal is 1; etcd: every gRPC call and stream message). "+
 		"Per held key: what the process grew by once every key was held (live heap after a GC; resident set at the end of the window), over a baseline taken after the harness allocated its own per-key state (its key strings and slice, the last column, not included). "+
 		"Lost: holdings whose Done closed during the window; unconfirmed: keys held whose record named another holding.\n\n", manyAcquirers, o.Window, o.L, o.R)
 	b.WriteString("| backend | keys | held | acquired per s | writes per R | requests/s | CPU (% of a core) | heap per key (B) | RSS per key (B) | lost | unconfirmed | goroutines | release of all | harness per key (B) |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(b, "| %s | %d | %d → %d | %.0f | %.2f | %.0f | %.0f%% | %d | %d | %s | %d | %d | %.1fs | %d |\n", r.Backend, r.Leases, r.Leading, r.LeadingAtEnd,
+		fmt.Fprintf(b, "| %s | %d | %d → %d | %.0f | %.2f | %.2f | %.1f%% | %d | %d | %s | %d | %d | %.1fs | %d |\n", r.Backend, r.Leases, r.Leading, r.LeadingAtEnd,
 			acquireRate(r.manyResult), writesPerR(r.manyResult, o.R), float64(r.Requests)/r.Window.Seconds(), 100*r.CPU.Seconds()/r.Window.Seconds(),
 			r.Locker.HeapPerKey, r.Locker.RSSPerKey, byReason(r.Lost, r.LostBy), r.Unconfirmed, r.Goroutines, r.StopTook.Seconds(), r.Locker.HarnessPerKey)
 	}

@@ -191,6 +191,11 @@ func measure(ctx context.Context, o options, workerArgs []string, logf func(stri
 			}
 		}
 	}
+	if err := measureManyEtcd(o, srv, rep, logf, func(sys system, n int) *fleet {
+		return newFleet(sys, kindManyEtcdMutex, fmt.Sprintf("bench-%s-e%d", runID, n))
+	}); err != nil {
+		return nil, err
+	}
 	if err := measurePartitions(o, srv, rep, logf, func(sys system, k, n int) *fleet {
 		return newFleet(sys, kindParts, fmt.Sprintf("bench-%s-p%dx%d", runID, k, n))
 	}); err != nil {
