@@ -53,7 +53,7 @@ func logManyLocker(logf func(string, ...any), row manyRow, r time.Duration) {
 	if row.Locker == nil {
 		return
 	}
-	logf("bench: %s, %d keys through a Locker: %.0f acquired per s, %.2f writes per R, %d B heap and %d B RSS per held key (harness %d B per key apart), %d lost, %d unconfirmed, release of all %v",
+	logf("bench: %s, %d keys held: %.0f acquired per s, %.2f writes per R, %d B heap and %d B RSS per held key (harness %d B per key apart), %d lost, %d unconfirmed, release of all %v",
 		row.Backend, row.Leases, acquireRate(row.manyResult), writesPerR(row.manyResult, r), row.Locker.HeapPerKey, row.Locker.RSSPerKey, row.Locker.HarnessPerKey,
 		row.Lost, row.Unconfirmed, ms(row.StopTook))
 }
