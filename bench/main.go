@@ -11,6 +11,7 @@
 //	go run ./bench --backends postgres,client-go --trials 10
 //	go run ./bench --ci                              # a few trials, small N (what the test runs)
 //	go run ./bench --backends "" --many 10000 --many-via locker   # 10,000 keys through one Locker
+//	go run ./bench --backends "" --many 100000 --many-via locker --many-etcd 100000 --lease 15s --renew 5s --window 60s
 //
 // Every candidate is a separate OS process: this program re-executes itself as a worker. It
 // prints a Markdown table on stdout, and with --out writes results.md, results.json and
@@ -46,6 +47,7 @@ type options struct {
 	Many             []int
 	ManyBackends     []string
 	ManyVia          []string // viaElector, viaLocker
+	ManyEtcd         []int    // key counts of the etcd anchor of the keys held through a Locker
 	// Partitions are the K of the partitions scenario (none: not run), PartitionsMembers its
 	// N, PartitionsBackends its stores.
 	Partitions         []int
@@ -72,6 +74,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	instances := fs.String("instances", "3,50", "comma-separated instance counts for the steady-state figures")
 	many := fs.String("many", "1000,10000", "comma-separated lease-name counts for the many-elections figures (empty: none)")
 	manyBackends := fs.String("many-backends", "postgres,redis", "backends of the many-elections figures")
+	manyEtcd := fs.String("many-etcd", "", "comma-separated key counts held through etcd's concurrency.Mutex on one Session, beside the keys held through one Locker (empty: none)")
 	manyVia := fs.String("many-via", "elector,locker", "how the many-elections process holds its leases: elector (one cluster.Elector per lease name), locker (one locker.Locker for every key), or both")
 	partitions := fs.String("partitions", "", "comma-separated partition counts K for the partitions scenario (empty: none), e.g. 1024,10000")
 	partsMembers := fs.String("partitions-instances", "3,10", "comma-separated member counts N of the partitions scenario (at least 2 each)")
@@ -111,6 +114,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	if o.Many, err = ints("--many", *many); err != nil {
+		return o, err
+	}
+	if o.ManyEtcd, err = ints("--many-etcd", *manyEtcd); err != nil {
 		return o, err
 	}
 	if o.Partitions, err = ints("--partitions", *partitions); err != nil {

@@ -43,6 +43,8 @@ type manyResult struct {
 	// Unconfirmed (Locker): keys held at the end of the window whose record did not name this
 	// holding while its Done stayed open: a loss the Locker did not report (must be 0).
 	Unconfirmed int `json:"unconfirmed,omitempty"`
+	// Locker: the figures of a Locker's keys (writes, memory per key).
+	Locker *lockerFigures `json:"locker,omitempty"`
 }
 
 // How a many worker holds its leases: one Elector per lease name, or one locker.Locker for

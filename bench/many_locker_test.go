@@ -20,7 +20,8 @@ import (
 )
 
 // The many-elections scenario through one locker.Locker, small: 200 keys held by one worker
-// process over PostgreSQL and over Redis for 2 s. Every key is held (P1, P4), every key the
+// process over PostgreSQL and over Redis for 2 s. Every key is held (P1, P4), the window's
+// writes are the session lease's renewals, not one per key (P7), every key the
 // Locker still holds at the end is its own in the store, with its term (no loss left
 // unreported, P2), and once the worker has released them every record is free (E7). Speed is
 // not asserted: the figures are logged.
@@ -64,6 +65,18 @@ func TestManyLocker(t *testing.T) {
 			}
 			if row.Requests == 0 || row.RSS <= 0 || row.Goroutines <= 0 {
 				t.Errorf("requests %d, RSS %d, goroutines %d: want each measured", row.Requests, row.RSS, row.Goroutines)
+			}
+			if row.Locker == nil {
+				t.Fatal("no Locker figures in the result")
+			}
+			t.Logf("%d writes in the window, %d B heap and %d B RSS per held key, harness %d B per key", row.Locker.Writes, row.Locker.HeapPerKey, row.Locker.RSSPerKey, row.Locker.HarnessPerKey)
+			// P7: the window's writes are the session lease's renewals, about one per R,
+			// not one per key per R; a key's record renewed would make them thousands.
+			if row.Locker.Writes < 1 || row.Locker.Writes >= keys {
+				t.Errorf("P7: %d writes in %v with %d keys held: want the session lease's renewals only", row.Locker.Writes, row.Window, keys)
+			}
+			if row.Locker.HarnessPerKey <= 0 {
+				t.Errorf("the harness's own cost per key was not measured: %d B", row.Locker.HarnessPerKey)
 			}
 			if row.Unconfirmed != 0 {
 				t.Errorf("P2: %d keys held with their Done open while their record named another holding (see the worker's stderr above)", row.Unconfirmed)

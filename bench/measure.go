@@ -183,12 +183,18 @@ func measure(ctx context.Context, o options, workerArgs []string, logf func(stri
 				logf("bench: %s, %d leases through %s: %d led after %v, %.0f requests/s, %.1f%% CPU, %s RSS, %d goroutines, %d lost, %d failed attempts, attempt p99 %v",
 					name, n, via, row.Leading, ms(row.ReadyAfter), float64(row.Requests)/row.Window.Seconds(), 100*row.CPU.Seconds()/row.Window.Seconds(),
 					mib(row.RSS), row.Goroutines, row.Lost, row.Failed, ms(row.AttemptP99))
+				logManyLocker(logf, row, o.R)
 				if row.Unconfirmed > 0 {
 					rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s, %d keys through a Locker: %d held keys whose record names another holding (P2)", name, n, row.Unconfirmed))
 				}
 				rep.Many = append(rep.Many, row)
 			}
 		}
+	}
+	if err := measureManyEtcd(o, srv, rep, logf, func(sys system, n int) *fleet {
+		return newFleet(sys, kindManyEtcdMutex, fmt.Sprintf("bench-%s-e%d", runID, n))
+	}); err != nil {
+		return nil, err
 	}
 	if err := measurePartitions(o, srv, rep, logf, func(sys system, k, n int) *fleet {
 		return newFleet(sys, kindParts, fmt.Sprintf("bench-%s-p%dx%d", runID, k, n))

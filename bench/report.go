@@ -29,6 +29,7 @@ func writeMarkdown(w io.Writer, rep *report) error {
 
 	writeRatios(&b, rep)
 	writeMany(&b, rep)
+	writeManyLocker(&b, rep)
 	writeParts(&b, rep)
 	if len(rep.Skipped) > 0 {
 		b.WriteString("\nNot measured:\n\n")
@@ -89,7 +90,7 @@ func writeMany(b *strings.Builder, rep *report) {
 	if len(rep.Many) > 0 {
 		b.WriteString("\n### Many elections in one process\n\n")
 		fmt.Fprintf(b, "One process, one store connection pool, N Electors on N lease names (L = %v, R = %v); measured over %v once every lease was held (or after the wait for that gave up). A lease needs 1/R = %.0f attempts per second, each one write on the revision its leader holds (a read only after a conflict). "+
-			"Rows \"through a Locker\": the N names are keys of one locker.Locker, each held by a goroutine that acquires it again when its Done closes (lost: Done closings); at the end every key still held was read back from the store.\n\n", o.L, o.R, o.Window, 1/o.R.Seconds())
+			"Rows \"through a Locker\": the N names are keys of one locker.Locker, acquired by a bounded pool of goroutines and not acquired again once lost (lost: Done closings); at the end every key still held was read back from the store.\n\n", o.L, o.R, o.Window, 1/o.R.Seconds())
 		b.WriteString("| backend | leases | leading | all led after | requests/s | per lease per s | CPU (% of a core) | CPU s per lease-hour | attempt p50 | p99 | lost leaderships | failed attempts | RSS (MiB) | goroutines |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, r := range rep.Many {
 			rps := float64(r.Requests) / r.Window.Seconds()

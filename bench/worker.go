@@ -57,6 +57,8 @@ func runWorker(w *proctest.Worker) int {
 		return runMany(w)
 	case kindManyLock:
 		return runManyLocker(w)
+	case kindManyEtcdMutex:
+		return runManyEtcdMutex(w)
 	case kindParts:
 		return runPartitions(w)
 	default:
