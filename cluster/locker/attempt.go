@@ -59,7 +59,7 @@ func (a *attempt) run(ctx context.Context) (*Held, error) {
 				if a.try {
 					return nil, fmt.Errorf("locker: key %q: the store did not answer: %w", a.key, err)
 				}
-				if !a.sleep(ctx, l.r) {
+				if !sleepCtx(ctx, l.r) {
 					return nil, fmt.Errorf("locker: key %q: %w", a.key, ctx.Err())
 				}
 				continue
@@ -261,8 +261,8 @@ func (a *attempt) wait(ctx context.Context, until time.Time) (woke bool, err err
 	}
 }
 
-// sleep waits d or ctx's end, and reports whether d passed.
-func (a *attempt) sleep(ctx context.Context, d time.Duration) bool {
+// sleepCtx waits d or ctx's end, and reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

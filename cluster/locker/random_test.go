@@ -327,15 +327,3 @@ func runRandomLockers(t *testing.T, run uint64) {
 	}
 	t.Logf("%d Lockers, %d crashed; %d holdings of %d keys", n, len(crashed), taken.Load(), len(byKey))
 }
-
-// sleepCtx waits d, and reports false when ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
